@@ -1,0 +1,155 @@
+// The operator CLI (bin: knowagent). Bad arguments print usage and exit 2; failures exit 1.
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig } from './effects/config/app-config.ts'
+import { resolveSecret } from './effects/config/secret.ts'
+import { DatabaseInUse, openDatabase, type DatabaseHandle } from './effects/db/database.ts'
+import { migrateToLatest } from './effects/db/migrate.ts'
+import { generatePassword } from './effects/auth/passwords.ts'
+import { createApiTokenFor, createUser, findUserByLogin, setPassword, UserError } from './effects/auth/users.ts'
+import { formatImportReport, importFolder } from './effects/workspace/import-folder.ts'
+import { parseKbUri } from './effects/workspace/uri.ts'
+
+export const USAGE = `usage: knowagent <command> [options]
+
+commands:
+  serve                                  start the server (PORT, HOST, DATABASE_URL, KNOWAGENT_DATA_DIR)
+  migrate                                apply database migrations
+  user add <login> [--password P]        create a user (a password is generated and printed when omitted)
+  user passwd <login> [--password P]     set a user's password (signs out their sessions)
+  token create <login> [--label L]       create an API token; prints only the token
+  import <folder> <kb-uri> --user <login>
+                                         import a folder (recursive, idempotent)
+  help                                   show this help`
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError'
+}
+
+interface Io {
+  readonly out: (line: string) => void
+  readonly err: (line: string) => void
+  readonly env: Readonly<Record<string, string | undefined>>
+}
+
+const defaultIo: Io = {
+  out: (line) => process.stdout.write(line + '\n'),
+  err: (line) => process.stderr.write(line + '\n'),
+  env: process.env,
+}
+
+function parse<const O extends Record<string, { type: 'string' }>>(args: string[], options: O) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true })
+  } catch (error) {
+    throw new UsageError((error as Error).message)
+  }
+}
+
+function expectPositionals(positionals: string[], count: number, what: string): string[] {
+  if (positionals.length !== count) throw new UsageError(`expected ${what}`)
+  return positionals
+}
+
+async function withDatabase<T>(io: Io, run: (db: DatabaseHandle, secret: string) => Promise<T>): Promise<T> {
+  const config = loadConfig({ env: io.env })
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  try {
+    await migrateToLatest(database.db)
+    return await run(database, resolveSecret({ secretFromEnv: config.secretFromEnv, dataDir: config.dataDir }))
+  } finally {
+    await database.close()
+  }
+}
+
+export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
+  const [command, ...rest] = argv
+  try {
+    switch (command) {
+      case 'serve': {
+        parse(rest, {})
+        const { startServer } = await import('./server.ts')
+        const running = await startServer({ config: loadConfig({ env: io.env }) })
+        await new Promise<void>((resolve) => {
+          const stop = (signal: string) => {
+            process.off('SIGINT', onInt)
+            process.off('SIGTERM', onTerm)
+            void running.shutdown(signal).then(resolve)
+          }
+          const onInt = () => stop('SIGINT')
+          const onTerm = () => stop('SIGTERM')
+          process.on('SIGINT', onInt)
+          process.on('SIGTERM', onTerm)
+        })
+        return 0
+      }
+      case 'migrate': {
+        parse(rest, {})
+        const applied = await withDatabase(io, async ({ db }) => (await migrateToLatest(db)).applied)
+        io.out(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date')
+        return 0
+      }
+      case 'user': {
+        const { positionals, values } = parse(rest, { password: { type: 'string' } })
+        const [action, login] = expectPositionals(positionals, 2, '"user add <login>" or "user passwd <login>"')
+        const password = values.password ?? generatePassword()
+        if (action === 'add') {
+          await withDatabase(io, ({ db }) => createUser(db, { login: login!, password }))
+          io.out(values.password ? `created user ${login}` : `created user ${login} with password: ${password}`)
+          return 0
+        }
+        if (action === 'passwd') {
+          await withDatabase(io, ({ db }) => setPassword(db, { login: login!, password }))
+          io.out(values.password ? `password set for ${login}` : `new password for ${login}: ${password}`)
+          return 0
+        }
+        throw new UsageError(`unknown user action "${action}"`)
+      }
+      case 'token': {
+        const { positionals, values } = parse(rest, { label: { type: 'string' } })
+        const [action, login] = expectPositionals(positionals, 2, '"token create <login>"')
+        if (action !== 'create') throw new UsageError(`unknown token action "${action}"`)
+        const token = await withDatabase(io, ({ db }, secret) => createApiTokenFor(db, { secret, login: login!, ...(values.label ? { label: values.label } : {}) }))
+        io.out(token)
+        return 0
+      }
+      case 'import': {
+        const { positionals, values } = parse(rest, { user: { type: 'string' } })
+        const [folder, uri] = expectPositionals(positionals, 2, '<folder> <kb-uri>')
+        if (!values.user) throw new UsageError('import needs --user <login>')
+        const login = values.user
+        const config = loadConfig({ env: io.env })
+        const report = await withDatabase(io, async ({ db }) => {
+          const user = await findUserByLogin(db, login)
+          if (!user) throw new UserError(`no user "${login}"`)
+          const target = parseKbUri({ uri: uri!, callerLogin: user.login })
+          return importFolder(db, { owner: user, folder: folder!, targetSegments: target.segments, maxFileBytes: config.maxFileBytes })
+        })
+        io.out(formatImportReport(report))
+        return report.failed.length > 0 ? 1 : 0
+      }
+      case 'help':
+      case '--help':
+      case '-h':
+        io.out(USAGE)
+        return 0
+      default:
+        throw new UsageError(command ? `unknown command "${command}"` : 'no command given')
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(`knowagent: ${error.message}\n\n${USAGE}`)
+      return 2
+    }
+    if (error instanceof ConfigError || error instanceof UserError || error instanceof DatabaseInUse) {
+      io.err(`knowagent: ${error.message}`)
+      return 1
+    }
+    const tagged = error as { _tag?: string; message?: string }
+    if (tagged && typeof tagged._tag === 'string') {
+      io.err(`knowagent: ${tagged.message}`)
+      return 1
+    }
+    io.err(`knowagent: ${error instanceof Error ? error.message : String(error)}`)
+    return 1
+  }
+}

@@ -1,0 +1,90 @@
+// Table interfaces for kysely; Selectable/Insertable types are derived from these.
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely'
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+/** bigint columns arrive as strings from pg; we convert at the repository edge. */
+type BigIntColumn = ColumnType<string | number, number | string, number | string>
+
+export interface UsersTable {
+  id: string
+  login: string
+  password_hash: string | null
+  created_at: Timestamp
+}
+export interface ApiTokensTable {
+  id: string
+  user_id: string
+  token_hash: string
+  label: string | null
+  created_at: Timestamp
+  last_used_at: NullableTimestamp
+  revoked_at: NullableTimestamp
+}
+export interface SessionsTable {
+  id_hash: string
+  user_id: string
+  csrf_token: string
+  created_at: Timestamp
+  expires_at: Timestamp
+}
+export type NodeKind = 'directory' | 'file'
+export interface NodesTable {
+  id: string
+  owner_id: string
+  parent_id: string | null
+  name: string
+  path: string
+  kind: NodeKind
+  current_version_id: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+export interface FileVersionsTable {
+  id: string
+  node_id: string
+  version_no: number
+  raw: Uint8Array
+  body: string | null
+  mime: string
+  size: BigIntColumn
+  content_hash: string
+  parse_status: 'parsed' | 'failed'
+  parse_error: string | null
+  created_at: Timestamp
+}
+export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled'
+export interface JobsTable {
+  id: string
+  owner_id: string
+  node_id: string | null
+  version_id: string | null
+  uri: string
+  kind: string
+  status: JobStatus
+  stage: string | null
+  error: string | null
+  configuration_json: ColumnType<unknown | null, string | null | undefined, string | null>
+  attempts: Generated<number>
+  lease_owner: string | null
+  lease_expires_at: NullableTimestamp
+  created_at: Timestamp
+  started_at: NullableTimestamp
+  finished_at: NullableTimestamp
+  updated_at: Timestamp
+}
+
+export interface DB {
+  users: UsersTable
+  api_tokens: ApiTokensTable
+  sessions: SessionsTable
+  nodes: NodesTable
+  file_versions: FileVersionsTable
+  jobs: JobsTable
+}
+
+export type UserRow = Selectable<UsersTable>
+export type NodeRow = Selectable<NodesTable>
+export type FileVersionRow = Selectable<FileVersionsTable>
+export type JobRow = Selectable<JobsTable>
+export type NewJob = Insertable<JobsTable>

@@ -1,0 +1,61 @@
+// Result shapes of the workspace tools (SPEC §4). These are what the model sees (as JSON)
+// and what `POST command` returns.
+
+export interface LsEntry {
+  readonly name: string
+  readonly kind: 'directory' | 'file'
+  readonly uri: string
+  readonly size: number
+  readonly updated: string
+}
+export interface LsResult {
+  readonly uri: string
+  readonly entries: ReadonlyArray<LsEntry>
+  readonly offset: number
+  readonly next_offset: number | null
+  readonly total: number
+}
+
+export interface ReadResult {
+  readonly uri: string
+  readonly offset: number
+  readonly next_offset: number | null
+  readonly total: number
+  readonly text: string
+  /** Set when the file has no parsed body (empty, or not parseable). */
+  readonly empty?: boolean
+  readonly note?: string
+}
+
+export interface SearchHit {
+  readonly uri: string
+  readonly offset: number
+  readonly snippet: string
+}
+export interface SearchResult {
+  readonly query: string
+  readonly uri: string
+  readonly hits: ReadonlyArray<SearchHit>
+  readonly files_scanned: number
+  readonly offset: number
+  readonly next_offset: number | null
+  readonly complete: boolean
+}
+
+export interface JobInfo {
+  readonly kind: string
+  readonly status: string
+  readonly error: string | null
+  readonly uri: string
+  readonly created_at: string
+  readonly finished_at: string | null
+}
+export interface StatusResult {
+  readonly uri: string
+  readonly body: JobInfo | null
+  readonly compile: JobInfo | null
+}
+
+export const READ_DEFAULT_LIMIT = 3000
+export const READ_MAX_LIMIT = 6000
+export const SEARCH_FILES_PER_PAGE = 40

@@ -1,0 +1,305 @@
+// The workspace store (SPEC §1): users' trees of directories and files, file versions with an
+// atomic switch of the current version. Repositories are plain functions over `db | trx`.
+import { createHash, randomUUID } from 'node:crypto'
+import { type Kysely, type Transaction, sql } from 'kysely'
+import type { DB, NodeKind, NodeRow } from '../db/schema.ts'
+import { formatKbUri, pathToSegments, segmentsToPath, validateSegment } from './uri.ts'
+import { InvalidUri, NodeConflict, NodeNotFound } from './workspace-errors.ts'
+
+export type Db = Kysely<DB> | Transaction<DB>
+
+export interface Owner {
+  readonly id: string
+  readonly login: string
+}
+
+export interface WorkspaceNode {
+  readonly id: string
+  readonly ownerId: string
+  readonly parentId: string | null
+  readonly name: string
+  readonly path: string
+  readonly kind: NodeKind
+  readonly uri: string
+  readonly size: number
+  readonly mime: string | null
+  readonly updatedAt: Date
+  readonly currentVersionId: string | null
+}
+
+function toNode(owner: Owner, row: NodeRow & { size?: unknown; mime?: string | null }): WorkspaceNode {
+  return {
+    id: row.id,
+    ownerId: row.owner_id,
+    parentId: row.parent_id,
+    name: row.name,
+    path: row.path,
+    kind: row.kind,
+    uri: formatKbUri({ login: owner.login, segments: pathToSegments(row.path), directory: row.kind === 'directory' }),
+    size: row.size === null || row.size === undefined ? 0 : Number(row.size),
+    mime: row.mime ?? null,
+    updatedAt: new Date(row.updated_at),
+    currentVersionId: row.current_version_id,
+  }
+}
+
+function nodeQuery(db: Db) {
+  return db
+    .selectFrom('nodes')
+    .leftJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .selectAll('nodes')
+    .select(['file_versions.size as size', 'file_versions.mime as mime'])
+}
+
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex')
+}
+
+/** The user's root directory, created on first use. */
+export async function ensureRoot(db: Db, owner: Owner): Promise<WorkspaceNode> {
+  await db
+    .insertInto('nodes')
+    .values({ id: randomUUID(), owner_id: owner.id, parent_id: null, name: '', path: '', kind: 'directory' })
+    .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
+    .execute()
+  const row = await nodeQuery(db).where('nodes.owner_id', '=', owner.id).where('nodes.path', '=', '').executeTakeFirstOrThrow()
+  return toNode(owner, row)
+}
+
+export async function findNode(db: Db, owner: Owner, segments: ReadonlyArray<string>): Promise<WorkspaceNode | undefined> {
+  const row = await nodeQuery(db)
+    .where('nodes.owner_id', '=', owner.id)
+    .where('nodes.path', '=', segmentsToPath(segments))
+    .executeTakeFirst()
+  return row ? toNode(owner, row) : undefined
+}
+
+export async function getNode(db: Db, owner: Owner, segments: ReadonlyArray<string>): Promise<WorkspaceNode> {
+  if (segments.length === 0) return ensureRoot(db, owner)
+  const node = await findNode(db, owner, segments)
+  if (!node) throw new NodeNotFound({ uri: formatKbUri({ login: owner.login, segments, directory: false }) })
+  return node
+}
+
+/** Creates every missing directory along `segments`; a file in the way is a conflict. */
+export async function makeDirectories(db: Db, owner: Owner, segments: ReadonlyArray<string>): Promise<WorkspaceNode> {
+  let parent = await ensureRoot(db, owner)
+  for (let depth = 1; depth <= segments.length; depth++) {
+    const here = segments.slice(0, depth)
+    const name = here[depth - 1]!
+    const reason = validateSegment(name)
+    if (reason) throw new InvalidUri({ uri: formatKbUri({ login: owner.login, segments: here, directory: true }), reason })
+    await db
+      .insertInto('nodes')
+      .values({ id: randomUUID(), owner_id: owner.id, parent_id: parent.id, name, path: segmentsToPath(here), kind: 'directory' })
+      .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
+      .execute()
+    const node = await getNode(db, owner, here)
+    if (node.kind !== 'directory') throw new NodeConflict({ uri: node.uri, reason: 'a file is in the way of a directory' })
+    parent = node
+  }
+  return parent
+}
+
+export interface ParsedBody {
+  readonly ok: boolean
+  readonly mime: string
+  readonly text?: string | undefined
+  readonly error?: string | undefined
+}
+
+export type PutFileOutcome = 'added' | 'updated' | 'unchanged'
+
+/**
+ * Stores a file's bytes and parsed body as a new version and switches the current version in
+ * one transaction, so readers see the old or the new version, never a mix. Identical content
+ * (same hash) makes no new version. Records a `parse` job for the body.
+ */
+export async function putFile(
+  db: Kysely<DB>,
+  {
+    owner,
+    segments,
+    bytes,
+    parsed,
+  }: { owner: Owner; segments: ReadonlyArray<string>; bytes: Uint8Array; parsed: ParsedBody },
+): Promise<{ outcome: PutFileOutcome; node: WorkspaceNode }> {
+  if (segments.length === 0) throw new NodeConflict({ uri: formatKbUri({ login: owner.login, segments, directory: true }), reason: 'the root is a directory' })
+  const name = segments.at(-1)!
+  const nameReason = validateSegment(name)
+  const uri = formatKbUri({ login: owner.login, segments, directory: false })
+  if (nameReason) throw new InvalidUri({ uri, reason: nameReason })
+  const hash = sha256Hex(bytes)
+  return db.transaction().execute(async (trx) => {
+    const parent = await makeDirectories(trx, owner, segments.slice(0, -1))
+    const path = segmentsToPath(segments)
+    await trx
+      .insertInto('nodes')
+      .values({ id: randomUUID(), owner_id: owner.id, parent_id: parent.id, name, path, kind: 'file' })
+      .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
+      .execute()
+    // Lock the node row: concurrent writers to the same file serialise here.
+    const node = await trx
+      .selectFrom('nodes')
+      .selectAll()
+      .where('owner_id', '=', owner.id)
+      .where('path', '=', path)
+      .forUpdate()
+      .executeTakeFirstOrThrow()
+    if (node.kind !== 'file') throw new NodeConflict({ uri, reason: 'a directory already has this name' })
+    const current = node.current_version_id
+      ? await trx
+          .selectFrom('file_versions')
+          .select(['content_hash', 'version_no'])
+          .where('id', '=', node.current_version_id)
+          .executeTakeFirst()
+      : undefined
+    if (current && current.content_hash === hash) {
+      return { outcome: 'unchanged' as const, node: (await getNode(trx, owner, segments)) }
+    }
+    const latest = await trx
+      .selectFrom('file_versions')
+      .select((eb) => eb.fn.max('version_no').as('max'))
+      .where('node_id', '=', node.id)
+      .executeTakeFirst()
+    const versionId = randomUUID()
+    await trx
+      .insertInto('file_versions')
+      .values({
+        id: versionId,
+        node_id: node.id,
+        version_no: Number(latest?.max ?? 0) + 1,
+        raw: bytes,
+        body: parsed.ok ? (parsed.text ?? '') : null,
+        mime: parsed.mime,
+        size: bytes.byteLength,
+        content_hash: hash,
+        parse_status: parsed.ok ? 'parsed' : 'failed',
+        parse_error: parsed.ok ? null : (parsed.error ?? 'unknown parse error'),
+      })
+      .execute()
+    await trx
+      .updateTable('nodes')
+      .set({ current_version_id: versionId, updated_at: sql`now()` })
+      .where('id', '=', node.id)
+      .execute()
+    await trx
+      .insertInto('jobs')
+      .values({
+        id: randomUUID(),
+        owner_id: owner.id,
+        node_id: node.id,
+        version_id: versionId,
+        uri,
+        kind: 'parse',
+        status: parsed.ok ? 'succeeded' : 'failed',
+        error: parsed.ok ? null : (parsed.error ?? 'unknown parse error'),
+        started_at: sql<Date>`now()` as unknown as Date,
+        finished_at: sql<Date>`now()` as unknown as Date,
+      })
+      .execute()
+    return { outcome: current ? ('updated' as const) : ('added' as const), node: await getNode(trx, owner, segments) }
+  })
+}
+
+export interface ListPage {
+  readonly entries: ReadonlyArray<WorkspaceNode>
+  readonly total: number
+}
+
+/** Direct children, directories first then by name (a stable order), one page. */
+export async function listChildren(
+  db: Db,
+  { owner, parent, offset, limit }: { owner: Owner; parent: WorkspaceNode; offset: number; limit: number },
+): Promise<ListPage> {
+  const rows = await nodeQuery(db)
+    .where('nodes.owner_id', '=', owner.id)
+    .where('nodes.parent_id', '=', parent.id)
+    .orderBy(sql`case when nodes.kind = 'directory' then 0 else 1 end`)
+    .orderBy(sql`nodes.name collate "C"`)
+    .offset(offset)
+    .limit(limit)
+    .execute()
+  const count = await db
+    .selectFrom('nodes')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('owner_id', '=', owner.id)
+    .where('parent_id', '=', parent.id)
+    .executeTakeFirstOrThrow()
+  return { entries: rows.map((row) => toNode(owner, row)), total: Number(count.n) }
+}
+
+/** Files at or below `scope`, ordered by path, one page (for search). */
+export async function listFilesUnder(
+  db: Db,
+  { owner, scope, offset, limit }: { owner: Owner; scope: WorkspaceNode; offset: number; limit: number },
+): Promise<ReadonlyArray<WorkspaceNode>> {
+  let query = nodeQuery(db).where('nodes.owner_id', '=', owner.id).where('nodes.kind', '=', 'file')
+  if (scope.kind === 'file') {
+    query = query.where('nodes.id', '=', scope.id)
+  } else if (scope.path !== '') {
+    const prefix = scope.path.replace(/[\\%_]/g, (c) => '\\' + c) + '/%'
+    query = query.where('nodes.path', 'like', prefix)
+  }
+  const rows = await query.orderBy(sql`nodes.path collate "C"`).offset(offset).limit(limit).execute()
+  return rows.map((row) => toNode(owner, row))
+}
+
+export interface FileContent {
+  readonly node: WorkspaceNode
+  readonly versionId: string
+  readonly versionNo: number
+  readonly body: string | null
+  readonly parseStatus: 'parsed' | 'failed'
+  readonly parseError: string | null
+  readonly mime: string
+  readonly size: number
+}
+
+/** The current version of a file, read in one statement (never a mix of two versions). */
+export async function readCurrent(db: Db, owner: Owner, node: WorkspaceNode): Promise<FileContent> {
+  const row = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select([
+      'file_versions.id as version_id',
+      'file_versions.version_no',
+      'file_versions.body',
+      'file_versions.parse_status',
+      'file_versions.parse_error',
+      'file_versions.mime',
+      'file_versions.size',
+    ])
+    .where('nodes.id', '=', node.id)
+    .where('nodes.owner_id', '=', owner.id)
+    .executeTakeFirst()
+  if (!row) throw new NodeNotFound({ uri: node.uri })
+  return {
+    node,
+    versionId: row.version_id,
+    versionNo: row.version_no,
+    body: row.body,
+    parseStatus: row.parse_status,
+    parseError: row.parse_error,
+    mime: row.mime,
+    size: Number(row.size),
+  }
+}
+
+export async function readRaw(db: Db, owner: Owner, node: WorkspaceNode): Promise<Uint8Array> {
+  const row = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select('file_versions.raw')
+    .where('nodes.id', '=', node.id)
+    .where('nodes.owner_id', '=', owner.id)
+    .executeTakeFirst()
+  if (!row) throw new NodeNotFound({ uri: node.uri })
+  return row.raw
+}
+
+/** Deletes a node and everything below it. */
+export async function deleteNode(db: Db, owner: Owner, node: WorkspaceNode): Promise<void> {
+  if (node.path === '') throw new NodeConflict({ uri: node.uri, reason: 'the root cannot be deleted' })
+  await db.deleteFrom('nodes').where('owner_id', '=', owner.id).where('id', '=', node.id).execute()
+}

@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest'
+import { fc, test } from '@fast-check/vitest'
+import { formatKbUri, isWithin, parseKbUri, validateSegment } from './uri.ts'
+import { InvalidUri, OutsideScope } from './workspace-errors.ts'
+
+const me = 'alice'
+const parse = (uri: string) => parseKbUri({ uri, callerLogin: me })
+
+describe('parseKbUri', () => {
+  it.each([
+    ['kb://me/', []],
+    ['kb://me', []],
+    ['kb://users/', []],
+    ['kb://users', []],
+    ['kb://users/alice/', []],
+    ['kb://users/alice/notes/', ['notes']],
+    ['kb://me/notes/a.md', ['notes', 'a.md']],
+    ['KB://me/notes', ['notes']],
+    ['kb://me/%E4%B8%AD%E6%96%87/x', ['中文', 'x']],
+    ['kb://me/中文/笔记.md', ['中文', '笔记.md']],
+    ['kb://me/with space.txt', ['with space.txt']],
+  ])('normalises %s', (uri, segments) => {
+    expect(parse(uri)).toEqual({ login: me, segments })
+  })
+
+  it.each([
+    ['kb://me/../bob', '".." segments'],
+    ['kb://me/a/../../users/bob', '".." segments'],
+    ['kb://me/./a', '"." segments'],
+    ['kb://me/%2e%2e/bob', '".." segments'],
+    ['kb://me/%2E%2E', '".." segments'],
+    ['kb://me/a%2fb', 'slashes'],
+    ['kb://me/a%5cb', 'slashes'],
+    ['kb://me/a\\b', 'backslashes'],
+    ['kb://me/a\u0000b', 'control characters'],
+    ['kb://me/a%00b', 'control characters'],
+    ['kb://me/%252e%252e', 'double encoding'],
+    ['kb://me/a//b', 'empty path segment'],
+    ['kb://me/%zz', 'malformed percent-encoding'],
+    ['/etc/passwd', 'expected a kb:// URI'],
+    ['file:///etc/passwd', 'expected a kb:// URI'],
+    ['C:\\Windows', 'expected a kb:// URI'],
+    ['kb:///etc/passwd', 'absolute paths'],
+    ['kb://etc/passwd', 'unknown root'],
+    ['kb://me/a?x=1', 'query strings'],
+    ['kb://me/a#frag', 'fragments'],
+    ['kb://me/ lead', 'whitespace'],
+  ])('refuses %j with a clear reason', (uri, reason) => {
+    let caught: unknown
+    try {
+      parse(uri)
+    } catch (error) {
+      caught = error
+    }
+    expect(caught).toBeInstanceOf(InvalidUri)
+    expect((caught as InvalidUri).message).toContain(reason)
+  })
+
+  it.each(['kb://users/bob/', 'kb://users/bob/secret.md', 'kb://users/%62ob/x'])('refuses another user\'s tree: %s', (uri) => {
+    expect(() => parse(uri)).toThrow(OutsideScope)
+  })
+})
+
+// Hostile URIs: none may ever resolve to another user's tree or to anything but validated segments.
+const hostilePiece = fc.constantFrom(
+  '..', '.', '%2e', '%2E', '%2e%2e', '%252e', '%2f', '%2F', '%5c', '\\', '/', '//', '%00', '\u0000', 'users', 'bob',
+  'me', '%', '%%', '?', '#', ' ', '\t', '\n', 'C:', '~', 'kb:', '%c0%ae', '\ud800', '中', '😀', 'a', '.hidden',
+)
+const hostileUri = fc
+  .tuple(
+    fc.constantFrom('kb://', 'kb://me/', 'kb://users/', 'kb://users/alice/', 'kb://users/bob/', 'KB://me/', 'kb:/', ''),
+    fc.array(fc.oneof(hostilePiece, fc.string({ maxLength: 6 })), { maxLength: 12 }),
+  )
+  .map(([prefix, pieces]) => prefix + pieces.join(''))
+
+describe('hostile URIs (property)', () => {
+  test.prop([hostileUri], { numRuns: 2000 })('never reach another user nor an unvalidated segment', (uri) => {
+    let result
+    try {
+      result = parse(uri)
+    } catch (error) {
+      expect(error instanceof InvalidUri || error instanceof OutsideScope).toBe(true)
+      return
+    }
+    expect(result.login).toBe(me)
+    for (const segment of result.segments) {
+      expect(validateSegment(segment)).toBeUndefined()
+      expect(segment).not.toBe('..')
+      expect(segment).not.toMatch(/[\/\\\u0000]/)
+    }
+  })
+
+  test.prop([hostileUri, fc.array(fc.constantFrom('docs', 'a', '中文'), { minLength: 1, maxLength: 3 })], { numRuns: 1000 })(
+    'a URI accepted under a selected root stays within it only when it is a descendant',
+    (uri, scope) => {
+      const outer = { login: me, segments: scope }
+      let inner
+      try {
+        inner = parse(uri)
+      } catch {
+        return
+      }
+      const within = isWithin({ outer, inner })
+      expect(within).toBe(scope.every((s, i) => inner.segments[i] === s) && inner.segments.length >= scope.length)
+    },
+  )
+
+  const safeName = fc
+    .string({ minLength: 1, maxLength: 20, unit: 'grapheme' })
+    .filter((name) => validateSegment(name) === undefined)
+  test.prop([fc.array(safeName, { maxLength: 6 }), fc.boolean()])('format then parse round-trips', (segments, directory) => {
+    const uri = formatKbUri({ login: me, segments, directory })
+    expect(parse(uri)).toEqual({ login: me, segments })
+  })
+})

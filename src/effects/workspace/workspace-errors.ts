@@ -1,0 +1,35 @@
+import { Data } from 'effect'
+
+/** A logical URI that is malformed or tries to escape (`..`, encoded dots/slashes, NUL, …). HTTP 400. */
+export class InvalidUri extends Data.TaggedError('InvalidUri')<{ readonly uri: string; readonly reason: string }> {
+  readonly status = 400
+  override get message() {
+    return `invalid URI ${JSON.stringify(this.uri.slice(0, 300))}: ${this.reason}`
+  }
+}
+
+/** The URI names something the caller may not see (another user's tree, or outside the selected scope). HTTP 403. */
+export class OutsideScope extends Data.TaggedError('OutsideScope')<{ readonly uri: string; readonly reason: string }> {
+  readonly status = 403
+  override get message() {
+    return `${this.uri} is outside your scope: ${this.reason}`
+  }
+}
+
+/** No such node (never existed, deleted or moved). HTTP 404. */
+export class NodeNotFound extends Data.TaggedError('NodeNotFound')<{ readonly uri: string }> {
+  readonly status = 404
+  override get message() {
+    return `${this.uri} does not exist (it may have been deleted or moved)`
+  }
+}
+
+/** A name or path conflicts with an existing node (e.g. a file where a directory is needed). HTTP 409. */
+export class NodeConflict extends Data.TaggedError('NodeConflict')<{ readonly uri: string; readonly reason: string }> {
+  readonly status = 409
+  override get message() {
+    return `${this.uri}: ${this.reason}`
+  }
+}
+
+export type WorkspaceError = InvalidUri | OutsideScope | NodeNotFound | NodeConflict

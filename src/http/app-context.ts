@@ -1,0 +1,33 @@
+import type { Kysely } from 'kysely'
+import type { AppConfig } from '../effects/config/app-config.ts'
+import type { DB } from '../effects/db/schema.ts'
+import type { Logger } from '../effects/logging/logger.ts'
+import type { User } from '../effects/auth/users.ts'
+
+/** Everything a route needs, built once at start-up. */
+export interface AppContext {
+  readonly db: Kysely<DB>
+  readonly ping: () => Promise<void>
+  readonly config: AppConfig
+  readonly secret: string
+  readonly logger: Logger
+  /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */
+  readonly shutdownSignal: AbortSignal
+}
+
+export interface RequestAuth {
+  readonly user: User
+  readonly via: 'session' | 'token'
+  /** Present for session auth: required on state-changing requests. */
+  readonly csrfToken: string | undefined
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      auth?: RequestAuth
+      requestId?: string
+    }
+  }
+}

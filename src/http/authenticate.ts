@@ -1,0 +1,74 @@
+// Session cookie (browser, CSRF-protected) or bearer API token (programs).
+import type { NextFunction, Request, RequestHandler, Response } from 'express'
+import { parseCookie, stringifySetCookie } from 'cookie'
+import { findSession, findUserByApiToken } from '../effects/auth/users.ts'
+import { safeEqual } from '../effects/auth/tokens.ts'
+import type { AppContext } from './app-context.ts'
+import { forbidden, unauthorized } from './http-errors.ts'
+import { wantsJson } from './error-handler.ts'
+
+export const SESSION_COOKIE = 'ka_session'
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+export function readCookie(req: Request, name: string): string | undefined {
+  const header = req.get('cookie')
+  return header ? parseCookie(header)[name] : undefined
+}
+
+export function secureCookies(ctx: AppContext, req: Request): boolean {
+  return ctx.config.secureCookies || req.secure
+}
+
+export function setCookie(
+  ctx: AppContext,
+  req: Request,
+  res: Response,
+  { name, value, maxAgeSeconds }: { name: string; value: string; maxAgeSeconds: number },
+): void {
+  res.append(
+    'Set-Cookie',
+    stringifySetCookie({ name, value, httpOnly: true, sameSite: 'lax', path: '/', secure: secureCookies(ctx, req), maxAge: maxAgeSeconds }),
+  )
+}
+
+/** Resolves `req.auth` from a bearer token or a session cookie; never rejects by itself. */
+export function resolveAuth(ctx: AppContext): RequestHandler {
+  return async (req, _res, next) => {
+    const header = req.get('authorization')
+    if (header !== undefined) {
+      const match = /^Bearer\s+(\S+)$/i.exec(header)
+      const user = match ? await findUserByApiToken(ctx.db, { secret: ctx.secret, token: match[1]! }) : undefined
+      // A wrong bearer token is an error even if a cookie is present.
+      if (!user) return next(unauthorized('invalid or revoked API token'))
+      req.auth = { user, via: 'token', csrfToken: undefined }
+      return next()
+    }
+    const token = readCookie(req, SESSION_COOKIE)
+    if (token) {
+      const session = await findSession(ctx.db, { secret: ctx.secret, token })
+      if (session) req.auth = { user: session.user, via: 'session', csrfToken: session.csrfToken }
+    }
+    next()
+  }
+}
+
+/** Requires a signed-in caller: 401 JSON for API paths, a redirect to the login page otherwise. */
+export function requireAuth(): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.auth) return next()
+    if (wantsJson(req) || req.method !== 'GET') return next(unauthorized())
+    res.redirect(303, `/login?next=${encodeURIComponent(req.originalUrl)}`)
+  }
+}
+
+/** Every cookie-authenticated state-changing request carries the session's CSRF token. */
+export function requireCsrf(): RequestHandler {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    if (SAFE_METHODS.has(req.method) || req.auth?.via !== 'session') return next()
+    const sent = req.get('x-csrf-token') ?? (typeof req.body?._csrf === 'string' ? req.body._csrf : undefined) ?? (typeof req.query._csrf === 'string' ? req.query._csrf : undefined)
+    if (!sent || !req.auth.csrfToken || !safeEqual(sent, req.auth.csrfToken)) {
+      return next(forbidden('missing or invalid CSRF token (send the X-CSRF-Token header)', 'csrf'))
+    }
+    next()
+  }
+}

@@ -1,0 +1,45 @@
+import type { ErrorRequestHandler, Request } from 'express'
+import type { Logger } from '../effects/logging/logger.ts'
+import { HttpError } from './http-errors.ts'
+
+export function wantsJson(req: Request): boolean {
+  return req.originalUrl.startsWith('/api/') || (req.get('accept') ?? '').includes('application/json')
+}
+
+/** Maps any error to a status and `{ error: { code, message } }` (JSON) or a short page. */
+export function describeError(error: unknown): { status: number; code: string; message: string; headers: Record<string, string> } {
+  if (error instanceof HttpError) return { status: error.status, code: error.code, message: error.message, headers: error.headers }
+  const tagged = error as { _tag?: string; status?: number; message?: string; type?: string; statusCode?: number }
+  if (typeof tagged?._tag === 'string' && typeof tagged.status === 'number') {
+    return { status: tagged.status, code: snake(tagged._tag), message: String(tagged.message), headers: {} }
+  }
+  // body-parser errors (invalid JSON, too large)
+  if (typeof tagged?.statusCode === 'number' && tagged.statusCode >= 400 && tagged.statusCode < 500) {
+    const code = tagged.type === 'entity.too.large' ? 'payload_too_large' : tagged.type === 'entity.parse.failed' ? 'invalid_json' : 'bad_request'
+    return { status: tagged.statusCode, code, message: String(tagged.message), headers: {} }
+  }
+  return { status: 500, code: 'internal', message: 'internal server error', headers: {} }
+}
+
+function snake(tag: string): string {
+  return tag.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase()
+}
+
+export function createErrorHandler(logger: Logger): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    const described = describeError(error)
+    if (described.status >= 500) {
+      logger.error('request failed', { method: req.method, path: req.path, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) })
+    }
+    if (res.headersSent) {
+      res.end()
+      return
+    }
+    res.status(described.status).set(described.headers)
+    if (wantsJson(req)) {
+      res.json({ error: { code: described.code, message: described.message } })
+    } else {
+      res.type('text/plain').send(`${described.status} ${described.message}`)
+    }
+  }
+}

@@ -1,0 +1,187 @@
+import { Router } from 'express'
+import type { Request } from 'express'
+import { parseDocument } from '../effects/workspace/parse.ts'
+import { resolveNode } from '../effects/workspace/resolve.ts'
+import { getNode, listChildren, putFile, readCurrent, readRaw, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { formatKbUri, validateSegment } from '../effects/workspace/uri.ts'
+import { InvalidUri, NodeConflict } from '../effects/workspace/workspace-errors.ts'
+import { safeEqual } from '../effects/auth/tokens.ts'
+import { WorkspacePage, type Preview, type TreeEntry } from '../../views/pages/workspace.tsx'
+import { renderMarkdown } from '../../views/render-markdown.ts'
+import { renderPage } from '../../views/render.ts'
+import type { AppContext } from './app-context.ts'
+import { requireAuth } from './authenticate.ts'
+import { badRequest, forbidden } from './http-errors.ts'
+import { readMultipartFiles } from './multipart-upload.ts'
+
+const PREVIEW_CHARS = 200_000
+const MAX_FILES_PER_UPLOAD = 32
+
+function toEntry(node: WorkspaceNode, currentUri?: string): TreeEntry {
+  return { name: node.name, uri: node.uri, kind: node.kind, size: node.size, updated: node.updatedAt.toISOString(), current: node.uri === currentUri }
+}
+
+function queryUri(req: Request, fallback: string): string {
+  const uri = req.query.uri
+  if (uri === undefined) return fallback
+  if (typeof uri !== 'string') throw badRequest('"uri" must be a single string')
+  return uri
+}
+
+export interface UploadSummary {
+  readonly uri: string
+  readonly outcome: 'added' | 'updated' | 'unchanged'
+  readonly parse_error?: string | undefined
+}
+
+export function workspaceRoutes(ctx: AppContext): Router {
+  const router = Router()
+  router.use(['/workspace', '/api/v1/workspace'], requireAuth())
+
+  /** The tree from the root down to `directory`, each level listing its children (first 200). */
+  async function buildTree(user: { id: string; login: string }, directory: WorkspaceNode, currentUri: string): Promise<TreeEntry[]> {
+    const segments = directory.path === '' ? [] : directory.path.split('/')
+    let levelEntries: TreeEntry[] | undefined
+    for (let depth = segments.length; depth >= 0; depth--) {
+      const node = await getNode(ctx.db, user, segments.slice(0, depth))
+      const page = await listChildren(ctx.db, { owner: user, parent: node, offset: 0, limit: 200 })
+      const childName = segments[depth]
+      const entries = page.entries.map((child) =>
+        child.name === childName && child.kind === 'directory' && levelEntries ? { ...toEntry(child, currentUri), children: levelEntries } : toEntry(child, currentUri),
+      )
+      levelEntries = entries
+    }
+    return levelEntries ?? []
+  }
+
+  router.get('/workspace', async (req, res) => {
+    const user = req.auth!.user
+    const rootUri = formatKbUri({ login: user.login, segments: [], directory: true })
+    const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, rootUri) })
+    const directory = node.kind === 'directory' ? node : await getNode(ctx.db, user, node.path.split('/').slice(0, -1))
+    const listing = await listChildren(ctx.db, { owner: user, parent: directory, offset: 0, limit: 500 })
+    let preview: Preview | undefined
+    if (node.kind === 'file') {
+      const content = await readCurrent(ctx.db, user, node)
+      const body = content.body ?? ''
+      const truncated = body.length > PREVIEW_CHARS
+      const text = truncated ? body.slice(0, PREVIEW_CHARS) : body
+      const isMarkdown = /\.(md|markdown)$/i.test(node.name)
+      preview = {
+        uri: node.uri,
+        name: node.name,
+        mime: content.mime,
+        size: content.size,
+        versionNo: content.versionNo,
+        truncated,
+        parseError: content.parseStatus === 'failed' ? (content.parseError ?? 'unknown error') : undefined,
+        ...(isMarkdown ? { html: renderMarkdown(text) } : { text }),
+      }
+    }
+    const notice = typeof req.query.notice === 'string' ? req.query.notice.slice(0, 500) : undefined
+    res.type('html').send(
+      await renderPage(
+        WorkspacePage({
+          login: user.login,
+          csrfToken: req.auth!.csrfToken,
+          rootUri,
+          tree: await buildTree(user, directory, node.uri),
+          directoryUri: directory.uri,
+          listing: listing.entries.map((n) => toEntry(n)),
+          preview,
+          notice,
+        }),
+      ),
+    )
+  })
+
+  async function storeUpload(req: Request): Promise<UploadSummary[]> {
+    const user = req.auth!.user
+    const { files, fields } = await readMultipartFiles(req, { maxFileBytes: ctx.config.maxFileBytes, maxFiles: MAX_FILES_PER_UPLOAD })
+    if (req.auth!.via === 'session') {
+      const sent = req.get('x-csrf-token') ?? fields._csrf
+      if (!sent || !req.auth!.csrfToken || !safeEqual(sent, req.auth!.csrfToken)) {
+        throw forbidden('missing or invalid CSRF token (send the X-CSRF-Token header)', 'csrf')
+      }
+    }
+    const { node: directory } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, fields.uri ?? '') })
+    if (directory.kind !== 'directory') throw new NodeConflict({ uri: directory.uri, reason: 'uploads go into a directory' })
+    if (files.length === 0) throw badRequest('no files in the upload (use the multipart field "file")', 'no_files')
+    const names = new Set<string>()
+    for (const file of files) {
+      const reason = validateSegment(file.name)
+      if (reason) throw new InvalidUri({ uri: `${directory.uri}${file.name}`, reason })
+      if (names.has(file.name)) throw badRequest(`"${file.name}" appears twice in one upload`, 'duplicate_name')
+      names.add(file.name)
+    }
+    const base = directory.path === '' ? [] : directory.path.split('/')
+    const results: UploadSummary[] = []
+    for (const file of files) {
+      const parsed = await parseDocument({ name: file.name, bytes: file.bytes })
+      const { outcome, node } = await putFile(ctx.db, {
+        owner: user,
+        segments: [...base, file.name],
+        bytes: file.bytes,
+        parsed: parsed.ok ? { ok: true, mime: parsed.mime, text: parsed.text } : { ok: false, mime: parsed.mime, error: parsed.error },
+      })
+      results.push({ uri: node.uri, outcome, ...(parsed.ok ? {} : { parse_error: parsed.error }) })
+    }
+    ctx.logger.info('upload stored', { login: user.login, directory: directory.uri, files: results.length })
+    return results
+  }
+
+  router.post('/api/v1/workspace/upload', async (req, res) => {
+    res.status(201).json({ files: await storeUpload(req) })
+  })
+
+  router.post('/workspace/upload', async (req, res) => {
+    const results = await storeUpload(req)
+    const notice = results.map((r) => `${r.outcome} ${r.uri}${r.parse_error ? ` (text not extracted: ${r.parse_error})` : ''}`).join('; ')
+    const directory = typeof req.query.uri === 'string' ? req.query.uri : ''
+    res.redirect(303, `/workspace?uri=${encodeURIComponent(directory)}&notice=${encodeURIComponent(notice)}`)
+  })
+
+  /** Metadata of a node: a directory's children (paged) or a file's current version. */
+  router.get('/api/v1/workspace/node', async (req, res) => {
+    const user = req.auth!.user
+    const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, 'kb://me/') })
+    if (node.kind === 'directory') {
+      const offset = Math.max(0, Number(req.query.offset ?? 0) || 0)
+      const limit = Math.min(500, Math.max(1, Number(req.query.limit ?? 100) || 100))
+      const page = await listChildren(ctx.db, { owner: user, parent: node, offset, limit })
+      res.json({
+        uri: node.uri,
+        kind: node.kind,
+        entries: page.entries.map((n) => ({ name: n.name, kind: n.kind, uri: n.uri, size: n.size, updated: n.updatedAt.toISOString() })),
+        total: page.total,
+        next_offset: offset + page.entries.length < page.total ? offset + page.entries.length : null,
+      })
+      return
+    }
+    const content = await readCurrent(ctx.db, user, node)
+    res.json({
+      uri: node.uri,
+      kind: node.kind,
+      mime: content.mime,
+      size: content.size,
+      version: content.versionNo,
+      updated: node.updatedAt.toISOString(),
+      parse: content.parseStatus === 'parsed' ? { status: 'parsed' } : { status: 'failed', error: content.parseError },
+    })
+  })
+
+  /** The raw bytes of a file's current version, as uploaded. */
+  router.get('/api/v1/workspace/raw', async (req, res) => {
+    const user = req.auth!.user
+    const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, '') })
+    if (node.kind !== 'file') throw new NodeConflict({ uri: node.uri, reason: 'only files have raw content' })
+    const content = await readCurrent(ctx.db, user, node)
+    const raw = await readRaw(ctx.db, user, node)
+    res
+      .type(content.mime)
+      .set('Content-Disposition', `attachment; filename*=UTF-8''${encodeURIComponent(node.name)}`)
+      .set('X-Content-Type-Options', 'nosniff')
+      .send(Buffer.from(raw))
+  })
+  return router
+}

@@ -1,0 +1,81 @@
+// The real app on 127.0.0.1 port 0 over a fresh test database.
+import type { Server } from 'node:http'
+import { loadConfig, type AppConfig } from '../../src/effects/config/app-config.ts'
+import { createApiTokenFor, createUser } from '../../src/effects/auth/users.ts'
+import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
+import { createApp } from '../../src/http/create-app.ts'
+import type { AppContext } from '../../src/http/app-context.ts'
+import { openTestDatabase, type DatabaseKind, type TestDatabase } from './test-database.ts'
+
+export interface TestServer {
+  readonly url: string
+  readonly database: TestDatabase
+  readonly ctx: AppContext
+  readonly logLines: string[]
+  readonly shutdownController: AbortController
+  readonly close: () => Promise<void>
+}
+
+export const TEST_SECRET = 'test-secret-0123456789abcdef'
+
+export async function startTestServer({
+  kind = 'pglite',
+  env = {},
+  configure,
+}: {
+  kind?: DatabaseKind
+  env?: Record<string, string>
+  configure?: (config: AppConfig) => AppConfig
+} = {}): Promise<TestServer> {
+  const database = await openTestDatabase(kind)
+  const logLines: string[] = []
+  const logger: Logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
+  let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, ...env }, cwd: '/' })
+  if (configure) config = configure(config)
+  const shutdownController = new AbortController()
+  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, shutdownSignal: shutdownController.signal }
+  const app = createApp(ctx)
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s))
+  })
+  const address = server.address()
+  const port = typeof address === 'object' && address ? address.port : 0
+  return {
+    url: `http://127.0.0.1:${port}`,
+    database,
+    ctx,
+    logLines,
+    shutdownController,
+    close: async () => {
+      shutdownController.abort()
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await database.close()
+    },
+  }
+}
+
+export async function addUserWithToken(server: TestServer, login: string, password = 'password-' + login) {
+  const user = await createUser(server.database.db, { login, password })
+  const token = await createApiTokenFor(server.database.db, { secret: TEST_SECRET, login })
+  return { user, token, password }
+}
+
+/** Signs in through the real login form; returns the session cookie and the page's CSRF token. */
+export async function signIn(server: TestServer, login: string, password: string): Promise<{ cookie: string; csrf: string }> {
+  const page = await fetch(`${server.url}/login`)
+  const loginCookie = page.headers.getSetCookie().find((c) => c.startsWith('ka_login='))!.split(';')[0]!
+  const html = await page.text()
+  const loginCsrf = /name="_login_csrf" value="([^"]+)"/.exec(html)![1]!
+  const res = await fetch(`${server.url}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: loginCookie },
+    body: new URLSearchParams({ login, password, _login_csrf: loginCsrf, next: '/workspace' }),
+  })
+  if (res.status !== 303) throw new Error(`sign-in failed: ${res.status} ${await res.text()}`)
+  const cookie = res.headers.getSetCookie().find((c) => c.startsWith('ka_session='))!.split(';')[0]!
+  const workspace = await fetch(`${server.url}/workspace`, { headers: { cookie } })
+  const csrf = /name="csrf-token" content="([^"]+)"/.exec(await workspace.text())![1]!
+  return { cookie, csrf }
+}

@@ -1,0 +1,29 @@
+import { Layout } from '../layout.tsx'
+
+export function LoginPage({ loginCsrf, next, error, login }: { loginCsrf: string; next: string; error?: string | undefined; login?: string | undefined }) {
+  return (
+    <Layout title="Sign in">
+      <section class="login-card">
+        <h1>Sign in</h1>
+        {error ? (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        ) : null}
+        <form method="post" action="/login">
+          <input type="hidden" name="_login_csrf" value={loginCsrf} />
+          <input type="hidden" name="next" value={next} />
+          <label>
+            Login
+            <input name="login" autocomplete="username" required value={login ?? ''} autofocus />
+          </label>
+          <label>
+            Password
+            <input name="password" type="password" autocomplete="current-password" required />
+          </label>
+          <button type="submit">Sign in</button>
+        </form>
+      </section>
+    </Layout>
+  )
+}

@@ -1,0 +1,43 @@
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    testTimeout: 20_000,
+    hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['src/**/*.test.ts', 'src/**/*.test.tsx', 'views/**/*.test.ts', 'views/**/*.test.tsx', 'tests/unit/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: { name: 'model', include: ['tests/model/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'db',
+          include: ['tests/db/**/*.test.ts'],
+          globalSetup: ['tests/support/postgres-global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'http',
+          include: ['tests/http/**/*.test.ts'],
+          globalSetup: ['tests/support/postgres-global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'browser',
+          include: ['tests/browser/**/*.test.ts'],
+          testTimeout: 60_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+})
