@@ -15,6 +15,10 @@ export default defineConfig({
       },
       {
         extends: true,
+        test: { name: 'cli', include: ['tests/cli/**/*.test.ts'], testTimeout: 60_000 },
+      },
+      {
+        extends: true,
         test: {
           name: 'db',
           include: ['tests/db/**/*.test.ts'],

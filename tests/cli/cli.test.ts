@@ -1,0 +1,117 @@
+// The operator CLI against a real embedded database in a temporary data dir, and `serve` as a
+// real child process (start, sign-in page, SIGTERM).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { main } from '../../src/cli.ts'
+
+function runCli(args: string[], env: Record<string, string>) {
+  const out: string[] = []
+  const err: string[] = []
+  return main(args, { out: (l) => out.push(l), err: (l) => err.push(l), env }).then((code) => ({ code, out: out.join('\n'), err: err.join('\n') }))
+}
+
+describe('knowagent CLI', () => {
+  let dataDir: string
+  let env: Record<string, string>
+  beforeAll(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'knowagent-cli-'))
+    env = { KNOWAGENT_DATA_DIR: dataDir }
+  })
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
+
+  it.each([
+    [[], 'no command given'],
+    [['frobnicate'], 'unknown command "frobnicate"'],
+    [['user'], 'expected "user add <login>"'],
+    [['user', 'add'], 'expected "user add <login>"'],
+    [['token', 'create'], 'expected "token create <login>"'],
+    [['import', 'x'], 'expected <folder> <kb-uri>'],
+    [['import', 'x', 'kb://me/'], 'import needs --user'],
+    [['user', 'add', 'x', '--bogus'], "Unknown option '--bogus'"],
+  ])('bad arguments %j print usage and exit 2', async (args, message) => {
+    const result = await runCli(args, env)
+    expect(result.code).toBe(2)
+    expect(result.err).toContain(message)
+    expect(result.err).toContain('usage: knowagent')
+  })
+
+  it('migrates, adds users, refuses duplicates and bad logins, creates tokens printing only the token', async () => {
+    expect((await runCli(['migrate'], env)).code).toBe(0)
+    const added = await runCli(['user', 'add', 'alice', '--password', 'a-long-password'], env)
+    expect(added).toMatchObject({ code: 0, out: 'created user alice' })
+    const generated = await runCli(['user', 'add', 'bob'], env)
+    expect(generated.code).toBe(0)
+    expect(generated.out).toMatch(/^created user bob with password: \S{12,}$/)
+    const duplicate = await runCli(['user', 'add', 'alice', '--password', 'a-long-password'], env)
+    expect(duplicate).toMatchObject({ code: 1, err: 'knowagent: user "alice" already exists' })
+    const badLogin = await runCli(['user', 'add', 'Not Valid', '--password', 'a-long-password'], env)
+    expect(badLogin.code).toBe(1)
+    expect(badLogin.err).toContain('invalid login')
+    const shortPassword = await runCli(['user', 'add', 'carol', '--password', 'short'], env)
+    expect(shortPassword.err).toContain('at least 8 characters')
+    const token = await runCli(['token', 'create', 'alice'], env)
+    expect(token.code).toBe(0)
+    expect(token.out).toMatch(/^ka_[A-Za-z0-9_-]{43}$/)
+    expect((await runCli(['token', 'create', 'nobody'], env)).err).toContain('no user "nobody"')
+  })
+
+  it('imports a folder recursively and idempotently, reporting added, updated, unchanged, skipped and failed', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'knowagent-import-'))
+    mkdirSync(join(folder, 'sub'))
+    mkdirSync(join(folder, '.git'))
+    writeFileSync(join(folder, 'a.md'), '# A\n\nalpha')
+    writeFileSync(join(folder, 'sub', 'b.txt'), 'bravo')
+    writeFileSync(join(folder, '.git', 'config'), 'x')
+    writeFileSync(join(folder, 'bin.dat'), Buffer.from([0, 159, 146, 150, 0, 1]))
+    const first = await runCli(['import', folder, 'kb://me/notes/', '--user', 'alice'], env)
+    expect(first.code).toBe(0)
+    expect(first.out).toContain('added     kb://users/alice/notes/a.md')
+    expect(first.out).toContain('added     kb://users/alice/notes/sub/b.txt')
+    expect(first.out).toContain('skipped   .git (hidden file or directory)')
+    expect(first.out).toMatch(/unparsed  kb:\/\/users\/alice\/notes\/bin\.dat \(raw bytes kept: .+\)/)
+    expect(first.out).toContain('3 added, 0 updated, 0 unchanged, 1 skipped, 0 failed')
+
+    writeFileSync(join(folder, 'a.md'), '# A\n\nalpha, revised')
+    const second = await runCli(['import', folder, 'kb://users/alice/notes', '--user', 'alice'], env)
+    expect(second.out).toContain('updated   kb://users/alice/notes/a.md')
+    expect(second.out).toContain('0 added, 1 updated, 2 unchanged, 1 skipped, 0 failed')
+
+    const outside = await runCli(['import', folder, 'kb://users/bob/', '--user', 'alice'], env)
+    expect(outside.code).toBe(1)
+    expect(outside.err).toContain("another user's workspace")
+    rmSync(folder, { recursive: true, force: true })
+  })
+
+  it('refuses a second process on the same embedded data dir while serve runs, and serve stops cleanly on SIGTERM', async () => {
+    const serveDir = mkdtempSync(join(tmpdir(), 'knowagent-serve-'))
+    const child = spawn(process.execPath, ['bin/knowagent.mjs', 'serve'], {
+      env: { ...process.env, KNOWAGENT_DATA_DIR: serveDir, PORT: '0', KNOWAGENT_DEMO_PASSWORD: 'demo-password-1', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stderr = ''
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 30_000)
+      child.stderr.on('data', () => {
+        const match = /running at (http:\/\/\S+)/.exec(stderr)
+        if (match) {
+          clearTimeout(timer)
+          resolve(match[1]!)
+        }
+      })
+    })
+    expect(stderr).toContain('Sign in as "demo" with the password from KNOWAGENT_DEMO_PASSWORD')
+    expect((await fetch(`${url}/login`)).status).toBe(200)
+    const busy = await runCli(['migrate'], { KNOWAGENT_DATA_DIR: serveDir })
+    expect(busy.code).toBe(1)
+    expect(busy.err).toContain('is in use by process')
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+    child.kill('SIGTERM')
+    expect(await exited).toBe(0)
+    expect(existsSync(join(serveDir, 'knowagent.lock'))).toBe(false)
+    rmSync(serveDir, { recursive: true, force: true })
+  }, 60_000)
+})
