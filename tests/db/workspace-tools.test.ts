@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Effect } from 'effect'
+import { createUser } from '../../src/effects/auth/users.ts'
+import { getNode, putFile, deleteNode, type Owner } from '../../src/effects/workspace/store.ts'
+import { parseKbUri } from '../../src/effects/workspace/uri.ts'
+import { runWorkspaceTool, type ToolScope } from '../../src/effects/tools/workspace-tools.ts'
+import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+
+const encode = (s: string) => new TextEncoder().encode(s)
+
+describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
+  let database: TestDatabase
+  let owner: Owner
+  let stranger: Owner
+  const scopeAt = (uri: string): ToolScope => ({ db: database.db, caller: owner, scope: parseKbUri({ uri, callerLogin: owner.login }) })
+  const run = async (scope: ToolScope, name: string, args: unknown) => Effect.runPromise(runWorkspaceTool({ scope, name, args }))
+  const put = (who: Owner, segments: string[], text: string) => putFile(database.db, { owner: who, segments, bytes: encode(text), parsed: { ok: true, mime: 'text/plain', text } })
+
+  beforeAll(async () => {
+    database = await openTestDatabase(kind)
+    owner = await createUser(database.db, { login: 'tina', password: 'a-long-password' })
+    stranger = await createUser(database.db, { login: 'ursula', password: 'a-long-password' })
+    await put(owner, ['docs', 'guide.md'], 'The compaction limit keeps history small.\nSee kb://me/docs/limits.md for numbers.')
+    await put(owner, ['docs', 'limits.md'], 'At most 12 model steps, 24 tool calls and 16 model calls per turn.')
+    await put(owner, ['docs', 'cjk.md'], '知识库的压缩会保留文件地址。😀 emoji 😀 末尾')
+    await put(owner, ['private', 'diary.md'], 'compaction secrets outside the docs scope')
+    await put(stranger, ['docs', 'guide.md'], 'ursula compaction notes')
+    await putFile(database.db, { owner, segments: ['docs', 'blob.bin'], bytes: new Uint8Array([0, 1]), parsed: { ok: false, mime: 'application/octet-stream', error: 'unsupported file type' } })
+    await put(owner, ['docs', 'empty.txt'], '')
+    for (let i = 0; i < 95; i++) await put(owner, ['many', `f${String(i).padStart(3, '0')}.txt`], i % 10 === 0 ? `needle in file ${i}` : `hay ${i}`)
+  })
+  afterAll(async () => {
+    await database?.close()
+  })
+
+  it('ls lists real children with paging and refuses targets outside the selected node', async () => {
+    const scope = scopeAt('kb://me/docs/')
+    const first = await run(scope, 'ls', { limit: 2 })
+    expect(first.ok).toBe(true)
+    expect(first.result).toMatchObject({ uri: 'kb://users/tina/docs/', offset: 0, next_offset: 2, total: 5 })
+    const names = (first.result as { entries: { name: string }[] }).entries.map((e) => e.name)
+    expect(names).toEqual(['blob.bin', 'cjk.md'])
+    const last = await run(scope, 'ls', { offset: 4, limit: 2 })
+    expect(last.result).toMatchObject({ next_offset: null })
+    for (const uri of ['kb://me/', 'kb://me/private/', 'kb://users/ursula/docs/', 'kb://me/docs/../private/']) {
+      const outcome = await run(scope, 'ls', { uri })
+      expect(outcome.ok, uri).toBe(false)
+      expect(JSON.parse(outcome.content).error.code).toMatch(/outside_scope|invalid_uri/)
+    }
+  })
+
+  it('a file scope cannot reach its parent or siblings', async () => {
+    const scope = scopeAt('kb://me/docs/guide.md')
+    expect((await run(scope, 'read', { uri: 'kb://me/docs/guide.md' })).ok).toBe(true)
+    for (const uri of ['kb://me/docs/', 'kb://me/docs/limits.md']) {
+      expect(JSON.parse((await run(scope, 'read', { uri })).content).error.code).toBe('outside_scope')
+    }
+    const search = await run(scope, 'search', { query: 'compaction' })
+    expect((search.result as { hits: { uri: string }[] }).hits.every((h) => h.uri === 'kb://users/tina/docs/guide.md')).toBe(true)
+  })
+
+  it('read pages by code points without splitting CJK or emoji, and reports offset/next_offset/total', async () => {
+    const scope = scopeAt('kb://me/docs/')
+    const text = '知识库的压缩会保留文件地址。😀 emoji 😀 末尾'
+    const total = [...text].length
+    let offset: number | null = 0
+    let rebuilt = ''
+    while (offset !== null) {
+      const outcome = await run(scope, 'read', { uri: 'kb://me/docs/cjk.md', offset, limit: 5 })
+      const page = outcome.result as { text: string; offset: number; next_offset: number | null; total: number }
+      expect(page.total).toBe(total)
+      expect(page.text).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/)
+      expect([...page.text].length).toBeLessThanOrEqual(5)
+      rebuilt += page.text
+      offset = page.next_offset
+    }
+    expect(rebuilt).toBe(text)
+    const tooBig = await run(scope, 'read', { uri: 'kb://me/docs/cjk.md', limit: 6001 })
+    expect(JSON.parse(tooBig.content).error.code).toBe('invalid_arguments')
+    const beyond = await run(scope, 'read', { uri: 'kb://me/docs/cjk.md', offset: total + 10 })
+    expect(beyond.result).toMatchObject({ text: '', next_offset: null, total })
+  })
+
+  it('read gives explicit empty results for empty and unparseable files, and an error for directories', async () => {
+    const scope = scopeAt('kb://me/docs/')
+    expect((await run(scope, 'read', { uri: 'kb://me/docs/empty.txt' })).result).toMatchObject({ empty: true, total: 0, note: 'the file is empty' })
+    const blob = (await run(scope, 'read', { uri: 'kb://me/docs/blob.bin' })).result as { empty: boolean; note: string }
+    expect(blob.empty).toBe(true)
+    expect(blob.note).toContain('unsupported file type')
+    expect(JSON.parse((await run(scope, 'read', { uri: 'kb://me/docs/' })).content).error.code).toBe('is_directory')
+  })
+
+  it('search scans at most 40 files a page in a stable order and never claims a bounded scan is complete', async () => {
+    const scope = scopeAt('kb://me/many/')
+    const pages = []
+    let offset: number | null = 0
+    while (offset !== null) {
+      const outcome = await run(scope, 'search', { query: 'needle', offset })
+      const page = outcome.result as { hits: { uri: string }[]; files_scanned: number; next_offset: number | null; complete: boolean }
+      pages.push(page)
+      offset = page.next_offset
+    }
+    expect(pages.map((p) => p.files_scanned)).toEqual([40, 40, 15])
+    expect(pages.map((p) => p.complete)).toEqual([false, false, false])
+    expect(pages.flatMap((p) => p.hits.map((h) => h.uri))).toEqual(
+      Array.from({ length: 10 }, (_, i) => `kb://users/tina/many/f${String(i * 10).padStart(3, '0')}.txt`),
+    )
+    const small = await run(scopeAt('kb://me/docs/'), 'search', { query: 'compaction' })
+    expect(small.result).toMatchObject({ complete: true, next_offset: null, files_scanned: 5 })
+    const hits = (small.result as { hits: { uri: string; offset: number; snippet: string }[] }).hits
+    expect(hits.map((h) => h.uri)).toEqual(['kb://users/tina/docs/guide.md'])
+    expect(hits[0]!.offset).toBe(4)
+    expect(hits[0]!.snippet).toContain('compaction limit')
+    const cjk = await run(scopeAt('kb://me/docs/'), 'search', { query: '压缩' })
+    expect((cjk.result as { hits: { uri: string; offset: number }[] }).hits[0]).toMatchObject({ uri: 'kb://users/tina/docs/cjk.md', offset: 4 })
+  })
+
+  it('a node deleted mid-turn is a tool error, not stale content', async () => {
+    await put(owner, ['tmp', 'gone.md'], 'soon deleted')
+    const scope = scopeAt('kb://me/tmp/')
+    expect((await run(scope, 'read', { uri: 'kb://me/tmp/gone.md' })).ok).toBe(true)
+    await deleteNode(database.db, owner, await getNode(database.db, owner, ['tmp', 'gone.md']))
+    const after = await run(scope, 'read', { uri: 'kb://me/tmp/gone.md' })
+    expect(after.ok).toBe(false)
+    expect(JSON.parse(after.content).error.code).toBe('not_found')
+    await deleteNode(database.db, owner, await getNode(database.db, owner, ['tmp']))
+    expect(JSON.parse((await run(scope, 'ls', {})).content).error.code).toBe('not_found')
+  })
+
+  it('status reports the latest parse job for a file and a directory; unknown tools and bad arguments are tool errors', async () => {
+    const scope = scopeAt('kb://me/docs/')
+    const file = (await run(scope, 'status', { uri: 'kb://me/docs/blob.bin' })).result
+    expect(file).toMatchObject({ body: { kind: 'parse', status: 'failed', error: 'unsupported file type' }, compile: null })
+    const dir = (await run(scope, 'status', {})).result as { body: { uri: string } }
+    expect(dir.body.uri.startsWith('kb://users/tina/docs/')).toBe(true)
+    expect(JSON.parse((await run(scope, 'rm', {})).content).error.code).toBe('unknown_tool')
+    expect(JSON.parse((await run(scope, 'read', {})).content).error.code).toBe('invalid_arguments')
+    expect(JSON.parse((await run(scope, 'ls', { bogus: 1 })).content).error.code).toBe('invalid_arguments')
+  })
+})
