@@ -3,6 +3,7 @@ import type { AppConfig } from '../effects/config/app-config.ts'
 import type { DB } from '../effects/db/schema.ts'
 import type { Logger } from '../effects/logging/logger.ts'
 import type { User } from '../effects/auth/users.ts'
+import type { ModelRegistry } from '../effects/llm/model-registry.ts'
 
 /** Everything a route needs, built once at start-up. */
 export interface AppContext {
@@ -11,6 +12,7 @@ export interface AppContext {
   readonly config: AppConfig
   readonly secret: string
   readonly logger: Logger
+  readonly models: ModelRegistry
   /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */
   readonly shutdownSignal: AbortSignal
 }

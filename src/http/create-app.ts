@@ -10,6 +10,7 @@ import { createErrorHandler } from './error-handler.ts'
 import { healthRoutes } from './health.routes.ts'
 import { HttpError } from './http-errors.ts'
 import { workspaceRoutes } from './workspace.routes.ts'
+import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = fileURLToPath(new URL('../../views/static/', import.meta.url))
@@ -62,6 +63,7 @@ export function createApp(ctx: AppContext): Express {
   app.get('/', (req, res) => res.redirect(303, req.auth ? '/workspace' : '/login'))
   app.use(authRoutes(ctx))
   app.use(workspaceRoutes(ctx))
+  app.use(knowledgeAgentRoutes(ctx))
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))
   app.use(createErrorHandler(ctx.logger))

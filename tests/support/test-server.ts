@@ -4,6 +4,7 @@ import { loadConfig, type AppConfig } from '../../src/effects/config/app-config.
 import { createApiTokenFor, createUser } from '../../src/effects/auth/users.ts'
 import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
 import { createApp } from '../../src/http/create-app.ts'
+import { makeModelRegistry, type ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
 import { openTestDatabase, type DatabaseKind, type TestDatabase } from './test-database.ts'
 
@@ -22,10 +23,12 @@ export async function startTestServer({
   kind = 'pglite',
   env = {},
   configure,
+  models,
 }: {
   kind?: DatabaseKind
   env?: Record<string, string>
   configure?: (config: AppConfig) => AppConfig
+  models?: Partial<ModelRegistryOptions>
 } = {}): Promise<TestServer> {
   const database = await openTestDatabase(kind)
   const logLines: string[] = []
@@ -33,7 +36,8 @@ export async function startTestServer({
   let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, ...env }, cwd: '/' })
   if (configure) config = configure(config)
   const shutdownController = new AbortController()
-  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, shutdownSignal: shutdownController.signal }
+  const registry = makeModelRegistry({ models: config.file.models ?? [], env: config.env, local: { deltaDelayMs: 0 }, ...models })
+  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, shutdownSignal: shutdownController.signal }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))

@@ -2,12 +2,13 @@
 import { Schema } from 'effect'
 import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { ModelsConfigSchema } from '../llm/model-config.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 
 export const ConfigFileSchema = Schema.Struct({
-  /** Model entries; validated in detail by the model gateway's schema. */
-  models: Schema.optional(Schema.Array(Schema.Unknown)),
+  /** OpenAI-compatible model entries (docs/models.md); `local` is always added. */
+  models: Schema.optional(ModelsConfigSchema),
   server: Schema.optional(
     Schema.Struct({
       /** Trust X-Forwarded-* from a reverse proxy (sets Secure cookies behind https). */

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ConfigError, loadConfig } from './app-config.ts'
+
+function withConfigFile(json: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'knowagent-config-'))
+  writeFileSync(join(dir, 'knowagent.config.json'), json)
+  return dir
+}
+
+describe('loadConfig', () => {
+  it('uses defaults without a file', () => {
+    const config = loadConfig({ env: {}, cwd: mkdtempSync(join(tmpdir(), 'knowagent-config-')) })
+    expect(config).toMatchObject({ port: 3000, host: '127.0.0.1', databaseUrl: undefined, configPath: undefined, streamsPerMinute: 30 })
+    expect(config.dataDir.endsWith('.knowagent')).toBe(true)
+  })
+
+  it('reads ./knowagent.config.json and the environment', () => {
+    const cwd = withConfigFile(JSON.stringify({ server: { trustProxy: true }, limits: { streamsPerMinute: 5 } }))
+    const config = loadConfig({ env: { PORT: '8080', HOST: '0.0.0.0', DATABASE_URL: 'postgres://x/y', KNOWAGENT_DATA_DIR: 'd' }, cwd })
+    expect(config).toMatchObject({ port: 8080, host: '0.0.0.0', databaseUrl: 'postgres://x/y', trustProxy: true, streamsPerMinute: 5 })
+    expect(config.dataDir).toBe(join(cwd, 'd'))
+  })
+
+  it.each([
+    ['{"server": {"trustProxy": "yes"}}', '["server"]["trustProxy"]'],
+    ['{"limts": {}}', '["limts"]'],
+    ['{"limits": {"streamsPerMinute": -1}}', '["limits"]["streamsPerMinute"]'],
+    ['{"models": [{"id": "m"}]}', '["models"][0]'],
+    ['{not json', 'invalid JSON'],
+  ])('refuses %s naming the bad key', (json, where) => {
+    const cwd = withConfigFile(json)
+    expect(() => loadConfig({ env: {}, cwd })).toThrow(ConfigError)
+    expect(() => loadConfig({ env: {}, cwd })).toThrow(where)
+  })
+
+  it.each([
+    [{ PORT: 'abc' }, 'invalid PORT'],
+    [{ PORT: '70000' }, 'invalid PORT'],
+    [{ KNOWAGENT_SECRET: 'short' }, 'KNOWAGENT_SECRET is too short'],
+    [{ LOG_LEVEL: 'loud' }, 'invalid LOG_LEVEL'],
+    [{ KNOWAGENT_CONFIG: '/nonexistent/x.json' }, 'does not exist'],
+  ])('refuses bad environment %j', (env, message) => {
+    expect(() => loadConfig({ env, cwd: tmpdir() })).toThrow(message)
+  })
+})

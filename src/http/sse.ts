@@ -1,0 +1,58 @@
+// Server-sent events over an express response: headers flushed at once, one write per event,
+// keep-alive comments on idle, and a close that is safe to call twice.
+import type { Response } from 'express'
+
+export interface SseWriter {
+  readonly send: (event: string, data: unknown) => boolean
+  readonly comment: (text: string) => void
+  readonly close: () => void
+  readonly closed: () => boolean
+}
+
+export const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  'X-Accel-Buffering': 'no', // nginx must not buffer SSE
+  Connection: 'keep-alive',
+} as const
+
+/** One SSE frame. JSON never contains a raw newline, so `data` is always one line. */
+export function formatSseEvent(event: string, data: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
+}
+
+export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?: number } = {}): SseWriter {
+  res.status(200).set(SSE_HEADERS)
+  res.flushHeaders()
+  res.socket?.setNoDelay(true) // each event leaves at once, no Nagle delay
+  let closed = false
+  let timer: NodeJS.Timeout | undefined
+  const arm = () => {
+    if (timer) clearTimeout(timer)
+    timer = setTimeout(() => {
+      if (!closed) {
+        res.write(': keep-alive\n\n')
+        arm()
+      }
+    }, keepAliveMs)
+    timer.unref()
+  }
+  const write = (chunk: string) => {
+    if (closed || res.writableEnded || res.destroyed) return false
+    res.write(chunk)
+    arm()
+    return true
+  }
+  arm()
+  return {
+    send: (event, data) => write(formatSseEvent(event, data)),
+    comment: (text) => void write(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`),
+    close: () => {
+      if (closed) return
+      closed = true
+      if (timer) clearTimeout(timer)
+      if (!res.writableEnded && !res.destroyed) res.end()
+    },
+    closed: () => closed,
+  }
+}

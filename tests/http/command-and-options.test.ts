@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { putFile } from '../../src/effects/workspace/store.ts'
+import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+
+describe('options and command endpoints', () => {
+  let server: TestServer
+  let alice: Awaited<ReturnType<typeof addUserWithToken>>
+  let bob: Awaited<ReturnType<typeof addUserWithToken>>
+  const post = (token: string, body: unknown) =>
+    fetch(`${server.url}/api/v1/knowledge-agent/command`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    })
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      env: { SECRET_PROVIDER_KEY: 'sk-test-do-not-leak-123456' },
+      configure: (config) => ({
+        ...config,
+        file: {
+          ...config.file,
+          models: [
+            {
+              id: 'remote-a',
+              name: 'Remote A',
+              profile: 'acme',
+              baseUrl: 'http://127.0.0.1:9/v1',
+              apiKeyEnv: 'SECRET_PROVIDER_KEY',
+              model: 'acme-large',
+              contextWindow: 65536,
+              maxOutputTokens: 4096,
+              supportsNativeToolCalling: false,
+              headers: { 'X-Secret-Header': 'hidden-value' },
+            },
+          ],
+        },
+      }),
+    })
+    alice = await addUserWithToken(server, 'alice')
+    bob = await addUserWithToken(server, 'bob')
+    const text = 'Compaction keeps URIs. '.repeat(10)
+    await putFile(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+  })
+  afterAll(async () => {
+    await server?.close()
+  })
+
+  it('options lists safe model metadata only', async () => {
+    const res = await fetch(`${server.url}/api/v1/knowledge-agent/options`, { headers: { authorization: `Bearer ${alice.token}` } })
+    expect(res.status).toBe(200)
+    const body = await res.json()
+    expect(body.models).toEqual([
+      { id: 'remote-a', name: 'Remote A', profile: 'acme', context_window: 65536, supports_native_tool_calling: false },
+      { id: 'local', name: 'Local extractive (no LLM)', profile: 'builtin', context_window: expect.any(Number), supports_native_tool_calling: true },
+    ])
+    const text = JSON.stringify(body)
+    for (const secret of ['sk-test-do-not-leak', '127.0.0.1:9', 'X-Secret-Header', 'hidden-value', 'SECRET_PROVIDER_KEY', 'acme-large']) {
+      expect(text).not.toContain(secret)
+    }
+    expect(body.compile).toMatchObject({ cli_profiles: [], defaults: { max_files: 32 } })
+  })
+
+  it('runs ls, read, search and status without a model', async () => {
+    const ls = await (await post(alice.token, { command: 'ls', uri: 'kb://me/docs/' })).json()
+    expect(ls.result.entries.map((e: { uri: string }) => e.uri)).toEqual(['kb://users/alice/docs/a.md'])
+    const read = await (await post(alice.token, { command: 'read', uri: 'kb://me/docs/a.md', offset: 11, limit: 5 })).json()
+    expect(read.result).toMatchObject({ offset: 11, next_offset: 16, text: 'keeps' })
+    const search = await (await post(alice.token, { command: 'search', uri: 'kb://me/', query: 'keeps uris' })).json()
+    expect(search.result.hits[0].uri).toBe('kb://users/alice/docs/a.md')
+    const status = await (await post(alice.token, { command: 'status', uri: 'kb://me/docs/a.md' })).json()
+    expect(status.result.body.status).toBe('succeeded')
+  })
+
+  it.each([
+    [{ command: 'rm', uri: 'kb://me/' }, 400, 'invalid_request'],
+    [{ uri: 'kb://me/' }, 400, 'invalid_request'],
+    [{ command: 'ls', uri: 42 }, 400, 'invalid_request'],
+    [{ command: 'ls', uri: 'kb://me/', extra: 1 }, 400, 'invalid_request'],
+    [{ command: 'search', uri: 'kb://me/' }, 400, 'invalid_request'],
+    [{ command: 'read', uri: 'kb://me/docs/a.md', limit: 6001 }, 400, 'invalid_arguments'],
+    [{ command: 'ls', uri: 'kb://me/../x' }, 400, 'invalid_uri'],
+    [{ command: 'ls', uri: 'kb://users/alice/' }, 403, 'outside_scope'],
+    [{ command: 'read', uri: 'kb://me/nothing.md' }, 404, 'not_found'],
+    ['{broken', 400, 'invalid_json'],
+  ])('bad input %j → %i %s', async (body, status, code) => {
+    const res = await post(bob.token, body)
+    expect(res.status).toBe(status)
+    expect((await res.json()).error.code).toBe(code)
+  })
+
+  it('requires auth and CSRF for cookies', async () => {
+    expect((await fetch(`${server.url}/api/v1/knowledge-agent/options`)).status).toBe(401)
+    const { cookie, csrf } = await signIn(server, 'alice', alice.password)
+    const noCsrf = await fetch(`${server.url}/api/v1/knowledge-agent/command`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: JSON.stringify({ command: 'ls', uri: 'kb://me/' }),
+    })
+    expect(noCsrf.status).toBe(403)
+    const ok = await fetch(`${server.url}/api/v1/knowledge-agent/command`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json', 'x-csrf-token': csrf },
+      body: JSON.stringify({ command: 'ls', uri: 'kb://me/' }),
+    })
+    expect(ok.status).toBe(200)
+  })
+})
