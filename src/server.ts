@@ -9,6 +9,7 @@ import { migrateToLatest } from './effects/db/migrate.ts'
 import { createLogger, type Logger } from './effects/logging/logger.ts'
 import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import { createApp } from './http/create-app.ts'
+import { makeModelRegistry } from './effects/llm/model-registry.ts'
 
 export interface RunningServer {
   readonly url: string
@@ -32,7 +33,8 @@ export async function startServer({
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
     const shutdownController = new AbortController()
-    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, shutdownSignal: shutdownController.signal })
+    const models = makeModelRegistry({ models: config.file.models ?? [], env: config.env })
+    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, models, shutdownSignal: shutdownController.signal })
     const sockets = new Set<Socket>()
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)))

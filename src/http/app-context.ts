@@ -13,6 +13,8 @@ export interface AppContext {
   readonly secret: string
   readonly logger: Logger
   readonly models: ModelRegistry
+  /** Keep-alive comment interval on idle SSE streams (default 15 s). */
+  readonly sseKeepAliveMs?: number | undefined
   /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */
   readonly shutdownSignal: AbortSignal
 }

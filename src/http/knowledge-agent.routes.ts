@@ -6,6 +6,13 @@ import { parseKbUri } from '../effects/workspace/uri.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
 import { badRequest, HttpError } from './http-errors.ts'
+import { randomUUID } from 'node:crypto'
+import { resolveNode } from '../effects/workspace/resolve.ts'
+import { runTurn } from '../effects/turn/run-turn.ts'
+import type { TurnEmitted, TurnOutput } from '../machines/index.ts'
+import { createRateLimiter } from './rate-limit.ts'
+import { openSse } from './sse.ts'
+import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
 
@@ -92,6 +99,79 @@ export function knowledgeAgentRoutes(ctx: AppContext): Router {
       throw new HttpError(TOOL_ERROR_STATUS[error.code] ?? 400, error.code, error.message)
     }
     res.json({ command: body.command, result: outcome.result, summary: outcome.summary })
+  })
+
+  const limiter = createRateLimiter({ limit: ctx.config.streamsPerMinute, windowMs: 60_000 })
+
+  router.post(`${API_PREFIX}/stream`, async (req, res) => {
+    const body = decodeBody(StreamRequest, req.body)
+    const history = checkStreamRequest(body, { maxMessageChars: ctx.config.maxMessageChars })
+    const user = req.auth!.user
+    const model = await Effect.runPromise(
+      ctx.models.get(body.model_id).pipe(
+        Effect.catchTag('UnknownModel', (error) =>
+          Effect.fail(badRequest(`${error.reason}; GET ${API_PREFIX}/options lists the available models`, 'unknown_model')),
+        ),
+      ),
+    )
+    await resolveNode(ctx.db, { caller: user, uri: body.uri }) // 400/403/404 before any stream starts
+    const waitMs = limiter.take(user.id)
+    if (waitMs > 0) {
+      const seconds = Math.ceil(waitMs / 1000)
+      throw new HttpError(429, 'rate_limited', `at most ${ctx.config.streamsPerMinute} streams per minute; retry in ${seconds} s`, { 'Retry-After': String(seconds) })
+    }
+
+    const turnId = randomUUID()
+    res.set('X-Turn-Id', turnId)
+    const sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
+    const stop = new AbortController()
+    const onClose = () => {
+      if (!res.writableFinished) stop.abort('disconnect')
+    }
+    const onShutdown = () => stop.abort('shutdown')
+    res.on('close', onClose)
+    ctx.shutdownSignal.addEventListener('abort', onShutdown, { once: true })
+    if (ctx.shutdownSignal.aborted) onShutdown()
+
+    let terminal: TurnEmitted | undefined
+    const forward = (event: TurnEmitted) => {
+      if (terminal) return
+      if (event.type === 'done' || event.type === 'error') {
+        terminal = event // held until the turn's output (history) is known
+        return
+      }
+      const { type, ...data } = event
+      sse.send(type, data)
+    }
+    let output: TurnOutput | undefined
+    try {
+      output = await runTurn({
+        db: ctx.db,
+        caller: user,
+        model,
+        turnId,
+        uri: body.uri,
+        question: body.message,
+        history,
+        onEvent: forward,
+        signal: stop.signal,
+        logger: ctx.logger.child({ turnId, login: user.login }),
+      })
+    } catch (error) {
+      ctx.logger.error('turn crashed', { turnId, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) })
+      terminal = { type: 'error', code: 'internal_error', message: 'the turn failed unexpectedly' }
+    } finally {
+      res.off('close', onClose)
+      ctx.shutdownSignal.removeEventListener('abort', onShutdown)
+    }
+    const last: TurnEmitted =
+      terminal ??
+      (output?.status === 'done'
+        ? { type: 'done', finish_reason: output.finishReason ?? 'stop', usage: output.usage }
+        : { type: 'error', code: output?.error?.code ?? 'internal_error', message: output?.error?.message ?? 'the turn ended without a result' })
+    const { type, ...data } = last
+    sse.send(type, { ...data, turn_id: turnId, ...(output ? { history: output.messages } : {}) })
+    sse.close()
   })
 
   return router

@@ -97,7 +97,7 @@ describe('knowagent CLI', () => {
       const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 30_000)
       child.stderr.on('data', () => {
         const match = /running at (http:\/\/\S+)/.exec(stderr)
-        if (match) {
+        if (match && stderr.includes('Sign in')) {
           clearTimeout(timer)
           resolve(match[1]!)
         }

@@ -24,11 +24,13 @@ export async function startTestServer({
   env = {},
   configure,
   models,
+  sseKeepAliveMs,
 }: {
   kind?: DatabaseKind
   env?: Record<string, string>
   configure?: (config: AppConfig) => AppConfig
   models?: Partial<ModelRegistryOptions>
+  sseKeepAliveMs?: number
 } = {}): Promise<TestServer> {
   const database = await openTestDatabase(kind)
   const logLines: string[] = []
@@ -37,7 +39,7 @@ export async function startTestServer({
   if (configure) config = configure(config)
   const shutdownController = new AbortController()
   const registry = makeModelRegistry({ models: config.file.models ?? [], env: config.env, local: { deltaDelayMs: 0 }, ...models })
-  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, shutdownSignal: shutdownController.signal }
+  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, sseKeepAliveMs, shutdownSignal: shutdownController.signal }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))

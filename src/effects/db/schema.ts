@@ -74,7 +74,24 @@ export interface JobsTable {
   updated_at: Timestamp
 }
 
+export type TurnStatusColumn = 'running' | 'done' | 'failed' | 'cancelled'
+export interface TurnsTable {
+  id: string
+  user_id: string
+  uri: string
+  model_id: string
+  status: TurnStatusColumn
+  finish_reason: string | null
+  error_code: string | null
+  error_message: string | null
+  counters: ColumnType<unknown | null, string | null | undefined, string | null>
+  usage: ColumnType<unknown | null, string | null | undefined, string | null>
+  created_at: Timestamp
+  finished_at: NullableTimestamp
+}
+
 export interface DB {
+  turns: TurnsTable
   users: UsersTable
   api_tokens: ApiTokensTable
   sessions: SessionsTable

@@ -120,12 +120,15 @@ export const firstInvalidUtf8 = (bytes: Uint8Array): number => {
   return -1
 }
 
+const UTF8_BOM = [0xef, 0xbb, 0xbf]
+
 const hexByte = (b: number): string => `0x${b.toString(16).toUpperCase().padStart(2, '0')}`
 
 // Git's rule: a NUL in the first 8000 bytes means binary.
 const BINARY_SNIFF_BYTES = 8000
 
-type Decoded = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly code: ParseErrorCode; readonly error: string }
+type DecodeFailure = { readonly ok: false; readonly code: ParseErrorCode; readonly error: string }
+type Decoded = { readonly ok: true; readonly text: string } | DecodeFailure
 
 /**
  * Bytes → string. A UTF-8 BOM is stripped; a UTF-16 BOM switches to UTF-16. Otherwise the
@@ -144,7 +147,8 @@ const decodeText = (bytes: Uint8Array, { charset, allowNul }: { charset?: string
   if (nul !== -1 && (allowNul === 'never' || nul < BINARY_SNIFF_BYTES)) {
     return { ok: false, code: 'binary', error: `binary data, not text (NUL byte at offset ${nul})` }
   }
-  const label = charset === undefined || isUtf8Label(charset) ? 'utf-8' : charset
+  // A UTF-8 byte-order mark outranks a declared charset (as in the HTML spec).
+  const label = charset === undefined || isUtf8Label(charset) || startsWith(bytes, UTF8_BOM) ? 'utf-8' : charset
   if (label !== 'utf-8') {
     try {
       return { ok: true, text: new TextDecoder(label, { fatal: true }).decode(bytes) }
@@ -333,25 +337,38 @@ export const findJsonSyntaxError = (text: string): JsonSyntaxError | undefined =
  *  (`JSON.stringify(JSON.parse(…))` would turn 1e400 into null and round big integers). */
 export const prettyPrintJson = (text: string): string => {
   const out: string[] = []
+  const space = /[ \t\n\r]*/y
+  const bare = /[^ \t\n\r,:{}[\]"]+/y // numbers, true, false, null
   let depth = 0
   let i = 0
   const n = text.length
   const newline = (): void => {
     out.push('\n', '  '.repeat(depth))
   }
+  const skipSpace = (from: number): number => {
+    space.lastIndex = from
+    space.exec(text)
+    return space.lastIndex
+  }
   while (i < n) {
-    const ch = text[i] ?? ''
+    const ch = text[i]
     if (ch === '"') {
-      let j = i + 1
-      while (j < n && text[j] !== '"') j += text[j] === '\\' ? 2 : 1
-      out.push(text.slice(i, j + 1))
-      i = j + 1
+      // The closing quote is the first one preceded by an even number of backslashes.
+      let close = text.indexOf('"', i + 1)
+      for (;;) {
+        let backslashes = 0
+        while (text[close - 1 - backslashes] === '\\') backslashes++
+        if (close === -1 || backslashes % 2 === 0) break
+        close = text.indexOf('"', close + 1)
+      }
+      const end = close === -1 ? n : close + 1
+      out.push(text.slice(i, end))
+      i = end
     } else if (ch === '{' || ch === '[') {
-      let j = i + 1
-      while (j < n && /[ \t\n\r]/.test(text[j] ?? '')) j++
-      if (text[j] === (ch === '{' ? '}' : ']')) {
+      const next = skipSpace(i + 1)
+      if (text[next] === (ch === '{' ? '}' : ']')) {
         out.push(ch === '{' ? '{}' : '[]')
-        i = j + 1
+        i = next + 1
       } else {
         out.push(ch)
         depth++
@@ -371,12 +388,13 @@ export const prettyPrintJson = (text: string): string => {
       out.push(': ')
       i++
     } else if (ch === ' ' || ch === '\t' || ch === '\n' || ch === '\r') {
-      i++
+      i = skipSpace(i)
     } else {
-      let j = i + 1
-      while (j < n && !/[\s,:{}[\]"]/.test(text[j] ?? '')) j++
-      out.push(text.slice(i, j))
-      i = j
+      bare.lastIndex = i
+      const token = bare.exec(text)
+      const length = token === null ? 1 : token[0].length
+      out.push(text.slice(i, i + length))
+      i += length
     }
   }
   return out.join('')
@@ -432,18 +450,27 @@ const untilAborted = <A>(work: Promise<A>, signal: AbortSignal | undefined): Pro
       },
       (cause: unknown) => {
         signal.removeEventListener('abort', onAbort)
-        reject(cause instanceof Error ? cause : new Error(messageOf(cause)))
+        reject(cause) // as is: callers classify pdf.js exceptions by name
       },
     )
   })
 }
 
-const parsePdf = async (bytes: Uint8Array, mime: string, signal: AbortSignal | undefined): Promise<ParseOutcome> => {
+const parsePdf = async (bytes: Uint8Array, mime: string, limits: ParseLimits, signal: AbortSignal | undefined): Promise<ParseOutcome> => {
   const { getDocumentProxy } = await import('unpdf')
   let pdf: Awaited<ReturnType<typeof getDocumentProxy>>
   try {
-    // pdf.js may transfer (detach) the buffer it is given, so it gets a copy.
-    pdf = await untilAborted(getDocumentProxy(bytes.slice(), { verbosity: 0 }), signal)
+    // pdf.js may transfer (detach) the buffer it is given, so it gets a copy; and it refuses a
+    // Buffer (whose `slice` would share memory anyway), so the copy is a plain Uint8Array.
+    const loading = getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 })
+    // If we stop waiting, the document still loads: release it when it does.
+    const release = (): void => void loading.then((doc) => doc.loadingTask.destroy(), () => undefined)
+    signal?.addEventListener('abort', release, { once: true })
+    try {
+      pdf = await untilAborted(loading, signal)
+    } finally {
+      signal?.removeEventListener('abort', release)
+    }
   } catch (cause) {
     if (cause instanceof Aborted) throw cause
     if (nameOf(cause) === 'PasswordException') {
@@ -455,6 +482,7 @@ const parsePdf = async (bytes: Uint8Array, mime: string, signal: AbortSignal | u
   signal?.addEventListener('abort', abort, { once: true })
   try {
     const pages: string[] = []
+    let characters = 0
     for (let number = 1; number <= pdf.numPages; number++) {
       throwIfAborted(signal)
       const page = await pdf.getPage(number)
@@ -463,6 +491,9 @@ const parsePdf = async (bytes: Uint8Array, mime: string, signal: AbortSignal | u
       page.cleanup()
       const tidy = trimLines(normaliseText(text))
       if (tidy !== '') pages.push(tidy)
+      // Stop early rather than hold a whole oversized text in memory.
+      characters += codePointLength(tidy)
+      if (characters > limits.maxChars) return textTooLong(mime, `more than ${characters.toLocaleString('en-US')}`, limits)
     }
     throwIfAborted(signal)
     if (pages.length === 0) {
@@ -543,7 +574,8 @@ const parseHtml = async (html: string): Promise<string> => {
         ...SKIPPED_HTML.map((selector) => ({ selector, format: 'skip' })),
         { selector: 'a', options: { ignoreHref: true } },
         ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
-        { selector: 'table', format: 'dataTable', options: { uppercaseHeaderCells: false } },
+        // Wrapped cells would split phrases across lines, which search cannot match.
+        { selector: 'table', format: 'dataTable', options: { uppercaseHeaderCells: false, maxColumnWidth: 10_000 } },
       ],
     }),
   )
@@ -574,22 +606,22 @@ const unsupported = (name: string, mime: string): ParseOutcome => {
   )
 }
 
+const textTooLong = (mime: string, length: string, limits: ParseLimits): ParseOutcome =>
+  failure(
+    mime,
+    'text_too_long',
+    `parsed text is too long: ${length} characters, over the ${limits.maxChars.toLocaleString('en-US')} limit; raw bytes kept`,
+  )
+
 const finish = (outcome: ParseOutcome, limits: ParseLimits): ParseOutcome => {
   if (!outcome.ok) return outcome
   const text = normaliseText(outcome.text)
   const length = codePointLength(text)
-  if (length > limits.maxChars) {
-    return failure(
-      outcome.mime,
-      'text_too_long',
-      `parsed text is too long: ${length.toLocaleString('en-US')} characters, over the ${limits.maxChars.toLocaleString('en-US')} limit; raw bytes kept`,
-    )
-  }
+  if (length > limits.maxChars) return textTooLong(outcome.mime, length.toLocaleString('en-US'), limits)
   return { ...outcome, text }
 }
 
-const decodeFailure = (mime: string, decoded: Decoded): ParseOutcome =>
-  decoded.ok ? failure(mime, 'parser_failed', 'unreachable') : failure(mime, decoded.code, decoded.error)
+const decodeFailure = (mime: string, decoded: DecodeFailure): ParseOutcome => failure(mime, decoded.code, decoded.error)
 
 const parseByKind = async (
   input: ParseInput,
@@ -600,7 +632,7 @@ const parseByKind = async (
   const { mime, kind } = resolved
   switch (kind) {
     case 'pdf':
-      return parsePdf(bytes, mime, signal)
+      return parsePdf(bytes, mime, limits, signal)
     case 'docx':
       return parseDocx(bytes, mime, limits, signal)
     case 'binary':

@@ -1,0 +1,200 @@
+// `knowagent/client`: a small typed client for the JSON + SSE API. It decodes the stream with
+// the project's SSE decoder and follows the same rules as the browser: an EOF without a
+// terminal `done` or `error` event is a failure that keeps the text received so far.
+import { decodeSseStream } from '../effects/llm/sse-decoder.ts'
+
+export interface DeltaEvent { readonly text: string }
+export interface ToolEvent {
+  readonly call_id: string
+  readonly name: string
+  readonly arguments: unknown
+  readonly phase: 'start' | 'end'
+  readonly ok?: boolean
+  readonly summary?: string
+}
+export interface ContextEvent {
+  readonly used: number
+  readonly limit: number
+  readonly window: number
+  readonly output_reserve: number
+  readonly protocol_reserve: number
+  readonly compactions: number
+  readonly before?: number
+  readonly after?: number
+  readonly ratio?: number
+}
+export interface ChatMessage {
+  readonly role: 'user' | 'assistant' | 'tool' | 'system'
+  readonly content: string | null
+  readonly tool_calls?: ReadonlyArray<{ id: string; type: 'function'; function: { name: string; arguments: string } }>
+  readonly tool_call_id?: string
+}
+export interface DoneEvent {
+  readonly finish_reason: string
+  readonly usage?: Record<string, number>
+  readonly turn_id: string
+  readonly history?: ReadonlyArray<ChatMessage>
+}
+export interface ErrorEvent {
+  readonly code: string
+  readonly message: string
+  readonly partial?: string
+  readonly turn_id?: string
+  readonly history?: ReadonlyArray<ChatMessage>
+}
+
+export interface StreamHandlers {
+  readonly onDelta?: (event: DeltaEvent) => void
+  readonly onThinking?: (event: DeltaEvent) => void
+  readonly onTool?: (event: ToolEvent) => void
+  readonly onContext?: (event: ContextEvent) => void
+  readonly onWarning?: (event: { message: string }) => void
+}
+
+export type StreamOutcome =
+  | { readonly ok: true; readonly text: string; readonly thinking: string; readonly done: DoneEvent; readonly turnId: string | undefined }
+  | { readonly ok: false; readonly text: string; readonly thinking: string; readonly error: ErrorEvent; readonly status: number; readonly turnId: string | undefined }
+
+export interface ClientOptions {
+  readonly baseUrl: string
+  /** `Authorization: Bearer …` for programs. */
+  readonly token?: string
+  /** Extra headers (e.g. a cookie and `X-CSRF-Token` in a browser-like client). */
+  readonly headers?: Record<string, string>
+  readonly fetch?: typeof fetch
+}
+
+export interface StreamRequestBody {
+  readonly uri: string
+  readonly model_id: string
+  readonly message: string
+  readonly history?: ReadonlyArray<ChatMessage>
+}
+
+export class KnowagentApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+const API = '/api/v1/knowledge-agent'
+
+function headersFor(options: ClientOptions, extra: Record<string, string> = {}): Record<string, string> {
+  return { ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...options.headers, ...extra }
+}
+
+async function failureOf(response: Response): Promise<KnowagentApiError> {
+  const text = await response.text().catch(() => '')
+  try {
+    const body = JSON.parse(text) as { error?: { code?: string; message?: string } }
+    return new KnowagentApiError(response.status, body.error?.code ?? 'http_error', body.error?.message ?? text.slice(0, 500))
+  } catch {
+    return new KnowagentApiError(response.status, 'http_error', text.slice(0, 500) || response.statusText)
+  }
+}
+
+export function createKnowagentClient(options: ClientOptions) {
+  const doFetch = options.fetch ?? fetch
+  const base = options.baseUrl.replace(/\/$/, '')
+
+  async function getOptions() {
+    const response = await doFetch(`${base}${API}/options`, { headers: headersFor(options) })
+    if (!response.ok) throw await failureOf(response)
+    return (await response.json()) as {
+      models: Array<{ id: string; name: string; profile: string; context_window: number; supports_native_tool_calling: boolean }>
+      default_model_id: string
+    }
+  }
+
+  async function command(body: { command: 'ls' | 'read' | 'search' | 'status'; uri: string; offset?: number; limit?: number; query?: string }) {
+    const response = await doFetch(`${base}${API}/command`, {
+      method: 'POST',
+      headers: headersFor(options, { 'content-type': 'application/json' }),
+      body: JSON.stringify(body),
+    })
+    if (!response.ok) throw await failureOf(response)
+    return (await response.json()) as { command: string; result: unknown; summary: string }
+  }
+
+  async function stream(body: StreamRequestBody, { signal, handlers = {} }: { signal?: AbortSignal; handlers?: StreamHandlers } = {}): Promise<StreamOutcome> {
+    let text = ''
+    let thinking = ''
+    let turnId: string | undefined
+    let response: Response
+    try {
+      response = await doFetch(`${base}${API}/stream`, {
+        method: 'POST',
+        headers: headersFor(options, { 'content-type': 'application/json', accept: 'text/event-stream' }),
+        body: JSON.stringify(body),
+        ...(signal ? { signal } : {}),
+      })
+    } catch (error) {
+      const aborted = signal?.aborted === true
+      return { ok: false, text, thinking, status: 0, turnId, error: { code: aborted ? 'cancelled' : 'network', message: aborted ? 'stopped by the client' : String((error as Error).message) } }
+    }
+    turnId = response.headers.get('x-turn-id') ?? undefined
+    if (!response.ok || !response.body) {
+      const failure = await failureOf(response)
+      return { ok: false, text, thinking, status: response.status, turnId, error: { code: failure.code, message: failure.message } }
+    }
+    try {
+      for await (const event of decodeSseStream(response.body)) {
+        let data: Record<string, unknown>
+        try {
+          data = JSON.parse(event.data) as Record<string, unknown>
+        } catch {
+          return { ok: false, text, thinking, status: response.status, turnId, error: { code: 'stream.protocol', message: `unreadable ${event.event} event`, partial: text } }
+        }
+        switch (event.event) {
+          case 'delta':
+            text += String(data.text ?? '')
+            handlers.onDelta?.(data as unknown as DeltaEvent)
+            break
+          case 'thinking':
+            thinking += String(data.text ?? '')
+            handlers.onThinking?.(data as unknown as DeltaEvent)
+            break
+          case 'tool':
+            handlers.onTool?.(data as unknown as ToolEvent)
+            break
+          case 'context':
+            handlers.onContext?.(data as unknown as ContextEvent)
+            break
+          case 'warning':
+            handlers.onWarning?.(data as unknown as { message: string })
+            break
+          case 'done':
+            return { ok: true, text, thinking, done: data as unknown as DoneEvent, turnId }
+          case 'error':
+            return { ok: false, text, thinking, status: response.status, turnId, error: data as unknown as ErrorEvent }
+          default:
+            break // unknown events are ignored: new ones may be added
+        }
+      }
+    } catch (error) {
+      const aborted = signal?.aborted === true
+      return {
+        ok: false,
+        text,
+        thinking,
+        status: response.status,
+        turnId,
+        error: { code: aborted ? 'cancelled' : 'stream.interrupted', message: aborted ? 'stopped by the client' : `the stream broke: ${(error as Error).message}`, partial: text },
+      }
+    }
+    return {
+      ok: false,
+      text,
+      thinking,
+      status: response.status,
+      turnId,
+      error: { code: 'stream.incomplete', message: 'the stream ended without a done or error event', partial: text },
+    }
+  }
+
+  return { getOptions, command, stream }
+}

@@ -1,0 +1,196 @@
+import { Effect } from 'effect'
+import { describe, expect, it, vi } from 'vitest'
+import { assign, createActor, setup, toPromise } from 'xstate'
+import { createScriptedModel, textResult } from '../../tests/support/scripted-model.ts'
+import { COMPACTION_INSTRUCTION } from '../machines/compaction-plan.ts'
+import type { ModelStreamForwardEvent } from '../machines/turn-contract.ts'
+import {
+  callModelEffect,
+  compactEffect,
+  EffectActorFailure,
+  fromEffect,
+  modelErrorToCallOutput,
+} from './actor-bridge.ts'
+import {
+  ProviderConnectionError,
+  ProviderHttpError,
+  ProviderProtocolError,
+  ProviderStreamError,
+  StreamIdleTimeout,
+  StreamIncomplete,
+} from './llm/model-errors.ts'
+import type { ModelError } from './llm/model.ts'
+
+/** An Effect that holds a resource until interrupted, recording when its finalizers run. */
+function holdResource(log: string[]) {
+  return Effect.scoped(
+    Effect.gen(function* () {
+      yield* Effect.acquireRelease(
+        Effect.sync(() => log.push('acquired')),
+        () => Effect.sync(() => log.push('released')),
+      )
+      yield* Effect.addFinalizer(() => Effect.sync(() => log.push('finalized')))
+      return yield* Effect.never
+    }),
+  ).pipe(Effect.onInterrupt(() => Effect.sync(() => log.push('interrupted'))))
+}
+
+describe('fromEffect', () => {
+  it('outputs what the Effect succeeds with', async () => {
+    const actor = createActor(fromEffect<number, { n: number }>(({ input }) => Effect.succeed(input.n * 2)), { input: { n: 21 } })
+    actor.start()
+    expect(await toPromise(actor)).toBe(42)
+  })
+
+  it('interrupts the Effect within a few ms when the actor stops, running its finalizers', async () => {
+    const log: string[] = []
+    const actor = createActor(fromEffect(() => holdResource(log)))
+    actor.start()
+    await vi.waitFor(() => expect(log).toContain('acquired'))
+    const stoppedAt = performance.now()
+    actor.stop()
+    await vi.waitFor(() => expect(log).toEqual(['acquired', 'finalized', 'released', 'interrupted']), { timeout: 50, interval: 1 })
+    expect(performance.now() - stoppedAt).toBeLessThan(20)
+  })
+
+  it('interrupts the Effect when the parent machine leaves the invoking state', async () => {
+    const log: string[] = []
+    const machine = setup({
+      types: { events: {} as { type: 'leave' } },
+      actors: { hold: fromEffect(() => holdResource(log)) },
+    }).createMachine({
+      initial: 'running',
+      states: {
+        running: { invoke: { src: 'hold' }, on: { leave: 'left' } },
+        left: {},
+      },
+    })
+    const actor = createActor(machine).start()
+    await vi.waitFor(() => expect(log).toContain('acquired'))
+    actor.send({ type: 'leave' })
+    await vi.waitFor(() => expect(log).toEqual(['acquired', 'finalized', 'released', 'interrupted']), { timeout: 50, interval: 1 })
+    actor.stop()
+  })
+
+  it('aborts the signal the Effect passed on (to fetch, a query, a child process)', async () => {
+    let seen: AbortSignal | undefined
+    const actor = createActor(
+      fromEffect(() =>
+        Effect.promise((signal) => {
+          seen = signal
+          return new Promise<never>(() => {})
+        }),
+      ),
+    )
+    actor.start()
+    await vi.waitFor(() => expect(seen).toBeDefined())
+    expect(seen!.aborted).toBe(false)
+    actor.stop()
+    await vi.waitFor(() => expect(seen!.aborted).toBe(true), { timeout: 50, interval: 1 })
+  })
+
+  it('hands the Effect the actor signal', async () => {
+    let signal: AbortSignal | undefined
+    const actor = createActor(fromEffect(({ signal: given }) => Effect.sync(() => (signal = given)).pipe(Effect.andThen(Effect.never))))
+    actor.start()
+    await vi.waitFor(() => expect(signal).toBeDefined())
+    actor.stop()
+    expect(signal!.aborted).toBe(true)
+  })
+
+  it.each([
+    ['a defect, as the thrown value', Effect.die(new Error('bug')), (error: unknown) => expect(error).toEqual(new Error('bug'))],
+    [
+      'an unmapped failure, as EffectActorFailure',
+      Effect.fail('expected but unmapped'),
+      (error: unknown) => {
+        expect(error).toBeInstanceOf(EffectActorFailure)
+        expect(String(error)).toContain('expected but unmapped')
+      },
+    ],
+  ] as const)('reports %s to onError', async (_, effect, check) => {
+    const machine = setup({ actors: { work: fromEffect<never, void, unknown>(() => effect) } }).createMachine({
+      context: { error: undefined as unknown },
+      initial: 'working',
+      states: {
+        working: { invoke: { src: 'work', onError: { target: 'crashed', actions: assign({ error: ({ event }) => event.error }) } } },
+        crashed: { type: 'final' },
+      },
+    })
+    const actor = createActor(machine).start()
+    await toPromise(actor)
+    check(actor.getSnapshot().context.error)
+  })
+
+  it('does not run the Effect at all for an actor that never starts', () => {
+    let ran = false
+    createActor(fromEffect(() => Effect.sync(() => (ran = true))))
+    expect(ran).toBe(false)
+  })
+})
+
+describe('callModelEffect', () => {
+  it('streams deltas and thinking to the parent, then outputs the result', async () => {
+    const result = textResult('Hello')
+    const model = createScriptedModel({ script: [{ kind: 'result', thinking: ['plan'], deltas: ['He', 'llo'], result }] })
+    const forwarded: ModelStreamForwardEvent[] = []
+    const output = await Effect.runPromise(
+      callModelEffect({
+        model,
+        input: { messages: [{ role: 'user', content: 'hi' }], tools: [], purpose: 'step', parent: { send: (event) => forwarded.push(event) } },
+      }),
+    )
+    expect(output).toEqual({ ok: true, result })
+    expect(forwarded).toEqual([
+      { type: 'model.thinking', text: 'plan' },
+      { type: 'model.delta', text: 'He' },
+      { type: 'model.delta', text: 'llo' },
+    ])
+    expect(model.requests[0]!.tools).toBeUndefined()
+  })
+
+  const errors: Array<[ModelError, string, string]> = [
+    [new ProviderHttpError({ status: 429, code: 'rate_limited', message: 'slow down', retryAfterMs: 1000 }), 'provider.http', ''],
+    [new ProviderConnectionError({ message: 'ECONNREFUSED' }), 'provider.connection', ''],
+    [new ProviderStreamError({ code: 'overloaded', message: 'try later', partialText: 'par' }), 'provider.stream_error', 'par'],
+    [new StreamIncomplete({ message: 'EOF without [DONE]', partialText: 'half' }), 'provider.incomplete', 'half'],
+    [new StreamIdleTimeout({ idleMs: 30_000, partialText: 'idle' }), 'provider.idle_timeout', 'idle'],
+    [new ProviderProtocolError({ message: 'not JSON', partialText: 'x' }), 'provider.protocol', 'x'],
+  ]
+
+  it.each(errors)('maps %s to data', async (error, code, partialText) => {
+    const model = createScriptedModel({ script: [{ kind: 'error', error }] })
+    const output = await Effect.runPromise(
+      callModelEffect({ model, input: { messages: [], tools: [], purpose: 'step', parent: { send: () => {} } } }),
+    )
+    expect(output).toEqual(modelErrorToCallOutput(error))
+    expect(output).toMatchObject({ ok: false, code, partialText })
+  })
+})
+
+describe('compactEffect', () => {
+  const input = { messages: [{ role: 'user' as const, content: 'earlier question about kb://users/a/x.md' }], instruction: COMPACTION_INSTRUCTION }
+
+  it('sends the instruction and the transcript, without tools, and outputs the summary', async () => {
+    const model = createScriptedModel({ script: [{ kind: 'result', result: textResult('Summary.') }] })
+    expect(await Effect.runPromise(compactEffect({ model, input }))).toEqual({ ok: true, summary: 'Summary.', usage: undefined })
+    expect(model.requests[0]!.messages).toEqual([
+      { role: 'system', content: COMPACTION_INSTRUCTION },
+      { role: 'user', content: '[user]\nearlier question about kb://users/a/x.md' },
+    ])
+    expect(model.requests[0]!.tools).toBeUndefined()
+  })
+
+  it.each([
+    ['a cut-short summary', textResult('Summ', 'length'), 'compaction.incomplete'],
+    ['an empty summary', textResult('  '), 'compaction.empty'],
+  ] as const)('refuses %s', async (_, result, code) => {
+    const model = createScriptedModel({ script: [{ kind: 'result', result }] })
+    expect(await Effect.runPromise(compactEffect({ model, input }))).toMatchObject({ ok: false, code })
+  })
+
+  it('maps provider errors to data', async () => {
+    const model = createScriptedModel({ script: [{ kind: 'error', error: new ProviderConnectionError({ message: 'down' }) }] })
+    expect(await Effect.runPromise(compactEffect({ model, input }))).toMatchObject({ ok: false, code: 'provider.connection' })
+  })
+})

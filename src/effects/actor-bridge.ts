@@ -1,0 +1,147 @@
+// The one place where an Effect becomes an XState actor. The actor's AbortSignal is handed to
+// the Effect runtime, so stopping the actor (or its parent leaving the invoking state)
+// interrupts the Effect: finalizers run, fetches abort, child processes are killed.
+//
+// Expected failures are data: the caller maps them into the actor's output (the Effect's error
+// channel should be `never`). What reaches `onError` is a crash: a defect, an unmapped failure,
+// or an interruption not caused by stopping the actor.
+import { Cause, Effect, Exit } from 'effect'
+import { type AnyActorRef, fromPromise, type PromiseActorLogic } from 'xstate'
+import { COMPACTION_INSTRUCTION, renderCompactionTranscript } from '../machines/compaction-plan.ts'
+import type {
+  CallModelInput,
+  CallModelOutput,
+  CompactInput,
+  CompactOutput,
+  ModelStreamForwardEvent,
+} from '../machines/turn-contract.ts'
+import type { ChatModel, ModelError, ModelStreamEvent } from './llm/model.ts'
+
+export interface EffectActorArgs<TInput> {
+  readonly input: TInput
+  /** The actor running the Effect. */
+  readonly self: AnyActorRef
+  /** Aborted when the actor stops; the Effect is interrupted at the same moment. */
+  readonly signal: AbortSignal
+}
+
+/** The Effect failed with an error its caller did not map to data. */
+export class EffectActorFailure extends Error {
+  override readonly name = 'EffectActorFailure'
+  constructor(override readonly cause: Cause.Cause<unknown>) {
+    super(`effect failed: ${Cause.pretty(cause)}`)
+  }
+}
+
+/** The Effect was interrupted although the actor was not stopped. */
+export class EffectActorInterrupted extends Error {
+  override readonly name = 'EffectActorInterrupted'
+  constructor() {
+    super('effect interrupted')
+  }
+}
+
+export function fromEffect<TOutput, TInput, E = never>(
+  makeEffect: (args: EffectActorArgs<TInput>) => Effect.Effect<TOutput, E, never>,
+): PromiseActorLogic<TOutput, TInput> {
+  return fromPromise<TOutput, TInput>(async ({ input, self, signal }) => {
+    if (signal.aborted) throw new EffectActorInterrupted()
+    const effect = Effect.suspend(() => makeEffect({ input, self, signal }))
+    const exit = await Effect.runPromiseExit(effect)
+    if (Exit.isSuccess(exit)) return exit.value
+    throw rejectionFor(exit.cause)
+  })
+}
+
+function rejectionFor(cause: Cause.Cause<unknown>): unknown {
+  if (Cause.hasInterruptsOnly(cause)) return new EffectActorInterrupted()
+  if (Cause.hasDies(cause)) return Cause.squash(cause)
+  return new EffectActorFailure(cause)
+}
+
+// ── ChatModel → the turn machine's model actors ──────────────────────────────────────────
+
+/** An expected provider failure as `callModel` data. */
+export function modelErrorToCallOutput(error: ModelError): Extract<CallModelOutput, { ok: false }> {
+  switch (error._tag) {
+    case 'ProviderHttpError':
+      return {
+        ok: false,
+        code: 'provider.http',
+        message: `the model provider answered HTTP ${error.status}${error.code ? ` (${error.code})` : ''}: ${error.message}`,
+        partialText: '',
+      }
+    case 'ProviderConnectionError':
+      return { ok: false, code: 'provider.connection', message: `could not reach the model provider: ${error.message}`, partialText: '' }
+    case 'ProviderStreamError':
+      return {
+        ok: false,
+        code: 'provider.stream_error',
+        message: `the model provider reported an error${error.code ? ` (${error.code})` : ''}: ${error.message}`,
+        partialText: error.partialText,
+      }
+    case 'StreamIncomplete':
+      return { ok: false, code: 'provider.incomplete', message: `incomplete model response: ${error.message}`, partialText: error.partialText }
+    case 'StreamIdleTimeout':
+      return {
+        ok: false,
+        code: 'provider.idle_timeout',
+        message: `the model sent nothing for ${error.idleMs} ms`,
+        partialText: error.partialText,
+      }
+    case 'ProviderProtocolError':
+      return { ok: false, code: 'provider.protocol', message: `unreadable model response: ${error.message}`, partialText: error.partialText }
+  }
+  const unknown: { readonly _tag: string; readonly message?: string } = error
+  return { ok: false, code: 'provider.error', message: unknown.message ?? unknown._tag, partialText: '' }
+}
+
+function toForwardEvent(event: ModelStreamEvent): ModelStreamForwardEvent {
+  return event.type === 'delta' ? { type: 'model.delta', text: event.text } : { type: 'model.thinking', text: event.text }
+}
+
+/** One model step: streams deltas to the turn, provider failures become `ok: false`. */
+export function callModelEffect({ model, input }: { readonly model: ChatModel; readonly input: CallModelInput }): Effect.Effect<CallModelOutput> {
+  return model
+    .stream({
+      messages: input.messages,
+      tools: input.tools.length > 0 ? input.tools : undefined,
+      onEvent: (event) => input.parent.send(toForwardEvent(event)),
+    })
+    .pipe(
+      Effect.map((result): CallModelOutput => ({ ok: true, result })),
+      Effect.catch((error: ModelError) => Effect.succeed(modelErrorToCallOutput(error))),
+    )
+}
+
+/** One compaction call: the instruction as system message, the batch as a transcript. */
+export function compactEffect({ model, input }: { readonly model: ChatModel; readonly input: CompactInput }): Effect.Effect<CompactOutput> {
+  return model
+    .stream({
+      messages: [
+        { role: 'system', content: input.instruction || COMPACTION_INSTRUCTION },
+        { role: 'user', content: renderCompactionTranscript(input.messages) },
+      ],
+    })
+    .pipe(
+      Effect.map((result): CompactOutput => {
+        if (result.finishReason === 'length' || result.finishReason === 'content_filter') {
+          return { ok: false, code: 'compaction.incomplete', message: `the summary was cut short (finish_reason ${result.rawFinishReason})` }
+        }
+        if (result.text.trim() === '') return { ok: false, code: 'compaction.empty', message: 'the summariser returned no text' }
+        return { ok: true, summary: result.text, usage: result.usage }
+      }),
+      Effect.catch((error: ModelError) => {
+        const failure = modelErrorToCallOutput(error)
+        return Effect.succeed<CompactOutput>({ ok: false, code: failure.code, message: failure.message })
+      }),
+    )
+}
+
+/** The `callModel` and `compact` actors of a turn, backed by one chat model. */
+export function chatModelTurnActors(model: ChatModel) {
+  return {
+    callModel: fromEffect<CallModelOutput, CallModelInput>(({ input }) => callModelEffect({ model, input })),
+    compact: fromEffect<CompactOutput, CompactInput>(({ input }) => compactEffect({ model, input })),
+  }
+}

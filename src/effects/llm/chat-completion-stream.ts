@@ -1,0 +1,147 @@
+// Bytes of a chat-completions SSE body → `ModelResult` or a typed failure. Synchronous and
+// pure (the I/O loop lives in openai-client.ts), so any re-chunking of the same bytes can be
+// checked to give the same answer.
+//
+// End-of-stream rules (SPEC §2 "streaming strictness"):
+// - `data: [DONE]`                        → success at once (later bytes are ignored); with no
+//                                            finish reason it is inferred: tool_calls when calls
+//                                            were assembled, else stop (rawFinishReason "")
+// - a finish reason, then EOF / idle      → success (the provider said it was finished)
+// - EOF or lost connection without either → StreamIncomplete, keeping the partial text
+// - no bytes for the idle timeout         → StreamIdleTimeout, keeping the partial text
+// - an error payload or `event: error`    → ProviderStreamError, keeping the partial text
+// - data that is not JSON                 → ProviderProtocolError, keeping the partial text
+import { createChunkAssembler } from './chunk-assembler.ts'
+import {
+  ProviderProtocolError,
+  ProviderStreamError,
+  StreamIdleTimeout,
+  StreamIncomplete,
+} from './model-errors.ts'
+import type { ModelResult, ModelStreamEvent } from './model.ts'
+import { readProviderErrorPayload, truncateForDisplay } from './provider-error-payload.ts'
+import { createSseDecoder, type SseEvent } from './sse-decoder.ts'
+
+export type ChatStreamFailure = ProviderStreamError | ProviderProtocolError | StreamIncomplete | StreamIdleTimeout
+
+export type ChatStreamState =
+  | { readonly status: 'streaming' }
+  | { readonly status: 'succeeded'; readonly result: ModelResult }
+  | { readonly status: 'failed'; readonly error: ChatStreamFailure }
+
+export type ChatStreamEnding = 'eof' | 'connection-lost'
+
+export interface ChatCompletionStreamParser {
+  /** Feed body bytes; once the state is not `streaming`, further bytes are ignored. */
+  readonly pushBytes: (bytes: Uint8Array) => ChatStreamState
+  /** The body ended (cleanly or by a lost connection). */
+  readonly end: (ending: ChatStreamEnding) => Exclude<ChatStreamState, { status: 'streaming' }>
+  /** No byte arrived for `idleMs`. */
+  readonly idle: (idleMs: number) => Exclude<ChatStreamState, { status: 'streaming' }>
+  readonly state: () => ChatStreamState
+  readonly partialText: () => string
+}
+
+export function createChatCompletionStreamParser({
+  onEvent,
+}: {
+  readonly onEvent?: ((event: ModelStreamEvent) => void) | undefined
+} = {}): ChatCompletionStreamParser {
+  const sse = createSseDecoder({ dispatchCompleteLinesOnEnd: true })
+  const assembler = createChunkAssembler()
+  let state: ChatStreamState = { status: 'streaming' }
+
+  const fail = (error: ChatStreamFailure): ChatStreamState => (state = { status: 'failed', error })
+  const succeed = (): ChatStreamState => (state = { status: 'succeeded', result: assembler.buildResult() })
+
+  const acceptEvent = (event: SseEvent): void => {
+    const data = event.data.trim()
+    if (event.event === 'error') {
+      const payload = readProviderErrorPayload(parseJson(data).value)
+      fail(
+        new ProviderStreamError({
+          code: payload?.code,
+          message: truncateForDisplay(payload?.message ?? (data === '' ? 'provider sent an error event' : data)),
+          partialText: assembler.partialText(),
+        }),
+      )
+      return
+    }
+    if (data === '') return // an empty keep-alive `data:` line
+    if (data === '[DONE]') {
+      succeed()
+      return
+    }
+    const parsed = parseJson(data)
+    if (!parsed.ok) {
+      fail(
+        new ProviderProtocolError({
+          message: `provider sent data that is not JSON: ${truncateForDisplay(data, 200)}`,
+          partialText: assembler.partialText(),
+        }),
+      )
+      return
+    }
+    const outcome = assembler.acceptChunk(parsed.value)
+    if (outcome.kind === 'provider-error') {
+      fail(
+        new ProviderStreamError({
+          code: outcome.error.code,
+          message: truncateForDisplay(outcome.error.message),
+          partialText: assembler.partialText(),
+        }),
+      )
+    } else if (outcome.kind === 'protocol-error') {
+      fail(new ProviderProtocolError({ message: outcome.message, partialText: assembler.partialText() }))
+    } else if (onEvent !== undefined) {
+      for (const streamEvent of outcome.events) onEvent(streamEvent)
+    }
+  }
+
+  const acceptEvents = (events: ReadonlyArray<SseEvent>): void => {
+    for (const event of events) {
+      if (state.status !== 'streaming') return
+      acceptEvent(event)
+    }
+  }
+
+  const pushBytes = (bytes: Uint8Array): ChatStreamState => {
+    if (state.status === 'streaming') acceptEvents(sse.push(bytes))
+    return state
+  }
+
+  const settle = (failure: () => ChatStreamFailure): Exclude<ChatStreamState, { status: 'streaming' }> => {
+    if (state.status === 'streaming') {
+      if (assembler.hasFinishReason()) succeed()
+      else fail(failure())
+    }
+    return state as Exclude<ChatStreamState, { status: 'streaming' }>
+  }
+
+  const end = (ending: ChatStreamEnding): Exclude<ChatStreamState, { status: 'streaming' }> => {
+    if (state.status === 'streaming') acceptEvents(sse.end())
+    return settle(
+      () =>
+        new StreamIncomplete({
+          message:
+            ending === 'eof'
+              ? 'the provider closed the stream without [DONE] and without a finish reason'
+              : 'the connection to the provider was lost before the end of the stream',
+          partialText: assembler.partialText(),
+        }),
+    )
+  }
+
+  const idle = (idleMs: number): Exclude<ChatStreamState, { status: 'streaming' }> =>
+    settle(() => new StreamIdleTimeout({ idleMs, partialText: assembler.partialText() }))
+
+  return { pushBytes, end, idle, state: () => state, partialText: () => assembler.partialText() }
+}
+
+function parseJson(text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly value: undefined } {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown }
+  } catch {
+    return { ok: false, value: undefined }
+  }
+}

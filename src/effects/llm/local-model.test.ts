@@ -1,0 +1,342 @@
+import { fc, test as propertyTest } from '@fast-check/vitest'
+import { Cause, Effect, Exit } from 'effect'
+import { describe, expect, test } from 'vitest'
+import { COMPACTION_INSTRUCTION, LOCAL_MODEL_INFO, makeLocalChatModel, splitIntoDeltas } from './local-model.ts'
+import type { ChatMessage, ModelResult, ModelStreamEvent, ToolSchema } from './model.ts'
+
+const tool = (name: string): ToolSchema => ({ type: 'function', function: { name, description: name, parameters: { type: 'object' } } })
+const ALL_TOOLS = ['ls', 'read', 'search', 'status'].map(tool)
+const model = makeLocalChatModel({ deltaDelayMs: 0 })
+const SYSTEM: ChatMessage = { role: 'system', content: 'You are KnowAgent. Selected scope: kb://users/alice/notes/' }
+
+async function step(
+  messages: ReadonlyArray<ChatMessage>,
+  options: { readonly tools: ReadonlyArray<ToolSchema> | undefined } = { tools: ALL_TOOLS },
+) {
+  const { tools } = options
+  const events: ModelStreamEvent[] = []
+  const result = await Effect.runPromise(model.stream({ messages, tools, onEvent: (event) => events.push(event) }))
+  return { result, events }
+}
+
+/** Appends the assistant's tool calls and the given results, as the turn runtime would. */
+function withToolResults(messages: ReadonlyArray<ChatMessage>, result: ModelResult, outputs: ReadonlyArray<unknown>): ChatMessage[] {
+  return [
+    ...messages,
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: result.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.rawArguments } })),
+    },
+    ...result.toolCalls.map((call, i): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(outputs[i]) })),
+  ]
+}
+
+// A tiny workspace and real-shaped tools, to run the local model through a whole turn.
+const FILES: Record<string, string> = {
+  'kb://users/alice/notes/compile.md':
+    '# Compiling\nRaw files are parsed first. The wiki compiler writes one summary per file. ' +
+    'Then it publishes the directory overview as .overview.md, and the abstract as .abstract.md.\n' +
+    'Every publish is atomic. 编译任务会为每个目录生成概览。',
+  'kb://users/alice/notes/cats.md': 'Cats sleep a lot. They like boxes. Nothing here is about compilers.',
+  'kb://users/alice/notes/emoji.md': '🎉🎉 Party notes. The budget for the party is 300 euros. Bring cake.',
+}
+
+function runTool(name: string, args: Record<string, unknown>): unknown {
+  if (name === 'search') {
+    const terms = String(args['query']).toLowerCase().split(/\s+/).filter(Boolean)
+    const hits = Object.entries(FILES).flatMap(([uri, text]) => {
+      const lower = text.toLowerCase()
+      const positions = terms.map((term) => lower.indexOf(term)).filter((p) => p >= 0)
+      if (positions.length === 0) return []
+      const offset = Array.from(text.slice(0, Math.min(...positions))).length
+      return [{ uri, offset, snippet: Array.from(text).slice(offset, offset + 60).join('') }]
+    })
+    return { query: args['query'], uri: 'kb://users/alice/notes/', hits, files_scanned: 3, offset: 0, next_offset: null, complete: true }
+  }
+  if (name === 'read') {
+    const text = Array.from(FILES[String(args['uri'])] ?? '')
+    const offset = Number(args['offset'] ?? 0)
+    const page = text.slice(offset, offset + 3000).join('')
+    return { uri: args['uri'], offset, next_offset: offset + 3000 < text.length ? offset + 3000 : null, total: text.length, text: page }
+  }
+  if (name === 'ls') {
+    return {
+      uri: 'kb://users/alice/notes/',
+      entries: Object.keys(FILES).map((uri) => ({ name: uri.split('/').at(-1), kind: 'file', uri, size: 10, updated: '2026-01-01' })),
+      offset: 0,
+      next_offset: null,
+      total: 3,
+    }
+  }
+  return { error: `unknown tool ${name}` }
+}
+
+async function runTurn(question: string, tools: ReadonlyArray<ToolSchema> = ALL_TOOLS) {
+  let messages: ChatMessage[] = [SYSTEM, { role: 'user', content: question }]
+  const calls: string[] = []
+  for (let stepNumber = 0; stepNumber < 12; stepNumber += 1) {
+    const { result, events } = await step(messages, { tools })
+    if (result.finishReason === 'stop') return { answer: result.text, events, calls, messages }
+    calls.push(...result.toolCalls.map((call) => `${call.name} ${call.argumentsJson}`))
+    messages = withToolResults(messages, result, result.toolCalls.map((call) => runTool(call.name, JSON.parse(call.argumentsJson!))))
+  }
+  throw new Error('the local model did not finish within 12 steps')
+}
+
+/** Every quoted line must be text that really is in the file at the cited offset. */
+function expectQuotesAreReal(answer: string): number {
+  const blocks = [...answer.matchAll(/^> (?!— )(.+)\n> — (kb:\/\/\S+) \(offset (\d+)\)$/gmu)]
+  for (const [, quoted, uri, offset] of blocks) {
+    const file = Array.from(FILES[uri!] ?? '')
+    expect(file.slice(Number(offset), Number(offset) + Array.from(quoted!).length).join(''), `${uri}@${offset}`).toBe(quoted)
+  }
+  return blocks.length
+}
+
+describe('LOCAL_MODEL_INFO', () => {
+  test('is honestly labelled and supports tools', () => {
+    expect(LOCAL_MODEL_INFO).toEqual({
+      id: 'local',
+      name: 'Local extractive (no LLM)',
+      profile: 'builtin',
+      contextWindow: 32_768,
+      maxOutputTokens: 2_048,
+      supportsNativeToolCalling: true,
+    })
+  })
+})
+
+describe('planning: search → read → answer', () => {
+  test('first step: a search with the question keywords, scope uri omitted', async () => {
+    const { result, events } = await step([SYSTEM, { role: 'user', content: 'How does the wiki compiler publish the overview?' }])
+    expect(result.finishReason).toBe('tool_calls')
+    expect(result.text).toBe('')
+    expect(result.toolCalls).toEqual([
+      {
+        index: 0,
+        id: 'local_0_0',
+        name: 'search',
+        rawArguments: '{"query":"wiki compiler publish overview"}',
+        argumentsJson: '{"query":"wiki compiler publish overview"}',
+        argumentsError: undefined,
+      },
+    ])
+    expect(events).toEqual([{ type: 'thinking', text: result.thinking }])
+  })
+
+  test('after hits: reads the best distinct URIs (at most 3) from a little before the hit', async () => {
+    const messages: ChatMessage[] = [SYSTEM, { role: 'user', content: 'budget for the party' }]
+    const first = (await step(messages)).result
+    const hits = [
+      { uri: 'kb://users/alice/a.md', offset: 50, snippet: 'nothing relevant' },
+      { uri: 'kb://users/alice/b.md', offset: 1000, snippet: 'the party budget is small' },
+      { uri: 'kb://users/alice/a.md', offset: 900, snippet: 'party budget approved' },
+      { uri: 'kb://users/alice/c.md', offset: 10, snippet: 'party' },
+      { uri: 'kb://users/alice/d.md', offset: 10, snippet: 'budget' },
+    ]
+    const second = (await step(withToolResults(messages, first, [{ hits, files_scanned: 9, next_offset: null, complete: true }]))).result
+    expect(second.toolCalls.map((call) => [call.id, call.name, JSON.parse(call.argumentsJson!)])).toEqual([
+      ['local_1_0', 'read', { uri: 'kb://users/alice/a.md', offset: 700 }],
+      ['local_1_1', 'read', { uri: 'kb://users/alice/b.md', offset: 800 }],
+      ['local_1_2', 'read', { uri: 'kb://users/alice/c.md', offset: 0 }],
+    ])
+  })
+
+  test('a whole turn against a small workspace quotes the right passages with URI and offset', async () => {
+    const { answer, calls } = await runTurn('How does the wiki compiler publish the overview?')
+    expect(calls[0]).toBe('search {"query":"wiki compiler publish overview"}')
+    expect(calls.slice(1).every((call) => call.startsWith('read '))).toBe(true)
+    expect(answer).toContain('> Then it publishes the directory overview as .overview.md, and the abstract as .abstract.md.')
+    expect(answer).toContain('kb://users/alice/notes/compile.md')
+    expect(answer).not.toContain('Cats sleep')
+    expect(expectQuotesAreReal(answer)).toBeGreaterThan(0)
+  })
+
+  test('offsets are code points (an emoji before the quote counts as one)', async () => {
+    const { answer } = await runTurn('What is the party budget?')
+    expect(answer).toContain('> The budget for the party is 300 euros.\n> — kb://users/alice/notes/emoji.md (offset 16)')
+    expectQuotesAreReal(answer)
+  })
+
+  test('a Chinese question is searched by CJK terms and answered in Chinese', async () => {
+    const { answer, calls } = await runTurn('编译任务会生成什么？')
+    expect(calls[0]).toBe('search {"query":"编译 任务 会生成"}')
+    expect(answer).toContain('> 编译任务会为每个目录生成概览。')
+    expect(answer).toContain('（偏移')
+  })
+
+  test('nothing found: says so plainly, with the scan coverage', async () => {
+    const { answer } = await runTurn('quantum entanglement')
+    expect(answer).toBe('I found nothing about “quantum entanglement” in the selected scope (3 files scanned).')
+  })
+
+  test('no hit on an incomplete scan: next pages (at most 3), then an honest answer', async () => {
+    let messages: ChatMessage[] = [SYSTEM, { role: 'user', content: 'lost keyword' }]
+    const queries: unknown[] = []
+    for (let page = 0; page < 3; page += 1) {
+      const { result } = await step(messages)
+      expect(result.toolCalls.map((c) => c.name)).toEqual(['search'])
+      queries.push(JSON.parse(result.toolCalls[0]!.argumentsJson!))
+      messages = withToolResults(messages, result, [{ hits: [], files_scanned: 40, offset: page * 40, next_offset: (page + 1) * 40, complete: false }])
+    }
+    const { result } = await step(messages)
+    expect(queries).toEqual([{ query: 'lost keyword' }, { query: 'lost keyword', offset: 40 }, { query: 'lost keyword', offset: 80 }])
+    expect(result.finishReason).toBe('stop')
+    expect(result.text).toContain('120 files scanned; the scan was not complete')
+  })
+
+  test('a failed search is reported, not papered over', async () => {
+    const messages: ChatMessage[] = [SYSTEM, { role: 'user', content: 'budget' }]
+    const first = (await step(messages)).result
+    const { result } = await step(withToolResults(messages, first, [{ error: 'scope kb://users/alice/notes/ was deleted' }]))
+    expect(result.text).toBe('The search failed: scope kb://users/alice/notes/ was deleted')
+  })
+
+  test('tool-call ids stay unique across turns of one conversation', async () => {
+    const first = await runTurn('party budget')
+    const next = await step([...first.messages, { role: 'assistant', content: first.answer }, { role: 'user', content: 'and the cake?' }])
+    const earlierIds = first.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : []))
+    for (const call of next.result.toolCalls) expect(earlierIds).not.toContain(call.id)
+  })
+
+  test('deterministic: the same messages give the same result', async () => {
+    const a = await runTurn('How does the wiki compiler publish the overview?')
+    const b = await runTurn('How does the wiki compiler publish the overview?')
+    expect(b.answer).toBe(a.answer)
+  })
+})
+
+describe('planning without search, or without keywords', () => {
+  test('no search tool: ls the scope, read the files whose names match, answer', async () => {
+    const { answer, calls } = await runTurn('What about cats?', ['ls', 'read'].map(tool))
+    expect(calls[0]).toBe('ls {}')
+    expect(calls[1]).toBe('read {"uri":"kb://users/alice/notes/cats.md","offset":0}')
+    expect(answer).toContain('> Cats sleep a lot.')
+    expectQuotesAreReal(answer)
+  })
+
+  test('a question without keywords reads the scope and summarises it extractively', async () => {
+    const { answer, calls } = await runTurn('What is this?')
+    expect(calls[0]).toBe('ls {}')
+    expect(answer).toContain('Extractive summary of what I read:')
+    expect(answer).toContain('kb://users/alice/notes/cats.md (offset 0)')
+  })
+
+  test('only ls available: answers with the real listing', async () => {
+    const { answer } = await runTurn('What is in here?', [tool('ls')])
+    expect(answer).toBe(`The selected scope contains:\n\n${Object.keys(FILES).map((uri) => `- ${uri}`).join('\n')}\n`)
+  })
+})
+
+describe('text-only use (no tools)', () => {
+  test('quotes the provided material relevant to the question, citing its URI', async () => {
+    const { result } = await step(
+      [
+        { role: 'system', content: 'Selected file kb://users/bob/plan.md, first page:\nThe launch is in March. The budget is 40k. Marketing starts in May.' },
+        { role: 'user', content: 'When is the launch?' },
+      ],
+      { tools: undefined },
+    )
+    expect(result.finishReason).toBe('stop')
+    expect(result.toolCalls).toEqual([])
+    expect(result.text).toContain('> The launch is in March.\n> — kb://users/bob/plan.md')
+    expect(result.text).not.toContain('Marketing')
+  })
+
+  test('no material: says it cannot answer rather than inventing', async () => {
+    const { result } = await step([{ role: 'user', content: 'What is the capital of France?' }], { tools: [] })
+    expect(result.text).toBe('I have no material to answer from: the local model can only quote what it is given.')
+  })
+
+  test('material that does not match: says so', async () => {
+    const { result } = await step(
+      [{ role: 'system', content: 'Notes about gardening and roses.' }, { role: 'user', content: 'Tell me about databases' }],
+      { tools: undefined },
+    )
+    expect(result.text).toBe('The material I was given says nothing about “databases”.')
+  })
+})
+
+describe('streaming', () => {
+  test('an answer arrives as several deltas that add up to the text', async () => {
+    const { answer, events } = await runTurn('How does the wiki compiler publish the overview?')
+    const deltas = events.filter((e) => e.type === 'delta')
+    expect(deltas.length).toBeGreaterThan(3)
+    expect(deltas.map((e) => e.text).join('')).toBe(answer)
+  })
+
+  test('splitIntoDeltas never splits a code point and keeps every character', () => {
+    const text = `${'🎉'.repeat(70)}\nline two\n\n知识`
+    const pieces = splitIntoDeltas(text)
+    expect(pieces.join('')).toBe(text)
+    for (const piece of pieces) expect(piece.isWellFormed()).toBe(true)
+  })
+
+  test('deltas are paced by deltaDelayMs, and interruption stops them', async () => {
+    const slow = makeLocalChatModel({ deltaDelayMs: 30 })
+    const events: ModelStreamEvent[] = []
+    const controller = new AbortController()
+    const messages: ChatMessage[] = [
+      { role: 'system', content: 'Alpha beta. Gamma alpha. Alpha delta. Alpha epsilon. Alpha zeta.' },
+      { role: 'user', content: 'alpha' },
+    ]
+    const exitPromise = Effect.runPromiseExit(
+      slow.stream({
+        messages,
+        onEvent: (event) => {
+          events.push(event)
+          if (events.length === 3) controller.abort()
+        },
+      }),
+      { signal: controller.signal },
+    )
+    const exit = await exitPromise
+    expect(Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)).toBe(true)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(events).toHaveLength(3)
+  })
+})
+
+describe('compaction', () => {
+  test('a compaction request gets an extractive summary that keeps every URI and offset', async () => {
+    const { messages } = await runTurn('How does the wiki compiler publish the overview?')
+    const { result } = await step([...messages, { role: 'user', content: COMPACTION_INSTRUCTION }], { tools: undefined })
+    expect(result.finishReason).toBe('stop')
+    expect(result.toolCalls).toEqual([])
+    expect(result.text).toContain('References (URI — offsets seen):')
+    expect(result.text).toMatch(/- kb:\/\/users\/alice\/notes\/compile\.md — \d+/)
+    expect(result.text).not.toContain(COMPACTION_INSTRUCTION)
+  })
+
+  const uriArbitrary = fc.stringMatching(/^[a-z0-9]{1,8}(\/[a-z0-9_-]{1,8}){0,3}\.(md|txt)$/).map((path) => `kb://users/${path}`)
+  propertyTest.prop([fc.array(fc.tuple(uriArbitrary, fc.nat({ max: 100_000 })), { minLength: 1, maxLength: 12 }), fc.boolean()], {
+    numRuns: 100,
+  })('every kb:// URI and offset in the material survives', async (references, instructionAsSystem) => {
+    const messages: ChatMessage[] = [
+      { role: 'user', content: `Compare ${references.map(([uri]) => uri).join(' and ')} please` },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: references.map(([uri, offset], i) => ({
+          id: `c${i}`,
+          type: 'function' as const,
+          function: { name: 'read', arguments: JSON.stringify({ uri, offset }) },
+        })),
+      },
+      ...references.map(([uri, offset], i): ChatMessage => ({
+        role: 'tool',
+        tool_call_id: `c${i}`,
+        content: JSON.stringify({ uri, offset, next_offset: null, total: offset + 10, text: 'Some text. More text.' }),
+      })),
+      { role: 'assistant', content: `As ${references[0]![0]} (offset ${references[0]![1]}) says, more text.` },
+      instructionAsSystem ? { role: 'system', content: COMPACTION_INSTRUCTION } : { role: 'user', content: COMPACTION_INSTRUCTION },
+    ]
+    const { result } = await step(messages, { tools: undefined })
+    for (const [uri, offset] of references) {
+      const line = result.text.split('\n').find((l) => l.startsWith(`- ${uri} — `))
+      expect(line, uri).toBeDefined()
+      expect(line!.slice(`- ${uri} — `.length).split(', ').map(Number)).toContain(offset)
+    }
+  })
+})

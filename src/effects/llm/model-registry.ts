@@ -1,0 +1,73 @@
+// The configured models plus the built-in `local` model (always present). An unknown id is an
+// `UnknownModel` failure — never a fallback to another model (SPEC §2).
+import { Context, Effect, Layer } from 'effect'
+import { makeLocalChatModel, type LocalChatModelOptions } from './local-model.ts'
+import { toModelInfo, type ModelConfig } from './model-config.ts'
+import { UnknownModel } from './model-errors.ts'
+import type { ChatModel, ModelInfo } from './model.ts'
+import { makeOpenAiChatModel, type FetchFunction } from './openai-client.ts'
+
+export interface ModelRegistry {
+  readonly get: (id: string) => Effect.Effect<ChatModel, UnknownModel>
+  /** Safe projections, configured models first (config order), `local` last. */
+  readonly list: () => ReadonlyArray<ModelInfo>
+}
+
+export interface ModelRegistryOptions {
+  /** Decoded with ModelsConfigSchema (ids unique, `local` reserved). */
+  readonly models: ReadonlyArray<ModelConfig>
+  /** Looked up at call time for each model's `apiKeyEnv` (usually `process.env`). */
+  readonly env: Readonly<Record<string, string | undefined>>
+  readonly fetch?: FetchFunction | undefined
+  readonly local?: LocalChatModelOptions | undefined
+  /** Retry timing, for tests. */
+  readonly retryBaseDelayMs?: number | undefined
+  readonly maxRetryDelayMs?: number | undefined
+}
+
+export function makeModelRegistry(options: ModelRegistryOptions): ModelRegistry {
+  const models = new Map<string, ChatModel>()
+  for (const config of options.models) {
+    if (models.has(config.id)) throw new Error(`duplicate model id "${config.id}"`) // the schema refuses it first
+    models.set(
+      config.id,
+      makeOpenAiChatModel(config, {
+        env: options.env,
+        fetch: options.fetch,
+        retryBaseDelayMs: options.retryBaseDelayMs,
+        maxRetryDelayMs: options.maxRetryDelayMs,
+      }),
+    )
+  }
+  const local = makeLocalChatModel(options.local)
+  if (models.has(local.info.id)) throw new Error(`model id "${local.info.id}" is reserved for the built-in local model`)
+  models.set(local.info.id, local)
+  const infos = [...models.values()].map((model) => toModelInfo(model.info))
+  return {
+    get: (id) => {
+      const model = models.get(id)
+      return model === undefined ? Effect.fail(new UnknownModel({ modelId: id })) : Effect.succeed(model)
+    },
+    list: () => infos,
+  }
+}
+
+/** The registry as an Effect service. */
+export class ModelRegistryService extends Context.Service<ModelRegistryService, ModelRegistry>()(
+  'knowagent/llm/ModelRegistry',
+) {
+  static readonly layer = (options: ModelRegistryOptions): Layer.Layer<ModelRegistryService> =>
+    Layer.succeed(ModelRegistryService, makeModelRegistry(options))
+
+  /** A registry of exactly the given models (no built-in local model), for tests. */
+  static readonly layerTest = (models: ReadonlyArray<ChatModel>): Layer.Layer<ModelRegistryService> => {
+    const byId = new Map(models.map((model) => [model.info.id, model]))
+    return Layer.succeed(ModelRegistryService, {
+      get: (id) => {
+        const model = byId.get(id)
+        return model === undefined ? Effect.fail(new UnknownModel({ modelId: id })) : Effect.succeed(model)
+      },
+      list: () => models.map((model) => toModelInfo(model.info)),
+    })
+  }
+}

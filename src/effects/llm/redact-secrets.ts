@@ -1,0 +1,103 @@
+// Removes secrets (API keys) and provider endpoints from text before it leaves the model
+// gateway. Provider error bodies sometimes echo the key ("Incorrect API key provided: sk-…")
+// or the URL; neither may reach a client, a log line or a stored turn (SPEC §2, §10).
+import {
+  MissingApiKey,
+  ProviderConnectionError,
+  ProviderHttpError,
+  ProviderProtocolError,
+  ProviderStreamError,
+  StreamIdleTimeout,
+  StreamIncomplete,
+} from './model-errors.ts'
+import type { ModelError, ModelResult } from './model.ts'
+
+export const REDACTED = '[redacted]'
+
+export type Redact = (text: string) => string
+
+/** Replaces every occurrence of each non-empty secret, longest first. */
+export function createRedactor(secrets: ReadonlyArray<string | undefined>): Redact {
+  const needles = [...new Set(secrets.filter((s): s is string => s !== undefined && s.length >= 4))].sort(
+    (a, b) => b.length - a.length,
+  )
+  if (needles.length === 0) return (text) => text
+  return (text) => {
+    let out = text
+    for (const needle of needles) if (out.includes(needle)) out = out.split(needle).join(REDACTED)
+    return out
+  }
+}
+
+/** Secrets of one provider: the key, plus the base URL and its host (endpoints stay server-side). */
+export function createProviderRedactors({ apiKey, baseUrl }: { readonly apiKey: string | undefined; readonly baseUrl: string }): {
+  readonly redactMessage: Redact
+  readonly redactOutput: Redact
+} {
+  return {
+    redactMessage: createRedactor([apiKey, baseUrl, baseUrl.replace(/\/+$/, ''), hostOf(baseUrl)]),
+    redactOutput: createRedactor([apiKey]),
+  }
+}
+
+export function redactModelError({
+  error,
+  redactMessage,
+  redactOutput,
+}: {
+  readonly error: ModelError
+  readonly redactMessage: Redact
+  readonly redactOutput: Redact
+}): ModelError {
+  switch (error._tag) {
+    case 'ProviderHttpError':
+      return new ProviderHttpError({
+        status: error.status,
+        code: mapOptional(error.code, redactMessage),
+        message: redactMessage(error.message),
+        retryAfterMs: error.retryAfterMs,
+      })
+    case 'ProviderConnectionError':
+      return new ProviderConnectionError({ message: redactMessage(error.message) })
+    case 'ProviderStreamError':
+      return new ProviderStreamError({
+        code: mapOptional(error.code, redactMessage),
+        message: redactMessage(error.message),
+        partialText: redactOutput(error.partialText),
+      })
+    case 'StreamIncomplete':
+      return new StreamIncomplete({ message: redactMessage(error.message), partialText: redactOutput(error.partialText) })
+    case 'StreamIdleTimeout':
+      return new StreamIdleTimeout({ idleMs: error.idleMs, partialText: redactOutput(error.partialText) })
+    case 'ProviderProtocolError':
+      return new ProviderProtocolError({ message: redactMessage(error.message), partialText: redactOutput(error.partialText) })
+    case 'MissingApiKey':
+      return error
+  }
+}
+
+export function redactModelResult({ result, redactOutput }: { readonly result: ModelResult; readonly redactOutput: Redact }): ModelResult {
+  return {
+    ...result,
+    text: redactOutput(result.text),
+    thinking: redactOutput(result.thinking),
+    toolCalls: result.toolCalls.map((call) => ({
+      ...call,
+      rawArguments: redactOutput(call.rawArguments),
+      argumentsJson: mapOptional(call.argumentsJson, redactOutput),
+      argumentsError: mapOptional(call.argumentsError, redactOutput),
+    })),
+  }
+}
+
+function mapOptional(value: string | undefined, f: Redact): string | undefined {
+  return value === undefined ? undefined : f(value)
+}
+
+function hostOf(baseUrl: string): string | undefined {
+  try {
+    return new URL(baseUrl).host
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,118 @@
+// The host side of a turn: provides the turn machine's actors (prepare, preStep, callModel,
+// compact, runTool) from effects, runs it, forwards its runtime events, and records the outcome.
+// Stopping (user, disconnect, shutdown) is one mechanism: the abort signal sends `user.stop`,
+// the machine leaves its state, the running actor stops, and the bridge interrupts its Effect.
+import { Effect } from 'effect'
+import { createActor } from 'xstate'
+import {
+  turnMachine,
+  type PreStepInput,
+  type PreStepOutput,
+  type PrepareInput,
+  type PrepareOutput,
+  type RunToolInput,
+  type RunToolOutput,
+  type TurnEmitted,
+  type TurnInput,
+  type TurnOutput,
+  type TurnStopReason,
+  type ChatMessage,
+} from '../../machines/index.ts'
+import { chatModelTurnActors, fromEffect } from '../actor-bridge.ts'
+import type { ChatModel } from '../llm/model.ts'
+import type { Logger } from '../logging/logger.ts'
+import { runWorkspaceTool } from '../tools/workspace-tools.ts'
+import type { Db, Owner } from '../workspace/store.ts'
+import { parseKbUri } from '../workspace/uri.ts'
+import { prepareTurn } from './prepare-turn.ts'
+import { recordTurnFinished, recordTurnStarted } from './turn-records.ts'
+
+/** The pre-step hook (the retrieval-service catalog plugs in here in a later issue). */
+export type PreStepHook = (input: PreStepInput) => Effect.Effect<PreStepOutput>
+export const noPreStep: PreStepHook = (input) => Effect.succeed({ messages: input.messages })
+
+export interface RunTurnOptions {
+  readonly db: Db
+  readonly caller: Owner
+  readonly model: ChatModel
+  readonly turnId: string
+  readonly uri: string
+  readonly question: string
+  readonly history: ReadonlyArray<ChatMessage>
+  readonly onEvent: (event: TurnEmitted) => void
+  /** Aborting stops the turn; `reason` on the signal (a TurnStopReason string) is recorded. */
+  readonly signal: AbortSignal
+  readonly preStep?: PreStepHook | undefined
+  readonly logger?: Logger | undefined
+  readonly limits?: TurnInput['limits']
+}
+
+export function stopReasonOf(signal: AbortSignal): TurnStopReason {
+  const reason = signal.reason
+  return reason === 'disconnect' || reason === 'shutdown' || reason === 'user' ? reason : 'user'
+}
+
+export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
+  const { db, caller, model, turnId } = options
+  const preStep = options.preStep ?? noPreStep
+  const machine = turnMachine.provide({
+    actors: {
+      prepare: fromEffect<PrepareOutput, PrepareInput>(({ input }) => prepareTurn({ db, caller, input })),
+      preStep: fromEffect<PreStepOutput, PreStepInput>(({ input }) => preStep(input)),
+      runTool: fromEffect<RunToolOutput, RunToolInput>(({ input }) => {
+        const scope = parseKbUri({ uri: input.scopeUri, callerLogin: caller.login })
+        return runWorkspaceTool({ scope: { db, caller, scope }, name: input.call.name, args: input.call.arguments }).pipe(
+          Effect.map(({ ok, content, summary }) => ({ ok, content, summary })),
+        )
+      }),
+      ...chatModelTurnActors(model),
+    },
+  })
+  await recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id })
+  const actor = createActor(machine, {
+    input: {
+      turnId,
+      uri: options.uri,
+      question: options.question,
+      history: options.history,
+      model: model.info,
+      limits: options.limits,
+    },
+  })
+  const subscription = actor.on('*', (event) => {
+    try {
+      options.onEvent(event as TurnEmitted)
+    } catch (error) {
+      options.logger?.warn('turn event listener failed', { turnId, error })
+    }
+  })
+  const output = await new Promise<TurnOutput>((resolve, reject) => {
+    const onAbort = () => actor.send({ type: 'user.stop', reason: stopReasonOf(options.signal) })
+    actor.subscribe({
+      complete: () => {
+        options.signal.removeEventListener('abort', onAbort)
+        resolve(actor.getSnapshot().output as TurnOutput)
+      },
+      error: (error) => {
+        options.signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    })
+    actor.start()
+    if (options.signal.aborted) onAbort()
+    else options.signal.addEventListener('abort', onAbort, { once: true })
+  }).finally(() => {
+    subscription.unsubscribe()
+    actor.stop()
+  })
+  await recordTurnFinished(db, {
+    id: turnId,
+    status: output.status,
+    finishReason: output.finishReason,
+    error: output.error,
+    counters: output.counters,
+    usage: output.usage,
+  }).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
+  options.logger?.info('turn finished', { turnId, status: output.status, code: output.error?.code, counters: output.counters })
+  return output
+}

@@ -1,0 +1,67 @@
+// Context accounting (SPEC §5): a conservative upper bound on input tokens, measured as
+// UTF-8 bytes of what is sent. Not a tokenizer, not billing.
+import type { ChatMessage, ToolSchema } from './turn-types.ts'
+
+export const DEFAULT_PROTOCOL_RESERVE = 1024
+
+/** UTF-8 byte length of a string (lone surrogates count as the 3-byte replacement character). */
+export function utf8ByteLength(text: string): number {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit < 0x80) bytes += 1
+    else if (unit < 0x800) bytes += 2
+    else if (unit >= 0xd800 && unit <= 0xdbff && isLowSurrogate(text.charCodeAt(i + 1))) {
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
+}
+
+function isLowSurrogate(unit: number): boolean {
+  return unit >= 0xdc00 && unit <= 0xdfff
+}
+
+/** Bytes of the JSON of the message sequence plus the JSON of the tool schemas (when any). */
+export function estimateInputBytes({
+  messages,
+  tools,
+}: {
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly tools: ReadonlyArray<ToolSchema>
+}): number {
+  const messageBytes = utf8ByteLength(JSON.stringify(messages))
+  return tools.length === 0 ? messageBytes : messageBytes + utf8ByteLength(JSON.stringify(tools))
+}
+
+/** Bytes of the JSON of some messages, as they contribute to `estimateInputBytes`. */
+export function estimateMessagesBytes(messages: ReadonlyArray<ChatMessage>): number {
+  return utf8ByteLength(JSON.stringify(messages))
+}
+
+/** Input limit = window − output reserve − protocol reserve (never negative). */
+export function inputLimit({
+  contextWindow,
+  maxOutputTokens,
+  protocolReserve,
+}: {
+  readonly contextWindow: number
+  readonly maxOutputTokens: number
+  readonly protocolReserve: number
+}): number {
+  return Math.max(0, contextWindow - maxOutputTokens - protocolReserve)
+}
+
+export interface CompactionMeasurement {
+  /** Estimated input bytes when the compaction cycle started. */
+  readonly before: number
+  /** Estimated input bytes after its last batch. */
+  readonly after: number
+}
+
+/** after/before, from the measured estimates; undefined when nothing was measured. */
+export function compactionRatio(measurement: CompactionMeasurement | undefined): number | undefined {
+  if (measurement === undefined || measurement.before <= 0) return undefined
+  return measurement.after / measurement.before
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest'
+import { closeUnansweredToolCalls, historyForNextTurn, toolPairingProblems } from './turn-history.ts'
+import type { ChatMessage } from './turn-types.ts'
+
+const calls: ChatMessage = {
+  role: 'assistant',
+  content: null,
+  tool_calls: ['a', 'b', 'c'].map((id) => ({ id, type: 'function' as const, function: { name: 'ls', arguments: '{}' } })),
+}
+
+describe('closeUnansweredToolCalls', () => {
+  it('answers every call that has no result, after the results that exist', () => {
+    const messages: ChatMessage[] = [{ role: 'user', content: 'q' }, calls, { role: 'tool', tool_call_id: 'a', content: 'ok' }]
+    expect(closeUnansweredToolCalls({ messages, content: '{"error":"cancelled"}' })).toEqual([
+      ...messages,
+      { role: 'tool', tool_call_id: 'b', content: '{"error":"cancelled"}' },
+      { role: 'tool', tool_call_id: 'c', content: '{"error":"cancelled"}' },
+    ])
+  })
+
+  it('leaves a valid history unchanged', () => {
+    const messages: ChatMessage[] = [calls, ...['a', 'b', 'c'].map((id) => ({ role: 'tool' as const, tool_call_id: id, content: 'ok' })), { role: 'assistant', content: 'done' }]
+    expect(closeUnansweredToolCalls({ messages, content: 'x' })).toEqual(messages)
+  })
+})
+
+describe('historyForNextTurn', () => {
+  it('drops system messages only', () => {
+    const messages: ChatMessage[] = [{ role: 'system', content: 's' }, { role: 'user', content: 'q' }, { role: 'system', content: 'catalog' }, { role: 'assistant', content: 'a' }]
+    expect(historyForNextTurn(messages)).toEqual([{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }])
+  })
+})
+
+describe('toolPairingProblems', () => {
+  const result = (id: string): ChatMessage => ({ role: 'tool', tool_call_id: id, content: 'ok' })
+
+  it('accepts a history where every call is answered right after it', () => {
+    expect(toolPairingProblems([{ role: 'user', content: 'q' }, calls, result('a'), result('b'), result('c'), { role: 'assistant', content: 'x' }])).toEqual([])
+  })
+
+  it('reports an orphan tool message', () => {
+    expect(toolPairingProblems([{ role: 'user', content: 'q' }, result('a')])).toHaveLength(1)
+  })
+
+  it('reports a call without a result, at the end or before the next message', () => {
+    expect(toolPairingProblems([calls, result('a'), result('b')])).toEqual(['tool call "c" has no result before message 3'])
+    expect(toolPairingProblems([calls, result('a'), result('b'), result('c'), calls])).toHaveLength(3)
+  })
+
+  it('reports a result for a call of an earlier assistant message', () => {
+    expect(toolPairingProblems([calls, result('a'), result('b'), result('c'), { role: 'user', content: 'q' }, result('a')])).toHaveLength(1)
+  })
+})

@@ -1,0 +1,64 @@
+// The history a turn hands back: valid to send to a strict provider in the next turn.
+import type { ChatMessage } from './turn-types.ts'
+
+/**
+ * Adds a `role:"tool"` result with `content` for every tool call that has none, right after
+ * the results its assistant message already has, so no `tool_calls` entry is left unanswered.
+ */
+export function closeUnansweredToolCalls({
+  messages,
+  content,
+}: {
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly content: string
+}): ChatMessage[] {
+  const closed: ChatMessage[] = []
+  let index = 0
+  while (index < messages.length) {
+    const message = messages[index]!
+    closed.push(message)
+    index++
+    if (message.role !== 'assistant' || !message.tool_calls?.length) continue
+    const answered = new Set<string>()
+    while (index < messages.length) {
+      const next = messages[index]!
+      if (next.role !== 'tool') break
+      answered.add(next.tool_call_id)
+      closed.push(next)
+      index++
+    }
+    for (const call of message.tool_calls) {
+      if (!answered.has(call.id)) closed.push({ role: 'tool', tool_call_id: call.id, content })
+    }
+  }
+  return closed
+}
+
+/** The conversation to carry into the next turn: everything but system messages. */
+export function historyForNextTurn(messages: ReadonlyArray<ChatMessage>): ChatMessage[] {
+  return messages.filter((message) => message.role !== 'system')
+}
+
+/**
+ * What a strict provider would refuse in a history: a `role:"tool"` message that does not answer
+ * a call of the assistant message before it, or a call left without a result before the next
+ * non-tool message. Empty when the history is valid.
+ */
+export function toolPairingProblems(messages: ReadonlyArray<ChatMessage>): string[] {
+  const problems: string[] = []
+  let open = new Set<string>()
+  const closeOpenCalls = (at: number) => {
+    for (const id of open) problems.push(`tool call "${id}" has no result before message ${at}`)
+    open = new Set()
+  }
+  messages.forEach((message, index) => {
+    if (message.role === 'tool') {
+      if (!open.delete(message.tool_call_id)) problems.push(`message ${index} answers "${message.tool_call_id}", which is not an open tool call`)
+      return
+    }
+    closeOpenCalls(index)
+    if (message.role === 'assistant') open = new Set((message.tool_calls ?? []).map((call) => call.id))
+  })
+  closeOpenCalls(messages.length)
+  return problems
+}
