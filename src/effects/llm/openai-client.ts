@@ -9,8 +9,7 @@
 //   result; endpoints are redacted from error messages too
 import { Effect } from 'effect'
 import { createChatCompletionStreamParser, type ChatStreamState } from './chat-completion-stream.ts'
-import type { ModelConfig } from './model-config.ts'
-import { toModelInfo } from './model-config.ts'
+import { toModelInfo, type ModelConfig } from './model-config.ts'
 import {
   MissingApiKey,
   ProviderConnectionError,

@@ -2,7 +2,6 @@
 // gateway. Provider error bodies sometimes echo the key ("Incorrect API key provided: sk-…")
 // or the URL; neither may reach a client, a log line or a stored turn (SPEC §2, §10).
 import {
-  MissingApiKey,
   ProviderConnectionError,
   ProviderHttpError,
   ProviderProtocolError,
