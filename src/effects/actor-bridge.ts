@@ -47,7 +47,7 @@ export function fromEffect<TOutput, TInput, E = never>(
   return fromPromise<TOutput, TInput>(async ({ input, self, signal }) => {
     if (signal.aborted) throw new EffectActorInterrupted()
     const effect = Effect.suspend(() => makeEffect({ input, self, signal }))
-    const exit = await Effect.runPromiseExit(effect)
+    const exit = await Effect.runPromiseExit(effect, { signal })
     if (Exit.isSuccess(exit)) return exit.value
     throw rejectionFor(exit.cause)
   })
@@ -91,6 +91,13 @@ export function modelErrorToCallOutput(error: ModelError): Extract<CallModelOutp
       }
     case 'ProviderProtocolError':
       return { ok: false, code: 'provider.protocol', message: `unreadable model response: ${error.message}`, partialText: error.partialText }
+    case 'MissingApiKey':
+      return {
+        ok: false,
+        code: 'provider.missing_api_key',
+        message: `model "${error.modelId}" has no API key: set the environment variable ${error.envName} on the server and restart it`,
+        partialText: '',
+      }
   }
   const unknown: { readonly _tag: string; readonly message?: string } = error
   return { ok: false, code: 'provider.error', message: unknown.message ?? unknown._tag, partialText: '' }

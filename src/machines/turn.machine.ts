@@ -1,16 +1,26 @@
 // The turn machine (SPEC §3, §5): prepare → check limits → pre-step hook → check context →
 // compact while over the limit → call the model → run the requested tools one by one → … →
 // done | failed | cancelled. It decides; the host's actors (supplied with
-// `turnMachine.provide({ actors })`) do the I/O.
+// `turnMachine.provide({ actors })`) do the I/O. Pure: it never imports src/effects/.
 //
 // Decisions worth knowing:
-// - Limits: a step runs only while `modelSteps < maxModelSteps` and `modelCalls < maxModelCalls`;
-//   a tool runs only while `toolCalls < maxToolCalls`; a compaction call is only made when a model
-//   call is left for the step after it. Otherwise the turn fails with `limit.*`.
+// - Limits: a step runs only while `modelSteps < maxModelSteps` and `modelCalls < maxModelCalls`
+//   (the 12th step runs; needing a 13th fails `limit.model_steps`); a tool runs only while
+//   `toolCalls < maxToolCalls` (the 24th runs; a 25th fails `limit.tool_calls`, and it and the
+//   rest of its step are answered "not run"); a compaction call is only made when a model call
+//   is left for the step after it (else `limit.model_calls`). Rejected calls are not counted.
+// - Context: before every model call (step or compaction) a `context` event reports the
+//   estimate. Over the limit: compact a batch (see compaction-plan.ts), re-check, repeat.
+//   `context.over_limit`: over and nothing compactable at all (the fixed part alone is too big);
+//   `compaction.not_converging`: a summary not smaller than its batch, or nothing left to
+//   compact after compacting. `lastCompaction` = {before: estimate when the run of compactions
+//   started, after: estimate after its last batch}.
 // - `length` and `content_filter` finish reasons end the turn `done` with that finish reason
 //   (surfaced in the `done` event), without running any tool call of that response.
 // - An incomplete provider response (`callModel` → `ok: false`) fails the turn with the
 //   provider's code and the partial text; the partial text is not added to the history.
+// - Crashes (an actor's `onError`) fail the turn with `internal_error`, except in the pre-step
+//   hook, which only warns.
 // - Cancellation: `user.stop` from any non-final state → `cancelled`. Leaving the state stops the
 //   running child actor, which interrupts its Effect. A host that must stop a turn (client
 //   disconnect, shutdown) should send `user.stop` before `actor.stop()`, since a stopped actor
@@ -201,8 +211,7 @@ function acceptPreStep(context: TurnContext, output: PreStepOutput): { messages:
   const messages = output?.messages
   const keepsQuestion =
     Array.isArray(messages) &&
-    context.questionMessage !== undefined &&
-    findQuestionIndex({ messages, question: context.questionMessage }) >= 0
+    (context.questionMessage === undefined || findQuestionIndex({ messages, question: context.questionMessage }) >= 0)
   if (!keepsQuestion) {
     return { messages: context.messages, warning: 'the pre-step hook dropped the current question; its changes were ignored' }
   }
@@ -512,13 +521,13 @@ export const turnMachine = setup({
       entry: ['measureContext', 'emitContext'],
       always: [
         { guard: 'withinInputLimit', target: 'callingModel', actions: 'endCompactionCycle' },
-        { guard: 'noModelCallForCompaction', target: 'failed', actions: { type: 'failWith', params: { code: 'limit.model_calls' } } },
         { guard: 'nothingCompactable', target: 'failed', actions: { type: 'failWith', params: { code: 'context.over_limit' } } },
         {
           guard: 'nothingLeftToCompact',
           target: 'failed',
           actions: { type: 'failWith', params: { code: 'compaction.not_converging' } },
         },
+        { guard: 'noModelCallForCompaction', target: 'failed', actions: { type: 'failWith', params: { code: 'limit.model_calls' } } },
         { target: 'compacting', actions: 'startCompactionCycle' },
       ],
     },
@@ -648,29 +657,24 @@ export const turnMachine = setup({
             },
             onDone: {
               target: 'nextCall',
-              actions: [
-                emit(({ context, event }) => {
-                  const call = context.plannedCalls[context.answeredCalls]
-                  const bounded = boundToolOutput({ output: event.output, maxChars: context.maxToolOutputChars })
-                  return {
-                    type: 'tool' as const,
-                    phase: 'end' as const,
-                    call_id: call?.id ?? '',
-                    name: call?.name ?? '',
-                    arguments: call?.kind === 'run' ? call.arguments : null,
-                    ok: bounded.ok,
-                    summary: bounded.summary,
-                  }
-                }),
-                assign(({ context, event }) => {
-                  const call = context.plannedCalls[context.answeredCalls]
-                  const bounded = boundToolOutput({ output: event.output, maxChars: context.maxToolOutputChars })
-                  return {
-                    messages: [...context.messages, { role: 'tool' as const, tool_call_id: call?.id ?? '', content: bounded.content }],
-                    answeredCalls: context.answeredCalls + 1,
-                  }
-                }),
-              ],
+              actions: enqueueActions(({ context, event, enqueue }) => {
+                const call = context.plannedCalls[context.answeredCalls]
+                if (call?.kind !== 'run') return
+                const result = boundToolOutput({ output: event.output, maxChars: context.maxToolOutputChars })
+                enqueue.emit({
+                  type: 'tool',
+                  phase: 'end',
+                  call_id: call.id,
+                  name: call.name,
+                  arguments: call.arguments,
+                  ok: result.ok,
+                  summary: result.summary,
+                })
+                enqueue.assign({
+                  messages: [...context.messages, { role: 'tool', tool_call_id: call.id, content: result.content }],
+                  answeredCalls: context.answeredCalls + 1,
+                })
+              }),
             },
             onError: { target: '#turn.failed', actions: assign(({ event }) => ({ error: crashError('runTool', event.error) })) },
           },

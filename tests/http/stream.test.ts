@@ -25,6 +25,7 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
         file: {
           models: [
             { id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 },
+            { id: 'needs-key', name: 'Needs key', profile: 'scripted', baseUrl: provider.baseUrl, apiKeyEnv: 'KNOWAGENT_TEST_UNSET_KEY', model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 },
             { id: 'text-only', name: 'Text only', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: false, maxRetries: 0 },
           ],
         },
@@ -199,6 +200,15 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
       expect(outcome.text).toBe(answer)
     }
   }, 60_000)
+
+  it('a model whose API key variable is unset fails with guidance and sends nothing', async () => {
+    const before = provider.requests.length
+    const res = await post({ uri: 'kb://me/', model_id: 'needs-key', message: 'q' })
+    const { events } = await readSseEvents(res)
+    expect(events.at(-1)).toMatchObject({ event: 'error', data: { code: 'provider.missing_api_key' } })
+    expect(String(events.at(-1)!.data.message)).toContain('KNOWAGENT_TEST_UNSET_KEY')
+    expect(provider.requests.length).toBe(before)
+  })
 
   it('a text-only model gets host material and no tools', async () => {
     provider.enqueue(streamScript(textAnswerSse('From the listing: a.md')))

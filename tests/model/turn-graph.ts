@@ -226,9 +226,9 @@ export const PROFILES: ReadonlyArray<Profile> = [
     alphabet: { ...NO_FAILURES, toolOutputs: [900, 2_300] },
   },
   {
-    name: 'growing observations, two model calls',
+    name: 'growing observations, three model calls',
     detail: 'sizes',
-    input: baseInput({ model: SMALL_MODEL, limits: { maxModelCalls: 2, maxModelSteps: 12 } }),
+    input: baseInput({ model: SMALL_MODEL, limits: { maxModelCalls: 3, maxModelSteps: 12 } }),
     alphabet: { ...NO_FAILURES, toolOutputs: [900, 2_300] },
   },
 ]

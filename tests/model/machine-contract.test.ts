@@ -1,0 +1,16 @@
+// The machine keeps its own copies of the model data types (so `knowagent/machines` embeds
+// without effect code). This file fails to type-check (`npm run check`) when they drift.
+import { expectTypeOf, it } from 'vitest'
+import type * as Llm from '../../src/effects/llm/model.ts'
+import type * as Machines from '../../src/machines/index.ts'
+
+it('uses the same message, tool and result shapes as the model contract', () => {
+  expectTypeOf<Machines.ChatMessage>().toEqualTypeOf<Llm.ChatMessage>()
+  expectTypeOf<Machines.ToolCallMessagePart>().toEqualTypeOf<Llm.ToolCallMessagePart>()
+  expectTypeOf<Machines.ToolSchema>().toEqualTypeOf<Llm.ToolSchema>()
+  expectTypeOf<Machines.AssembledToolCall>().toEqualTypeOf<Llm.AssembledToolCall>()
+  expectTypeOf<Machines.Usage>().toEqualTypeOf<Llm.Usage>()
+  expectTypeOf<Machines.FinishReason>().toEqualTypeOf<Llm.FinishReason>()
+  expectTypeOf<Machines.ModelResult>().toEqualTypeOf<Llm.ModelResult>()
+  expectTypeOf<Llm.ModelInfo>().toExtend<Machines.TurnModelInfo>()
+})
