@@ -1,6 +1,6 @@
 // Run a knowagent turn inside your own backend, with your own model and tools (no knowagent I/O).
 import { createActor, fromPromise } from 'xstate'
-import { turnMachine, type CallModelInput, type CallModelOutput, type PrepareInput, type PrepareOutput, type RunToolInput, type RunToolOutput, type TurnOutput } from '../../src/machines/index.ts'
+import { turnMachine, type CallModelInput, type CallModelOutput, type CompactInput, type CompactOutput, type PreStepInput, type PreStepOutput, type PrepareInput, type PrepareOutput, type RunToolInput, type RunToolOutput, type TurnOutput } from '../../src/machines/index.ts'
 
 const tools = [{ type: 'function' as const, function: { name: 'lookup', description: 'Look a word up', parameters: { type: 'object', properties: { word: { type: 'string' } } } } }]
 
@@ -10,7 +10,7 @@ const machine = turnMachine.provide({
       ok: true, scopeUri: input.uri, scopeKind: 'directory', tools,
       messages: [{ role: 'system', content: 'Answer with the lookup tool.' }, ...input.history, { role: 'user', content: input.question }],
     })),
-    preStep: fromPromise(async ({ input }: { input: { messages: CallModelInput['messages'] } }) => ({ messages: input.messages })),
+    preStep: fromPromise<PreStepOutput, PreStepInput>(async ({ input }) => ({ messages: input.messages })),
     // Your model: here a fake that asks for one lookup, then answers with what it got back.
     callModel: fromPromise<CallModelOutput, CallModelInput>(async ({ input }) => {
       const last = input.messages.at(-1)!
@@ -21,7 +21,7 @@ const machine = turnMachine.provide({
       input.parent.send({ type: 'model.delta', text: `A turn is ${last.content}.` })
       return { ok: true, result: { text: `A turn is ${last.content}.`, thinking: '', toolCalls: [], finishReason: 'stop', rawFinishReason: 'stop', usage: undefined } }
     }),
-    compact: fromPromise(async () => ({ ok: false as const, code: 'unsupported', message: 'no compaction here' })),
+    compact: fromPromise<CompactOutput, CompactInput>(async () => ({ ok: false, code: 'unsupported', message: 'no compaction here' })),
     // Your tools: any code; errors are results the model sees.
     runTool: fromPromise<RunToolOutput, RunToolInput>(async ({ input }) => ({ ok: true, content: JSON.stringify(`one question and its answer (${String(input.call.arguments.word)})`), summary: 'looked up' })),
   },
