@@ -85,6 +85,35 @@ describe('knowagent CLI', () => {
     rmSync(folder, { recursive: true, force: true })
   })
 
+  it('two users importing the same folder each get their own tree; one user\'s token cannot read the other\'s files', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'knowagent-shared-'))
+    writeFileSync(join(folder, 'same.md'), '# same content')
+    await runCli(['user', 'add', 'ivy', '--password', 'a-long-password'], env)
+    for (const login of ['alice', 'ivy']) {
+      const result = await runCli(['import', folder, 'kb://me/shared/', '--user', login], env)
+      expect(result.out).toContain(`added     kb://users/${login}/shared/same.md`)
+    }
+    const { openPglite } = await import('../../src/effects/db/database.ts')
+    const { findUserByLogin, findUserByApiToken } = await import('../../src/effects/auth/users.ts')
+    const { resolveNode } = await import('../../src/effects/workspace/resolve.ts')
+    const token = (await runCli(['token', 'create', 'ivy'], env)).out
+    const { resolveSecret } = await import('../../src/effects/config/secret.ts')
+    const database = await openPglite({ dataDir })
+    try {
+      const ivy = (await findUserByApiToken(database.db, { secret: resolveSecret({ secretFromEnv: undefined, dataDir }), token }))!
+      expect(ivy.login).toBe('ivy')
+      const alice = (await findUserByLogin(database.db, 'alice'))!
+      await expect(resolveNode(database.db, { caller: ivy, uri: 'kb://users/alice/shared/same.md' })).rejects.toMatchObject({ _tag: 'OutsideScope' })
+      const own = await resolveNode(database.db, { caller: ivy, uri: 'kb://me/shared/same.md' })
+      const theirs = await resolveNode(database.db, { caller: alice, uri: 'kb://me/shared/same.md' })
+      expect(own.node.id).not.toBe(theirs.node.id)
+      expect(own.node.ownerId).toBe(ivy.id)
+    } finally {
+      await database.close()
+    }
+    rmSync(folder, { recursive: true, force: true })
+  })
+
   it('refuses a second process on the same embedded data dir while serve runs, and serve stops cleanly on SIGTERM', async () => {
     const serveDir = mkdtempSync(join(tmpdir(), 'knowagent-serve-'))
     const child = spawn(process.execPath, ['bin/knowagent.mjs', 'serve'], {
