@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './effects/logging/logger.ts'
 import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import { createApp } from './http/create-app.ts'
 import { makeModelRegistry } from './effects/llm/model-registry.ts'
+import { failOrphanedTurns } from './effects/turn/turn-records.ts'
 
 export interface RunningServer {
   readonly url: string
@@ -29,6 +30,8 @@ export async function startServer({
   try {
     const { applied } = await migrateToLatest(database.db)
     if (applied.length > 0) logger.info('migrations applied', { applied })
+    const orphaned = await failOrphanedTurns(database.db)
+    if (orphaned > 0) logger.warn('closed turns left running by a stopped process', { turns: orphaned })
     const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
