@@ -2,6 +2,7 @@ import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
+    reporters: ['default', './tests/support/summary-reporter.ts'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     projects: [
