@@ -4,28 +4,44 @@ export interface LayoutProps {
   readonly title: string
   readonly csrfToken?: string | undefined
   readonly login?: string | undefined
+  /** e.g. "page-workspace": a full-height app page whose panes scroll on their own. */
+  readonly bodyClass?: string | undefined
+  /** Load the page's own scripts (htmx's SSE extension and /static/js/main.js). */
+  readonly interactive?: boolean | undefined
   readonly children?: Child
 }
 
-export function Layout({ title, csrfToken, login, children }: LayoutProps) {
+// htmx 4: back/forward reloads the page (the chat's state lives in the page, a body swap would
+// orphan it); no inline indicator CSS is needed (app.css styles .htmx-request).
+const HTMX_CONFIG = JSON.stringify({ history: 'reload', includeIndicatorCSS: false })
+
+export function Layout({ title, csrfToken, login, bodyClass, interactive, children }: LayoutProps) {
+  // htmx 4 does not inherit attributes implicitly: `:inherited` makes every request send the token.
+  const csrfHeaders = csrfToken ? { 'hx-headers:inherited': JSON.stringify({ 'X-CSRF-Token': csrfToken }) } : {}
   return (
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{title} · knowagent</title>
+        <link rel="icon" href="data:," />
         <link rel="stylesheet" href="/static/app.css" />
         {csrfToken ? <meta name="csrf-token" content={csrfToken} /> : null}
+        <meta name="htmx-config" content={HTMX_CONFIG} />
         <script src="/static/htmx.min.js" defer></script>
+        {interactive ? <script src="/static/hx-sse.js" defer></script> : null}
+        {interactive ? <script type="module" src="/static/js/main.js"></script> : null}
       </head>
-      <body hx-headers={csrfToken ? JSON.stringify({ 'X-CSRF-Token': csrfToken }) : undefined}>
+      <body class={bodyClass} {...csrfHeaders}>
         <header class="topbar">
-          <a class="brand" href="/workspace">knowagent</a>
+          <a class="brand" href="/workspace">
+            <span class="brand-mark" aria-hidden="true">◆</span> knowagent
+          </a>
           {login ? (
             <form class="signout" method="post" action="/logout">
               <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
               <span class="who">{login}</span>
-              <button type="submit">Sign out</button>
+              <button type="submit" class="ghost">Sign out</button>
             </form>
           ) : null}
         </header>

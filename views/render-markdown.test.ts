@@ -5,6 +5,7 @@ describe('renderMarkdown', () => {
   it('renders markdown', () => {
     expect(renderMarkdown('# Title\n\n**bold** `code`')).toContain('<h1>Title</h1>')
   })
+
   it.each([
     '<script>alert(1)</script>',
     '<img src=x onerror="alert(1)">',
@@ -13,8 +14,26 @@ describe('renderMarkdown', () => {
     '<iframe src="https://evil"></iframe>',
     '<div onclick="alert(1)">x</div>',
     '<svg onload="alert(1)"></svg>',
-  ])('neutralises %s', (input) => {
+    'text <img src=x onerror=alert(1)> inline',
+    '<details open ontoggle="alert(1)">x</details>',
+  ])('neutralises %s: no element, no handler, no javascript: URL', (input) => {
     const html = renderMarkdown(input)
-    expect(html).not.toMatch(/<script|onerror|onclick|onload|javascript:|<iframe|<svg/i)
+    expect(html).not.toMatch(/<(script|img|iframe|svg|div|details)\b/i)
+    expect(html).not.toMatch(/<[^>]*\son\w+=/i)
+    expect(html).not.toMatch(/<a[^>]*href="javascript:/i)
+  })
+
+  it('shows raw HTML as the text it is', () => {
+    expect(renderMarkdown('<script>alert(1)</script>')).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
+  })
+
+  it('turns kb:// URIs into preview links, leaving trailing punctuation outside', () => {
+    const html = renderMarkdown('See kb://users/demo/guide.md. And (kb://users/demo/a b.md @12)')
+    expect(html).toContain('<a href="/workspace?uri=kb%3A%2F%2Fusers%2Fdemo%2Fguide.md" class="kb-link" target="_blank">kb://users/demo/guide.md</a>.')
+    expect(html).toContain('kb://users/demo/a</a> b.md')
+  })
+
+  it('keeps ordinary links safe', () => {
+    expect(renderMarkdown('[docs](https://example.com)')).toContain('rel="noopener noreferrer"')
   })
 })

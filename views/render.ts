@@ -8,3 +8,10 @@ export async function renderPage(element: JSX.Element): Promise<string> {
 export async function renderFragment(element: JSX.Element): Promise<string> {
   return String(await element.toString())
 }
+
+/** Renders a fragment made only of synchronous components (stream projections render per event). */
+export function renderFragmentSync(element: JSX.Element): string {
+  const html: unknown = element.toString()
+  if (html instanceof Promise) throw new Error('renderFragmentSync: the element has an async component')
+  return String(html)
+}

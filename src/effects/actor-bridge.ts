@@ -107,13 +107,29 @@ function toForwardEvent(event: ModelStreamEvent): ModelStreamForwardEvent {
   return event.type === 'delta' ? { type: 'model.delta', text: event.text } : { type: 'model.thinking', text: event.text }
 }
 
-/** One model step: streams deltas to the turn, provider failures become `ok: false`. */
-export function callModelEffect({ model, input }: { readonly model: ChatModel; readonly input: CallModelInput }): Effect.Effect<CallModelOutput> {
+/**
+ * Where a model step's deltas go. By default they are sent to the turn actor, which re-emits
+ * them (one ordered stream, convenient for embedders). A host may pass a direct sink instead:
+ * deltas then skip the machine entirely (no machine step per delta), which is what the
+ * knowagent server does on its hot path.
+ */
+export type ModelStreamSink = (event: ModelStreamEvent) => void
+
+/** One model step: streams deltas to the turn (or a direct sink), provider failures become `ok: false`. */
+export function callModelEffect({
+  model,
+  input,
+  streamSink,
+}: {
+  readonly model: ChatModel
+  readonly input: CallModelInput
+  readonly streamSink?: ModelStreamSink | undefined
+}): Effect.Effect<CallModelOutput> {
   return model
     .stream({
       messages: input.messages,
       tools: input.tools.length > 0 ? input.tools : undefined,
-      onEvent: (event) => input.parent.send(toForwardEvent(event)),
+      onEvent: streamSink ?? ((event) => input.parent.send(toForwardEvent(event))),
     })
     .pipe(
       Effect.map((result): CallModelOutput => ({ ok: true, result })),
@@ -146,9 +162,9 @@ export function compactEffect({ model, input }: { readonly model: ChatModel; rea
 }
 
 /** The `callModel` and `compact` actors of a turn, backed by one chat model. */
-export function chatModelTurnActors(model: ChatModel) {
+export function chatModelTurnActors(model: ChatModel, { streamSink }: { readonly streamSink?: ModelStreamSink | undefined } = {}) {
   return {
-    callModel: fromEffect<CallModelOutput, CallModelInput>(({ input }) => callModelEffect({ model, input })),
+    callModel: fromEffect<CallModelOutput, CallModelInput>(({ input }) => callModelEffect({ model, input, streamSink })),
     compact: fromEffect<CompactOutput, CompactInput>(({ input }) => compactEffect({ model, input })),
   }
 }

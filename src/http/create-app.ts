@@ -11,6 +11,7 @@ import { healthRoutes } from './health.routes.ts'
 import { HttpError } from './http-errors.ts'
 import { workspaceRoutes } from './workspace.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
+import { chatRoutes } from './chat.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = fileURLToPath(new URL('../../views/static/', import.meta.url))
@@ -64,6 +65,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(authRoutes(ctx))
   app.use(workspaceRoutes(ctx))
   app.use(knowledgeAgentRoutes(ctx))
+  app.use(chatRoutes(ctx))
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))
   app.use(createErrorHandler(ctx.logger))

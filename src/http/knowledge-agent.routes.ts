@@ -1,18 +1,12 @@
 // /api/v1/knowledge-agent/: options, command (explicit tools, no model), stream (SSE turn).
 import { Router, json } from 'express'
-import { Effect, Schema } from 'effect'
-import { runWorkspaceTool } from '../effects/tools/workspace-tools.ts'
-import { parseKbUri } from '../effects/workspace/uri.ts'
+import { Schema } from 'effect'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
 import { badRequest, HttpError } from './http-errors.ts'
-import { randomUUID } from 'node:crypto'
-import { resolveNode } from '../effects/workspace/resolve.ts'
-import { runTurn } from '../effects/turn/run-turn.ts'
-import type { TurnEmitted, TurnOutput } from '../machines/index.ts'
-import { createRateLimiter } from './rate-limit.ts'
-import { openSse } from './sse.ts'
+import { runExplicitCommand, TOOL_ERROR_STATUS, type ToolErrorBody } from './explicit-command.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
+import { admitTurnStream, jsonTurnProjector, streamTurn } from './turn-stream.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
 
@@ -34,17 +28,6 @@ export function decodeBody<S extends Schema.Top & { readonly DecodingServices: n
   } catch (error) {
     throw badRequest(`invalid request: ${(error as Error).message.replace(/\n\s*/g, ' ')}`, 'invalid_request')
   }
-}
-
-const TOOL_ERROR_STATUS: Record<string, number> = {
-  invalid_uri: 400,
-  invalid_arguments: 400,
-  outside_scope: 403,
-  not_found: 404,
-  is_directory: 409,
-  conflict: 409,
-  unknown_tool: 400,
-  internal: 500,
 }
 
 /** Safe metadata only: never a key, endpoint or header. */
@@ -83,95 +66,24 @@ export function knowledgeAgentRoutes(ctx: AppContext): Router {
   router.post(`${API_PREFIX}/command`, async (req, res) => {
     const body = decodeBody(CommandRequest, req.body)
     const user = req.auth!.user
-    const scope = parseKbUri({ uri: body.uri, callerLogin: user.login })
-    const args: Record<string, unknown> = { uri: body.uri }
-    if (body.command !== 'status' && body.offset !== undefined) args.offset = body.offset
-    if ((body.command === 'ls' || body.command === 'read') && body.limit !== undefined) args.limit = body.limit
-    if (body.command === 'search') {
-      if (!body.query?.trim()) throw badRequest('search needs a non-empty "query"', 'invalid_request')
-      args.query = body.query
-    }
-    const outcome = await Effect.runPromise(runWorkspaceTool({ scope: { db: ctx.db, caller: user, scope }, name: body.command, args }), {
-      signal: AbortSignal.any([ctx.shutdownSignal]),
+    const outcome = await runExplicitCommand(ctx, {
+      user,
+      command: { command: body.command, scopeUri: body.uri, targetUri: body.uri, offset: body.offset, limit: body.limit, query: body.query },
     })
     if (!outcome.ok) {
-      const error = (outcome.result as { error: { code: string; message: string } }).error
+      const { error } = outcome.result as ToolErrorBody
       throw new HttpError(TOOL_ERROR_STATUS[error.code] ?? 400, error.code, error.message)
     }
     res.json({ command: body.command, result: outcome.result, summary: outcome.summary })
   })
 
-  const limiter = createRateLimiter({ limit: ctx.config.streamsPerMinute, windowMs: 60_000 })
-
   router.post(`${API_PREFIX}/stream`, async (req, res) => {
     const body = decodeBody(StreamRequest, req.body)
     const history = checkStreamRequest(body, { maxMessageChars: ctx.config.maxMessageChars })
     const user = req.auth!.user
-    const model = await Effect.runPromise(
-      ctx.models.get(body.model_id).pipe(
-        Effect.catchTag('UnknownModel', (error) =>
-          Effect.fail(badRequest(`${error.reason}; GET ${API_PREFIX}/options lists the available models`, 'unknown_model')),
-        ),
-      ),
-    )
-    await resolveNode(ctx.db, { caller: user, uri: body.uri }) // 400/403/404 before any stream starts
-    const waitMs = limiter.take(user.id)
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000)
-      throw new HttpError(429, 'rate_limited', `at most ${ctx.config.streamsPerMinute} streams per minute; retry in ${seconds} s`, { 'Retry-After': String(seconds) })
-    }
-
-    const turnId = randomUUID()
-    res.set('X-Turn-Id', turnId)
-    const sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
-    const stop = new AbortController()
-    const onClose = () => {
-      if (!res.writableFinished) stop.abort('disconnect')
-    }
-    const onShutdown = () => stop.abort('shutdown')
-    res.on('close', onClose)
-    ctx.shutdownSignal.addEventListener('abort', onShutdown, { once: true })
-    if (ctx.shutdownSignal.aborted) onShutdown()
-
-    let terminal: TurnEmitted | undefined
-    const forward = (event: TurnEmitted) => {
-      if (terminal) return
-      if (event.type === 'done' || event.type === 'error') {
-        terminal = event // held until the turn's output (history) is known
-        return
-      }
-      const { type, ...data } = event
-      sse.send(type, data)
-    }
-    let output: TurnOutput | undefined
-    try {
-      output = await runTurn({
-        db: ctx.db,
-        caller: user,
-        model,
-        turnId,
-        uri: body.uri,
-        question: body.message,
-        history,
-        onEvent: forward,
-        signal: stop.signal,
-        logger: ctx.logger.child({ turnId, login: user.login }),
-      })
-    } catch (error) {
-      ctx.logger.error('turn crashed', { turnId, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) })
-      terminal = { type: 'error', code: 'internal_error', message: 'the turn failed unexpectedly' }
-    } finally {
-      res.off('close', onClose)
-      ctx.shutdownSignal.removeEventListener('abort', onShutdown)
-    }
-    const last: TurnEmitted =
-      terminal ??
-      (output?.status === 'done'
-        ? { type: 'done', finish_reason: output.finishReason ?? 'stop', usage: output.usage }
-        : { type: 'error', code: output?.error?.code ?? 'internal_error', message: output?.error?.message ?? 'the turn ended without a result' })
-    const { type, ...data } = last
-    sse.send(type, { ...data, turn_id: turnId, ...(output ? { history: output.messages } : {}) })
-    sse.close()
+    const input = { uri: body.uri, modelId: body.model_id, message: body.message, history }
+    const model = await admitTurnStream(ctx, { user, input, modelsHint: `GET ${API_PREFIX}/options lists the available models` })
+    await streamTurn(ctx, { res, user, model, input, project: jsonTurnProjector })
   })
 
   return router

@@ -4,6 +4,8 @@ import type { Response } from 'express'
 
 export interface SseWriter {
   readonly send: (event: string, data: unknown) => boolean
+  /** An unnamed message whose data is `text` as is (one `data:` line per line; htmx swaps it). */
+  readonly sendText: (text: string) => boolean
   readonly comment: (text: string) => void
   readonly close: () => void
   readonly closed: () => boolean
@@ -19,6 +21,11 @@ export const SSE_HEADERS = {
 /** One SSE frame. JSON never contains a raw newline, so `data` is always one line. */
 export function formatSseEvent(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
+}
+
+/** An unnamed SSE message carrying text (HTML); every line, whatever its ending, becomes a `data:` line. */
+export function formatSseText(text: string): string {
+  return text.split(/\r\n|\r|\n/).map((line) => `data: ${line}\n`).join('') + '\n'
 }
 
 export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?: number } = {}): SseWriter {
@@ -46,6 +53,7 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
   arm()
   return {
     send: (event, data) => write(formatSseEvent(event, data)),
+    sendText: (text) => write(formatSseText(text)),
     comment: (text) => void write(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`),
     close: () => {
       if (closed) return

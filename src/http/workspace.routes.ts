@@ -1,24 +1,31 @@
 import { Router } from 'express'
 import type { Request } from 'express'
+import type { User } from '../effects/auth/users.ts'
 import { parseDocument } from '../effects/workspace/parse.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import { getNode, listChildren, putFile, readCurrent, readRaw, type WorkspaceNode } from '../effects/workspace/store.ts'
 import { formatKbUri, validateSegment } from '../effects/workspace/uri.ts'
 import { InvalidUri, NodeConflict } from '../effects/workspace/workspace-errors.ts'
 import { safeEqual } from '../effects/auth/tokens.ts'
-import { WorkspacePage, type Preview, type TreeEntry } from '../../views/pages/workspace.tsx'
+import { WorkspacePage } from '../../views/pages/workspace.tsx'
+import type { ModelOption } from '../../views/partials/chat-panel.tsx'
+import { ContentError, ContentPane, type ContentPaneProps, type Preview } from '../../views/partials/content-pane.tsx'
+import { TreeError, TreeItems, type TreeEntry } from '../../views/partials/tree.tsx'
 import { renderMarkdown } from '../../views/render-markdown.ts'
-import { renderPage } from '../../views/render.ts'
+import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth } from './authenticate.ts'
+import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { badRequest, forbidden } from './http-errors.ts'
 import { readMultipartFiles } from './multipart-upload.ts'
 
 const PREVIEW_CHARS = 200_000
 const MAX_FILES_PER_UPLOAD = 32
+const TREE_PAGE = 200
+const LISTING_PAGE = 500
 
-function toEntry(node: WorkspaceNode, currentUri?: string): TreeEntry {
-  return { name: node.name, uri: node.uri, kind: node.kind, size: node.size, updated: node.updatedAt.toISOString(), current: node.uri === currentUri }
+export function toEntry(node: WorkspaceNode, children?: ReadonlyArray<TreeEntry>): TreeEntry {
+  return { id: node.id, name: node.name, uri: node.uri, kind: node.kind, size: node.size, updated: node.updatedAt.toISOString(), children }
 }
 
 function queryUri(req: Request, fallback: string): string {
@@ -34,66 +41,112 @@ export interface UploadSummary {
   readonly parse_error?: string | undefined
 }
 
+/** The models the chat offers: safe metadata only (never a key, endpoint or header). */
+export function modelOptions(ctx: AppContext): ModelOption[] {
+  return ctx.models.list().map(({ id, name, profile, contextWindow, supportsNativeToolCalling }) => ({ id, name, profile, contextWindow, supportsNativeToolCalling }))
+}
+
+const rootUriOf = (user: User) => formatKbUri({ login: user.login, segments: [], directory: true })
+const segmentsOf = (node: WorkspaceNode) => (node.path === '' ? [] : node.path.split('/'))
+
+/** A file's parent, or the directory itself. */
+export async function directoryOf(ctx: AppContext, user: User, node: WorkspaceNode): Promise<WorkspaceNode> {
+  return node.kind === 'directory' ? node : getNode(ctx.db, user, segmentsOf(node).slice(0, -1))
+}
+
+export async function listDirectory(ctx: AppContext, user: User, directory: WorkspaceNode, limit = LISTING_PAGE): Promise<TreeEntry[]> {
+  const page = await listChildren(ctx.db, { owner: user, parent: directory, offset: 0, limit })
+  return page.entries.map((node) => toEntry(node))
+}
+
+async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode): Promise<Preview> {
+  const content = await readCurrent(ctx.db, user, node)
+  const body = content.body ?? ''
+  const truncated = body.length > PREVIEW_CHARS
+  const text = truncated ? body.slice(0, PREVIEW_CHARS) : body
+  const isMarkdown = /\.(md|markdown)$/i.test(node.name)
+  return {
+    uri: node.uri,
+    name: node.name,
+    mime: content.mime,
+    size: content.size,
+    versionNo: content.versionNo,
+    truncated,
+    parseError: content.parseStatus === 'failed' ? (content.parseError ?? 'unknown error') : undefined,
+    ...(isMarkdown ? { html: renderMarkdown(text) } : { text }),
+  }
+}
+
 export function workspaceRoutes(ctx: AppContext): Router {
   const router = Router()
+  router.use('/workspace', redirectHtmxToSignIn()) // every htmx request under /workspace, the chat's too
   router.use(['/workspace', '/api/v1/workspace'], requireAuth())
 
-  /** The tree from the root down to `directory`, each level listing its children (first 200). */
-  async function buildTree(user: { id: string; login: string }, directory: WorkspaceNode, currentUri: string): Promise<TreeEntry[]> {
-    const segments = directory.path === '' ? [] : directory.path.split('/')
+  /** The tree from the root down to `directory`, each level listing its children (first page). */
+  async function buildTree(user: User, directory: WorkspaceNode): Promise<TreeEntry[]> {
+    const segments = segmentsOf(directory)
     let levelEntries: TreeEntry[] | undefined
     for (let depth = segments.length; depth >= 0; depth--) {
       const node = await getNode(ctx.db, user, segments.slice(0, depth))
-      const page = await listChildren(ctx.db, { owner: user, parent: node, offset: 0, limit: 200 })
+      const page = await listChildren(ctx.db, { owner: user, parent: node, offset: 0, limit: TREE_PAGE })
       const childName = segments[depth]
-      const entries = page.entries.map((child) =>
-        child.name === childName && child.kind === 'directory' && levelEntries ? { ...toEntry(child, currentUri), children: levelEntries } : toEntry(child, currentUri),
-      )
-      levelEntries = entries
+      const below = levelEntries
+      levelEntries = page.entries.map((child) => toEntry(child, child.name === childName && child.kind === 'directory' ? below : undefined))
     }
     return levelEntries ?? []
   }
 
+  async function contentProps(req: Request): Promise<{ props: ContentPaneProps; directory: WorkspaceNode }> {
+    const user = req.auth!.user
+    const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, rootUriOf(user)) })
+    const directory = await directoryOf(ctx, user, node)
+    const listing = node.kind === 'directory' ? await listDirectory(ctx, user, directory) : []
+    const notice = typeof req.query.notice === 'string' ? req.query.notice.slice(0, 500) : undefined
+    const preview = node.kind === 'file' ? await previewOf(ctx, user, node) : undefined
+    return { directory, props: { directoryUri: directory.uri, nodeUri: node.uri, listing, preview, csrfToken: req.auth!.csrfToken, notice } }
+  }
+
   router.get('/workspace', async (req, res) => {
     const user = req.auth!.user
-    const rootUri = formatKbUri({ login: user.login, segments: [], directory: true })
-    const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, rootUri) })
-    const directory = node.kind === 'directory' ? node : await getNode(ctx.db, user, node.path.split('/').slice(0, -1))
-    const listing = await listChildren(ctx.db, { owner: user, parent: directory, offset: 0, limit: 500 })
-    let preview: Preview | undefined
-    if (node.kind === 'file') {
-      const content = await readCurrent(ctx.db, user, node)
-      const body = content.body ?? ''
-      const truncated = body.length > PREVIEW_CHARS
-      const text = truncated ? body.slice(0, PREVIEW_CHARS) : body
-      const isMarkdown = /\.(md|markdown)$/i.test(node.name)
-      preview = {
-        uri: node.uri,
-        name: node.name,
-        mime: content.mime,
-        size: content.size,
-        versionNo: content.versionNo,
-        truncated,
-        parseError: content.parseStatus === 'failed' ? (content.parseError ?? 'unknown error') : undefined,
-        ...(isMarkdown ? { html: renderMarkdown(text) } : { text }),
-      }
-    }
-    const notice = typeof req.query.notice === 'string' ? req.query.notice.slice(0, 500) : undefined
+    const { props, directory } = await contentProps(req)
+    const models = modelOptions(ctx)
+    const entries = props.preview ? await listDirectory(ctx, user, directory) : props.listing
     res.type('html').send(
       await renderPage(
         WorkspacePage({
           login: user.login,
           csrfToken: req.auth!.csrfToken,
-          rootUri,
-          tree: await buildTree(user, directory, node.uri),
-          directoryUri: directory.uri,
-          listing: listing.entries.map((n) => toEntry(n)),
-          preview,
-          notice,
+          rootUri: rootUriOf(user),
+          tree: await buildTree(user, directory),
+          content: props,
+          chat: {
+            directoryUri: directory.uri,
+            entries,
+            models,
+            defaultModelId: models[0]?.id ?? 'local',
+            maxMessageChars: ctx.config.maxMessageChars,
+          },
         }),
       ),
     )
   })
+
+  /** The content pane alone (htmx navigation inside the page keeps the chat). */
+  router.get('/workspace/content', async (req, res) => {
+    const { props } = await contentProps(req)
+    res.type('html').send(await renderFragment(ContentPane(props)))
+  })
+
+  /** One directory's children for the lazily expanded tree. */
+  router.get('/workspace/tree', async (req, res) => {
+    const user = req.auth!.user
+    const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, rootUriOf(user)) })
+    if (node.kind !== 'directory') throw new NodeConflict({ uri: node.uri, reason: 'only directories have children' })
+    res.type('html').send(await renderFragment(TreeItems({ entries: await listDirectory(ctx, user, node, TREE_PAGE) })))
+  })
+
+  router.use('/workspace/content', fragmentErrorHandler(ctx.logger, ContentError))
+  router.use('/workspace/tree', fragmentErrorHandler(ctx.logger, TreeError))
 
   async function storeUpload(req: Request): Promise<UploadSummary[]> {
     const user = req.auth!.user

@@ -78,7 +78,9 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     })
     expect(output.status).toBe('cancelled')
     expect(events.filter((e) => e.type === 'done')).toHaveLength(0)
-    expect(events.filter((e) => e.type === 'error')).toEqual([expect.objectContaining({ code: 'cancelled' })])
+    const firstDelta = (events.find((e) => e.type === 'delta') as { text: string }).text
+    expect(events.filter((e) => e.type === 'error')).toEqual([expect.objectContaining({ code: 'cancelled', partial: firstDelta })])
+    expect(output.error?.partial).toBe(firstDelta)
     const row = (await findTurn(database.db, turnId))!
     expect(row.status).toBe('cancelled')
     const open = new Set<string>()

@@ -55,6 +55,16 @@ export function stopReasonOf(signal: AbortSignal): TurnStopReason {
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   const { db, caller, model, turnId } = options
   const preStep = options.preStep ?? noPreStep
+  // Deltas go straight from the model stream to the listener (no machine step per delta, see
+  // docs/performance.md); the text of the step in flight is kept here for a cancelled turn.
+  let stepText = ''
+  const emit = (event: TurnEmitted) => {
+    try {
+      options.onEvent(event)
+    } catch (error) {
+      options.logger?.warn('turn event listener failed', { turnId, error })
+    }
+  }
   const machine = turnMachine.provide({
     actors: {
       prepare: fromEffect<PrepareOutput, PrepareInput>(({ input }) => prepareTurn({ db, caller, input })),
@@ -65,7 +75,12 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
           Effect.map(({ ok, content, summary }) => ({ ok, content, summary })),
         )
       }),
-      ...chatModelTurnActors(model),
+      ...chatModelTurnActors(model, {
+        streamSink: (event) => {
+          if (event.type === 'delta') stepText += event.text
+          emit(event)
+        },
+      }),
     },
   })
   await recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id })
@@ -79,12 +94,14 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
       limits: options.limits,
     },
   })
-  const subscription = actor.on('*', (event) => {
-    try {
-      options.onEvent(event as TurnEmitted)
-    } catch (error) {
-      options.logger?.warn('turn event listener failed', { turnId, error })
+  const subscription = actor.on('*', (emitted) => {
+    const event = emitted as TurnEmitted
+    if (event.type === 'context' || event.type === 'tool') stepText = '' // a new step or a tool: nothing in flight
+    if (event.type === 'error' && event.code === 'cancelled' && event.partial === undefined && stepText !== '') {
+      emit({ ...event, partial: stepText })
+      return
     }
+    emit(event)
   })
   const output = await new Promise<TurnOutput>((resolve, reject) => {
     const onAbort = () => actor.send({ type: 'user.stop', reason: stopReasonOf(options.signal) })
@@ -105,14 +122,18 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
     subscription.unsubscribe()
     actor.stop()
   })
+  const result: TurnOutput =
+    output.status === 'cancelled' && output.error && output.error.partial === undefined && stepText !== ''
+      ? { ...output, error: { ...output.error, partial: stepText } }
+      : output
   await recordTurnFinished(db, {
     id: turnId,
-    status: output.status,
-    finishReason: output.finishReason,
-    error: output.error,
-    counters: output.counters,
-    usage: output.usage,
+    status: result.status,
+    finishReason: result.finishReason,
+    error: result.error,
+    counters: result.counters,
+    usage: result.usage,
   }).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
-  options.logger?.info('turn finished', { turnId, status: output.status, code: output.error?.code, counters: output.counters })
-  return output
+  options.logger?.info('turn finished', { turnId, status: result.status, code: result.error?.code, counters: result.counters })
+  return result
 }

@@ -1,0 +1,188 @@
+// Projects a turn's runtime events into HTML fragments for the browser chat (htmx's SSE
+// extension swaps each unnamed message). The answer is re-rendered as sanitised markdown on the
+// server and sent whole, per text segment, at most once per `throttleMs` (the first piece of a
+// segment at once); tool cards are appended as they start and completed in place; the terminal
+// `done` / `error` is a named event whose JSON carries the history the page keeps.
+import type { JSX } from 'hono/jsx/jsx-runtime'
+import { raw } from 'hono/html'
+import { renderMarkdown } from '../../views/render-markdown.ts'
+import { renderFragmentSync } from '../../views/render.ts'
+import { assistantIds } from '../../views/partials/message-parts.ts'
+import {
+  AnswerSegment,
+  ContextDetailContent,
+  ContextSummaryContent,
+  CONTEXT_DETAIL_ID,
+  CONTEXT_SUMMARY_ID,
+  NoAnswerText,
+  Partial,
+  ThinkingBlock,
+  ToolCard,
+  ToolResult,
+  ToolSummary,
+  TurnErrorNotice,
+} from '../../views/partials/turn-fragments.tsx'
+import type { SseWriter } from './sse.ts'
+import type { TurnProgressEvent, TurnProjector, TurnTerminal } from './turn-stream.ts'
+
+export const DEFAULT_ANSWER_THROTTLE_MS = 50
+
+interface ToolEntry {
+  readonly n: number
+  readonly name: string
+  readonly args: unknown
+}
+
+export function htmlTurnProjector({
+  sse,
+  key,
+  throttleMs = DEFAULT_ANSWER_THROTTLE_MS,
+}: {
+  sse: Pick<SseWriter, 'send' | 'sendText'>
+  key: string
+  throttleMs?: number
+}): TurnProjector {
+  const ids = assistantIds(key)
+  let segments = 0 // text segments opened so far; the last one is `segments`
+  let segmentOpen = false
+  let segmentText = ''
+  let thinking = ''
+  let thinkingShown = false
+  let thinkingResumes = false // a tool ran since the last thinking: the next step's starts on a new line
+  let dirtyText = false
+  let dirtyThinking = false
+  let status = ''
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const tools = new Map<string, ToolEntry>()
+
+  const partial = (target: string, element: JSX.Element, swap: 'innerHTML' | 'outerHTML' | 'beforeend' = 'innerHTML') =>
+    renderFragmentSync(<Partial target={target} swap={swap}>{element}</Partial>)
+  const send = (parts: string[]) => {
+    if (parts.length > 0) sse.sendText(parts.join(''))
+  }
+
+  const segmentPartial = () => partial(ids.segment(segments), <>{raw(renderMarkdown(segmentText))}</>)
+  const thinkingPartial = () => partial(ids.thinkingText, <>{thinking}</>)
+  const statusPartial = (next: string): string[] => {
+    if (next === status) return []
+    status = next
+    return [partial(ids.part('status'), <>{next}</>)]
+  }
+
+  /** Pending throttled updates, in the order they happened. */
+  const takeDirty = (): string[] => {
+    if (timer) clearTimeout(timer)
+    timer = undefined
+    const parts: string[] = []
+    if (dirtyThinking) parts.push(thinkingPartial())
+    if (dirtyText && segmentOpen) parts.push(segmentPartial())
+    dirtyThinking = false
+    dirtyText = false
+    return parts
+  }
+  const schedule = () => {
+    timer ??= setTimeout(() => send(takeDirty()), throttleMs)
+  }
+
+  const onDelta = (text: string) => {
+    segmentText += text
+    if (!segmentOpen) {
+      segmentOpen = true
+      segments += 1
+      const segmentElement = <AnswerSegment id={ids.segment(segments)} html={renderMarkdown(segmentText)} />
+      send([...takeDirty(), partial(ids.part('body'), segmentElement, 'beforeend'), ...statusPartial('Writing…')])
+      return
+    }
+    dirtyText = true
+    schedule()
+  }
+  /** A tool call ends the current text segment; later text opens a new one below the card. */
+  const closeSegment = () => {
+    segmentOpen = false
+    segmentText = ''
+  }
+
+  const onThinking = (text: string) => {
+    if (thinkingResumes && thinking !== '') thinking += '\n'
+    thinkingResumes = false
+    thinking += text
+    if (!thinkingShown) {
+      thinkingShown = true
+      send([...takeDirty(), partial(ids.part('thinking'), <ThinkingBlock textId={ids.thinkingText} text={thinking} />), ...statusPartial('Thinking…')])
+      return
+    }
+    dirtyThinking = true
+    schedule()
+  }
+
+  const onTool = (event: Extract<TurnProgressEvent, { type: 'tool' }>) => {
+    const parts = takeDirty()
+    closeSegment()
+    thinkingResumes = true
+    let entry = tools.get(event.call_id)
+    if (!entry) {
+      entry = { n: tools.size + 1, name: event.name, args: event.arguments }
+      tools.set(event.call_id, entry)
+      const ok = event.phase === 'end' ? event.ok : undefined
+      const summary = event.phase === 'end' ? event.summary : undefined
+      const card = (
+        <ToolCard id={ids.tool(entry.n)} summaryId={ids.toolSummary(entry.n)} resultId={ids.toolResult(entry.n)} name={event.name} args={event.arguments} ok={ok} summary={summary} />
+      )
+      parts.push(partial(ids.part('body'), card, 'beforeend'))
+    } else if (event.phase === 'end') {
+      const state = event.ok ? 'ok' : 'error'
+      parts.push(partial(ids.toolSummary(entry.n), <ToolSummary id={ids.toolSummary(entry.n)} name={entry.name} args={entry.args} state={state} />, 'outerHTML'))
+      parts.push(partial(ids.toolResult(entry.n), <ToolResult ok={event.ok} summary={event.summary} />))
+    }
+    parts.push(...statusPartial(event.phase === 'start' ? `Running ${event.name}…` : 'Thinking…'))
+    send(parts)
+  }
+
+  const onContext = (event: Extract<TurnProgressEvent, { type: 'context' }>) => {
+    const { type: _type, ...report } = event
+    send([
+      ...takeDirty(),
+      partial(CONTEXT_SUMMARY_ID, <ContextSummaryContent report={report} />),
+      partial(CONTEXT_DETAIL_ID, <ContextDetailContent report={report} />),
+    ])
+  }
+
+  const onWarning = (message: string) => {
+    send([...takeDirty(), partial(ids.part('body'), <p class="turn-warning" role="status">{message}</p>, 'beforeend')])
+  }
+
+  return {
+    progress: (event) => {
+      switch (event.type) {
+        case 'delta':
+          return onDelta(event.text)
+        case 'thinking':
+          return onThinking(event.text)
+        case 'tool':
+          return onTool(event)
+        case 'context':
+          return onContext(event)
+        case 'warning':
+          return onWarning(event.message)
+      }
+    },
+    finish: (terminal: TurnTerminal) => {
+      const parts = takeDirty()
+      if (terminal.type === 'done') {
+        if (segments === 0) parts.push(partial(ids.part('body'), <NoAnswerText />, 'beforeend'))
+        parts.push(...statusPartial(doneStatus({ tools: tools.size })))
+      } else {
+        parts.push(partial(ids.part('body'), <TurnErrorNotice code={terminal.code} message={terminal.message} />, 'beforeend'))
+        parts.push(...statusPartial(terminal.code === 'cancelled' ? 'Stopped' : 'Failed'))
+      }
+      send(parts)
+      const { type, ...data } = terminal
+      sse.send(type, data)
+    },
+  }
+}
+
+function doneStatus({ tools }: { tools: number }): string {
+  return tools === 0 ? 'Answered' : `Answered · ${tools} tool call${tools === 1 ? '' : 's'}`
+}
+

@@ -1,0 +1,161 @@
+// One turn streamed over SSE, shared by the JSON API (`POST /api/v1/knowledge-agent/stream`) and
+// the browser chat (`POST /workspace/chat/stream`). Both admit the request the same way (known
+// model, visible URI, rate limit), run the same `runTurn`, stop it the same way (client
+// disconnect, server shutdown), and end every stream with exactly one terminal event. Only the
+// projection of runtime events differs: JSON frames for programs, HTML fragments for htmx.
+import type { Response } from 'express'
+import { Effect } from 'effect'
+import { randomUUID } from 'node:crypto'
+import type { User } from '../effects/auth/users.ts'
+import type { ChatModel } from '../effects/llm/model.ts'
+import { runTurn } from '../effects/turn/run-turn.ts'
+import { resolveNode } from '../effects/workspace/resolve.ts'
+import type { ChatMessage, TurnEmitted, TurnOutput } from '../machines/index.ts'
+import type { AppContext } from './app-context.ts'
+import { badRequest, HttpError } from './http-errors.ts'
+import { createRateLimiter, type RateLimiter } from './rate-limit.ts'
+import { openSse, type SseWriter } from './sse.ts'
+
+export type TurnProgressEvent = Exclude<TurnEmitted, { type: 'done' } | { type: 'error' }>
+type TerminalEmitted = Extract<TurnEmitted, { type: 'done' } | { type: 'error' }>
+
+/** The one terminal event of a stream: the runtime's done/error plus the turn id and the history to carry on. */
+export type TurnTerminal = TerminalEmitted & {
+  readonly turn_id: string
+  readonly history?: ReadonlyArray<ChatMessage> | undefined
+}
+
+/** Turns runtime events into bytes on one SSE stream. */
+export interface TurnProjector {
+  readonly progress: (event: TurnProgressEvent) => void
+  /** Called exactly once, last; the stream is closed right after. */
+  readonly finish: (terminal: TurnTerminal) => void
+}
+
+export interface TurnStreamInput {
+  readonly uri: string
+  readonly modelId: string
+  readonly message: string
+  readonly history: ReadonlyArray<ChatMessage>
+}
+
+const limiters = new WeakMap<AppContext, RateLimiter>()
+
+/** Streams per user per minute, shared by every stream endpoint of one app. */
+function streamLimiter(ctx: AppContext): RateLimiter {
+  let limiter = limiters.get(ctx)
+  if (!limiter) {
+    limiter = createRateLimiter({ limit: ctx.config.streamsPerMinute, windowMs: 60_000 })
+    limiters.set(ctx, limiter)
+  }
+  return limiter
+}
+
+/**
+ * Everything that can refuse a turn before a byte of the stream is sent: the model id, the URI
+ * (400/403/404) and the rate limit (429). Throws HttpError or a tagged workspace error.
+ */
+export async function admitTurnStream(
+  ctx: AppContext,
+  { user, input, modelsHint }: { user: User; input: TurnStreamInput; modelsHint: string },
+): Promise<ChatModel> {
+  const model = await Effect.runPromise(
+    ctx.models.get(input.modelId).pipe(
+      Effect.catchTag('UnknownModel', (error) => Effect.fail(badRequest(`${error.reason}; ${modelsHint}`, 'unknown_model'))),
+    ),
+  )
+  await resolveNode(ctx.db, { caller: user, uri: input.uri })
+  const waitMs = streamLimiter(ctx).take(user.id)
+  if (waitMs > 0) {
+    const seconds = Math.ceil(waitMs / 1000)
+    throw new HttpError(429, 'rate_limited', `at most ${ctx.config.streamsPerMinute} streams per minute; retry in ${seconds} s`, {
+      'Retry-After': String(seconds),
+    })
+  }
+  return model
+}
+
+/** Aborts on client disconnect (the response closed before it finished) or server shutdown. */
+function watchForStop(ctx: AppContext, res: Response): { signal: AbortSignal; release: () => void } {
+  const stop = new AbortController()
+  const onClose = () => {
+    if (!res.writableFinished) stop.abort('disconnect')
+  }
+  const onShutdown = () => stop.abort('shutdown')
+  res.on('close', onClose)
+  ctx.shutdownSignal.addEventListener('abort', onShutdown, { once: true })
+  if (ctx.shutdownSignal.aborted) onShutdown()
+  return {
+    signal: stop.signal,
+    release: () => {
+      res.off('close', onClose)
+      ctx.shutdownSignal.removeEventListener('abort', onShutdown)
+    },
+  }
+}
+
+function terminalOf({ held, output }: { held: TerminalEmitted | undefined; output: TurnOutput | undefined }): TerminalEmitted {
+  if (held) return held
+  if (output?.status === 'done') return { type: 'done', finish_reason: output.finishReason ?? 'stop', usage: output.usage }
+  return { type: 'error', code: output?.error?.code ?? 'internal_error', message: output?.error?.message ?? 'the turn ended without a result' }
+}
+
+/** Opens the SSE response, runs the turn, projects its events and ends with one terminal event. */
+export async function streamTurn(
+  ctx: AppContext,
+  {
+    res,
+    user,
+    model,
+    input,
+    project,
+  }: { res: Response; user: User; model: ChatModel; input: TurnStreamInput; project: (sse: SseWriter) => TurnProjector },
+): Promise<void> {
+  const turnId = randomUUID()
+  res.set('X-Turn-Id', turnId)
+  const sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
+  const projector = project(sse)
+  const stop = watchForStop(ctx, res)
+  let held: TerminalEmitted | undefined
+  const forward = (event: TurnEmitted) => {
+    if (held) return
+    if (event.type === 'done' || event.type === 'error') {
+      held = event // sent once the turn's output (its history) is known
+      return
+    }
+    projector.progress(event)
+  }
+  let output: TurnOutput | undefined
+  try {
+    output = await runTurn({
+      db: ctx.db,
+      caller: user,
+      model,
+      turnId,
+      uri: input.uri,
+      question: input.message,
+      history: input.history,
+      onEvent: forward,
+      signal: stop.signal,
+      logger: ctx.logger.child({ turnId, login: user.login }),
+    })
+  } catch (error) {
+    ctx.logger.error('turn crashed', {
+      turnId,
+      error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error),
+    })
+    held = { type: 'error', code: 'internal_error', message: 'the turn failed unexpectedly' }
+  } finally {
+    stop.release()
+  }
+  projector.finish({ ...terminalOf({ held, output }), turn_id: turnId, ...(output ? { history: output.messages } : {}) })
+  sse.close()
+}
+
+/** The JSON projection (the public API): each runtime event is one SSE event of the same name. */
+export function jsonTurnProjector(sse: SseWriter): TurnProjector {
+  return {
+    progress: ({ type, ...data }) => void sse.send(type, data),
+    finish: ({ type, ...data }) => void sse.send(type, data),
+  }
+}

@@ -1,0 +1,219 @@
+// The chat's stream in a real browser: htmx's SSE extension swaps the server's HTML fragments as
+// they arrive; the page decides how a turn ended (terminal event, Stop, EOF) and keeps history.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import type { Browser, Page } from 'playwright-core'
+import { findTurn } from '../../src/effects/turn/turn-records.ts'
+import {
+  ask,
+  assistantMessage,
+  betweenCrAndLf,
+  cutAt,
+  insideCodePoints,
+  keyPatternOf,
+  launchBrowser,
+  openWorkspace,
+  screenshot,
+  startStreamProxy,
+  toCrlf,
+  UUID_MODES,
+  waitForAnswer,
+  withoutTerminal,
+  type StreamProxy,
+  type WorkspaceSession,
+} from '../support/browser.ts'
+import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
+import { REMOTE_MODEL, startChatFixture, TEXT_ONLY_MODEL, type ChatFixture } from './chat-fixture.ts'
+
+const DIRECTORY = 'kb://users/alice/docs/'
+
+// One server, one scripted provider and one browser for the whole file; each scenario runs in
+// both UUID modes in a fresh browser context.
+let fixture: ChatFixture
+let browser: Browser
+let proxy: StreamProxy
+beforeAll(async () => {
+  ;[fixture, browser] = await Promise.all([startChatFixture(), launchBrowser()])
+  proxy = await startStreamProxy(fixture.server.url)
+})
+afterAll(async () => {
+  await proxy?.close()
+  await browser?.close()
+  await fixture?.close()
+})
+
+describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
+  let session: WorkspaceSession | undefined
+
+  beforeEach(async () => {
+    await session?.close()
+    session = undefined
+    fixture.provider.setHandler(undefined)
+    proxy.reshape(undefined)
+  })
+  afterAll(async () => {
+    await session?.close()
+  })
+
+  const open = async (options: { viaProxy?: boolean } = {}) => {
+    session = await openWorkspace(browser, {
+      server: fixture.server,
+      baseUrl: options.viaProxy ? proxy.url : fixture.server.url,
+      login: 'alice',
+      password: fixture.alice.password,
+      mode,
+      uri: DIRECTORY,
+    })
+    await session.page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    return session.page
+  }
+  const history = (page: Page) => page.locator('#chat-history').inputValue().then((value) => JSON.parse(value) as Array<{ role: string; content: string | null }>)
+  const turnIdOf = async (page: Page, question: string) => {
+    const response = page.waitForResponse((r) => r.url().includes('/workspace/chat/stream'))
+    await ask(page, question)
+    return (await response).headers()['x-turn-id']!
+  }
+
+  it('shows the first delta before the stream ends, tool cards that expand, the context meter, and sends the history back', async () => {
+    const { provider } = fixture
+    provider.enqueue(
+      streamScript(toolCallsSse([{ id: 'call_read_1', name: 'read', arguments: { uri: 'kb://me/docs/a.md' } }])),
+      {
+        kind: 'stream',
+        chunks: [
+          { bytes: chatCompletionSse([{ text: 'The answer ' }]) },
+          { bytes: chatCompletionSse([{ text: 'is **forty-two** (kb://users/alice/docs/a.md).' }, { finish: 'stop' }, 'done']), delayMs: 1200 },
+        ],
+      },
+    )
+    const page = await open()
+    const first = provider.requests.length
+    await ask(page, 'What is the answer?')
+    const answer = assistantMessage(page)
+    await answer.locator('.answer', { hasText: 'The answer' }).waitFor()
+    expect(provider.requests[first + 1]?.finishedAt).toBeUndefined() // the provider is still streaming
+    await expect(answer.getAttribute('class')).resolves.toContain('is-streaming')
+    await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(true)
+    if (mode.randomUUID) await screenshot(page, 'desktop-streaming')
+
+    await waitForAnswer(page)
+    await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Answered · 1 tool call')
+    await expect(answer.locator('.answer strong').textContent()).resolves.toBe('forty-two')
+    await expect(answer.getAttribute('id')).resolves.toMatch(keyPatternOf(mode))
+    const card = answer.locator('details.tool-card')
+    await expect(card.locator('.tool-name').textContent()).resolves.toBe('read')
+    await expect(card.locator('.tool-state').textContent()).resolves.toBe('done')
+    await expect(card.locator('.tool-arguments').isVisible()).resolves.toBe(false)
+    await card.locator('summary').click()
+    await expect(card.locator('.tool-arguments').textContent()).resolves.toContain('"uri": "kb://me/docs/a.md"')
+    await expect(card.locator('.tool-result').textContent()).resolves.toContain('read kb://users/alice/docs/a.md')
+    await expect(page.locator('#context-summary .meter-text').textContent()).resolves.toMatch(/\/ 30\.7k · window 32\.8k · no compaction/)
+    await page.locator('#context-summary').click()
+    await expect(page.locator('#context-detail').textContent()).resolves.toContain('Output reserve1,024')
+    await expect(page.getByRole('button', { name: 'Send' }).isVisible()).resolves.toBe(true)
+
+    const kept = await history(page)
+    expect(kept.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant'])
+    provider.enqueue(streamScript(textAnswerSse('Still forty-two.')))
+    const box = page.getByRole('textbox', { name: 'Message' })
+    await box.pressSequentially('Are you sure?')
+    await box.press('Shift+Enter') // a new line, not a send
+    await box.pressSequentially('Really?')
+    await expect(page.locator('#chat-log article.msg.user').count()).resolves.toBe(1)
+    await box.press('Enter')
+    await waitForAnswer(page, { n: 2 })
+    await expect(page.locator('#chat-log article.msg.user .bubble').nth(1).innerText()).resolves.toBe('Are you sure?\nReally?')
+    const sent = provider.requests.at(-1)!.body as { messages: Array<{ role: string; content: string | null }> }
+    expect(sent.messages.filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(
+      expect.arrayContaining(['What is the answer?', 'The answer is **forty-two** (kb://users/alice/docs/a.md).', 'Are you sure?\nReally?']),
+    )
+    expect(await history(page)).toHaveLength(6)
+    expect(session!.problems()).toEqual([])
+  })
+
+  it('Stop ends the stream; the server cancels the turn and the provider sees its request closed', async () => {
+    const { provider, server } = fixture
+    provider.enqueue({ kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'Working on it' }]) }], end: 'hang' })
+    const page = await open()
+    const turnId = await turnIdOf(page, 'Take your time')
+    const answer = assistantMessage(page)
+    await answer.locator('.answer', { hasText: 'Working on it' }).waitFor()
+    const requestIndex = provider.requests.length - 1
+    await page.getByRole('button', { name: 'Stop' }).click()
+    await provider.waitForClientClose(requestIndex, { timeoutMs: 5000 })
+    await expect.poll(async () => (await findTurn(server.database.db, turnId))?.status, { timeout: 5000 }).toBe('cancelled')
+    await waitForAnswer(page, { state: 'stopped' })
+    await expect(answer.locator('.answer').textContent()).resolves.toContain('Working on it')
+    await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Stopped')
+    await expect(page.getByRole('button', { name: 'Send' }).isVisible()).resolves.toBe(true)
+    await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(false)
+    expect(await history(page)).toEqual([])
+    expect(session!.problems()).toEqual([])
+  })
+
+  it('a stream that ends without done or error shows as failed and keeps what arrived', async () => {
+    fixture.provider.enqueue(streamScript(textAnswerSse('Partial but useful text.')))
+    const page = await open({ viaProxy: true })
+    proxy.reshape((body) => [withoutTerminal(body)])
+    await ask(page, 'Tell me')
+    const answer = assistantMessage(page)
+    await answer.locator('.turn-error').waitFor()
+    await expect(answer.locator('.turn-error').textContent()).resolves.toContain('The answer was cut off')
+    await expect(answer.locator('.answer').textContent()).resolves.toContain('Partial but useful text.')
+    await expect(answer.getAttribute('class')).resolves.toContain('is-failed')
+    await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Failed')
+    expect(await history(page)).toEqual([]) // no terminal event: the conversation is not extended
+    expect(session!.problems()).toEqual([])
+  })
+
+  it('a provider EOF mid-answer arrives as the server error event: shown, with the partial text kept', async () => {
+    fixture.provider.enqueue(streamScript(chatCompletionSse([{ text: 'Half an ans' }, { text: 'wer' }])))
+    const page = await open()
+    await ask(page, 'Go')
+    const answer = assistantMessage(page)
+    await answer.locator('.turn-error').waitFor()
+    await expect(answer.locator('.turn-error-code').textContent()).resolves.toBe('provider.incomplete')
+    await expect(answer.locator('.answer').textContent()).resolves.toContain('Half an answer')
+    await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Failed')
+    expect(session!.problems()).toEqual([])
+  })
+
+  it('the page parses UTF-8 split inside code points, CRLF split between CR and LF, and many events in one chunk', async () => {
+    const text = '知识库 notes 😀 — 答案是四十二。'
+    fixture.provider.enqueue(streamScript(textAnswerSse(text, { chunkChars: 3 })), streamScript(textAnswerSse(`Again: ${text}`, { chunkChars: 2 })))
+    const page = await open({ viaProxy: true })
+    proxy.reshape((body) => {
+      const crlf = toCrlf(body)
+      return cutAt(crlf, [...insideCodePoints(crlf), ...betweenCrAndLf(crlf)])
+    }, { delayMs: 2 })
+    await ask(page, 'Unicode please')
+    await waitForAnswer(page, { n: 1 })
+    await expect(assistantMessage(page, 1).locator('.answer').innerText()).resolves.toBe(text)
+
+    proxy.reshape((body) => [body]) // the whole stream, every event, in one chunk
+    await ask(page, 'Once more')
+    await waitForAnswer(page, { n: 2 })
+    await expect(assistantMessage(page, 2).locator('.answer').innerText()).resolves.toBe(`Again: ${text}`)
+    expect(await history(page)).toHaveLength(4)
+    expect(session!.problems()).toEqual([])
+  })
+
+  it('the model selector shows each model’s tool capability, says what a text-only model cannot do, and is used and remembered', async () => {
+    const page = await open()
+    const options = await page.locator('#chat-model option').allTextContents()
+    expect(options).toEqual(['Remote · scripted — tools', 'Text only · scripted — text only', 'Local extractive (no LLM) · builtin — tools'])
+    await expect(page.locator('#model-notice').isVisible()).resolves.toBe(false)
+    await page.getByLabel('Model').selectOption(TEXT_ONLY_MODEL)
+    await expect(page.locator('#model-notice').textContent()).resolves.toContain('cannot call tools')
+    await expect(page.locator('#model-capability').textContent()).resolves.toBe('Text only')
+    fixture.provider.enqueue(streamScript(textAnswerSse('From the listing only.')))
+    await ask(page, 'What is here?')
+    await waitForAnswer(page)
+    const body = fixture.provider.requests.at(-1)!.body as { tools?: unknown }
+    expect(body.tools).toBeUndefined()
+    await expect(assistantMessage(page).locator('.model-name').textContent()).resolves.toBe('Text only')
+    await page.reload()
+    await expect(page.locator('#chat-model').inputValue()).resolves.toBe(TEXT_ONLY_MODEL)
+    await expect(page.locator('#model-notice').isVisible()).resolves.toBe(true)
+    expect(session!.problems()).toEqual([])
+  })
+})

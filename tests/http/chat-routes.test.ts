@@ -1,0 +1,139 @@
+// The browser chat's HTTP routes (/workspace/chat/*): cookie + CSRF, an SSE stream of HTML
+// fragments ending with exactly one named terminal event, and errors as escaped HTML (htmx parses
+// every body as HTML, so an echoed URI or model id must never become markup).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { decodeSseStream, type SseEvent } from '../../src/effects/llm/sse-decoder.ts'
+import { findTurn } from '../../src/effects/turn/turn-records.ts'
+import { putFile } from '../../src/effects/workspace/store.ts'
+import { startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+
+describe('/workspace/chat', () => {
+  let provider: ScriptedProvider
+  let server: TestServer
+  let session: { cookie: string; csrf: string }
+
+  beforeAll(async () => {
+    provider = await startScriptedProvider()
+    server = await startTestServer({
+      configure: (config) => ({
+        ...config,
+        file: { models: [{ id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 }] },
+      }),
+    })
+    const alice = await addUserWithToken(server, 'alice')
+    await addUserWithToken(server, 'bob')
+    await putFile(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], bytes: new TextEncoder().encode('alpha'), parsed: { ok: true, mime: 'text/markdown', text: 'alpha' } })
+    session = await signIn(server, 'alice', alice.password)
+  })
+  afterAll(async () => {
+    await server?.close()
+    await provider?.close()
+  })
+
+  const post = (path: string, fields: Record<string, string>, headers: Record<string, string> = { 'x-csrf-token': session.csrf }) =>
+    fetch(`${server.url}/workspace/chat/${path}`, {
+      method: 'POST',
+      headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded', 'hx-request': 'true', ...headers },
+      body: new URLSearchParams(fields),
+    })
+  const readEvents = async (res: Response) => {
+    const events: SseEvent[] = []
+    for await (const event of decodeSseStream(res.body!)) events.push(event)
+    return events
+  }
+  const question = { uri: 'kb://me/docs/', model_id: 'remote', message: 'What is in a.md?', history: '[]', message_key: 'k-1' }
+
+  it('streams HTML fragments for the message and ends with exactly one named done event carrying the history', async () => {
+    provider.enqueue(streamScript(textAnswerSse('It says *alpha*.')))
+    const res = await post('stream', question)
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8')
+    expect(res.headers.get('x-accel-buffering')).toBe('no')
+    const events = await readEvents(res)
+    const terminals = events.filter((e) => e.event === 'done' || e.event === 'error')
+    expect(terminals).toHaveLength(1)
+    expect(events.at(-1)!.event).toBe('done')
+    const fragments = events.filter((e) => e.event === 'message').map((e) => e.data)
+    expect(fragments.some((html) => html.includes('hx-target="#context-summary"'))).toBe(true)
+    expect(fragments.join('')).toContain('<em>alpha</em>')
+    const done = JSON.parse(events.at(-1)!.data) as { turn_id: string; history: Array<{ role: string; content: string }> }
+    expect(done.turn_id).toBe(res.headers.get('x-turn-id'))
+    expect(done.history.map((m) => m.role)).toEqual(['user', 'assistant'])
+    expect((await findTurn(server.database.db, done.turn_id))!.status).toBe('done')
+  })
+
+  it('carries the page’s history into the turn', async () => {
+    provider.enqueue(streamScript(textAnswerSse('Yes.')))
+    const history = JSON.stringify([{ role: 'user', content: 'earlier question' }, { role: 'assistant', content: 'earlier answer' }])
+    await readEvents(await post('stream', { ...question, history, message: 'And now?' }))
+    const sent = provider.requests.at(-1)!.body as { messages: Array<{ role: string; content: string }> }
+    expect(sent.messages.filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(
+      expect.arrayContaining(['earlier question', 'earlier answer', 'And now?']),
+    )
+  })
+
+  it('requires the CSRF token of the session', async () => {
+    const before = provider.requests.length
+    const res = await post('stream', question, {})
+    expect(res.status).toBe(403)
+    expect(provider.requests.length).toBe(before)
+  })
+
+  it.each([
+    [{ model_id: '<img src=x onerror=alert(1)>' }, 400, 'unknown model id'],
+    [{ uri: 'kb://users/bob/' }, 403, 'another user'],
+    [{ message_key: 'a"><img src=x>' }, 400, 'message_key'],
+    [{ history: '{not json' }, 400, 'not valid JSON'],
+    [{ history: '[{"role":"tool","tool_call_id":"x","content":"y"}]' }, 400, 'answers no open assistant tool call'],
+  ])('refuses %j before any stream with %i and an escaped HTML reason', async (change, status, reason) => {
+    const before = provider.requests.length
+    const res = await post('stream', { ...question, ...change })
+    expect(res.status).toBe(status)
+    expect(res.headers.get('content-type')).toContain('text/html')
+    const html = await res.text()
+    expect(html).toContain(reason)
+    expect(html).not.toMatch(/<img/i)
+    expect(provider.requests.length).toBe(before)
+  })
+
+  it('runs an explicit command into a card, relative to the current directory, without the model', async () => {
+    const before = provider.requests.length
+    const res = await post('command', { command: 'read', uri: 'kb://users/alice/docs/', path: 'a.md', message_key: 'c-1' })
+    expect(res.status).toBe(200)
+    const html = await res.text()
+    expect(html).toContain('<article class="msg command" id="c-c-1">')
+    expect(html).toContain('<pre class="read-text">alpha</pre>')
+    const outside = await (await post('command', { command: 'ls', uri: 'kb://users/alice/docs/', path: 'kb://users/alice/', message_key: 'c-2' })).text()
+    expect(outside).toContain('outside_scope')
+    const hostile = await (await post('command', { command: 'read', uri: 'kb://users/alice/docs/', path: '<img src=x onerror=alert(1)>.md' })).text()
+    expect(hostile).toContain('&lt;img src=x onerror=alert(1)&gt;.md')
+    expect(hostile).not.toMatch(/<img/i)
+    expect(provider.requests.length).toBe(before)
+  })
+})
+
+describe('an htmx request after the session ended', () => {
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startTestServer()
+  })
+  afterAll(async () => {
+    await server?.close()
+  })
+
+  it.each([
+    ['POST', '/workspace/chat/stream'],
+    ['GET', '/workspace/chat/welcome?uri=kb://me/'],
+    ['GET', '/workspace/content?uri=kb://me/'],
+    ['GET', '/workspace/tree?uri=kb://me/'],
+  ])('%s %s gets 401 with HX-Redirect to sign in (never the sign-in page as a fragment)', async (method, path) => {
+    const res = await fetch(`${server.url}${path}`, {
+      method,
+      redirect: 'manual',
+      headers: { 'hx-request': 'true', 'hx-current-url': `${server.url}/workspace?uri=kb%3A%2F%2Fme%2Fdocs%2F` },
+    })
+    expect(res.status).toBe(401)
+    expect(res.headers.get('hx-redirect')).toBe(`/login?next=${encodeURIComponent('/workspace?uri=kb%3A%2F%2Fme%2Fdocs%2F')}`)
+  })
+})

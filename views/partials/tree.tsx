@@ -1,0 +1,109 @@
+// The workspace tree: directories load their children lazily (an htmx GET per directory, once);
+// the path to the current node is rendered expanded. Links load the content pane in place.
+export interface TreeEntry {
+  readonly id: string
+  readonly name: string
+  readonly uri: string
+  readonly kind: 'directory' | 'file'
+  readonly size: number
+  readonly updated: string
+  /** Pre-rendered children (the path to the current node); undefined = not loaded yet. */
+  readonly children?: ReadonlyArray<TreeEntry> | undefined
+}
+
+export const pageHref = (uri: string) => `/workspace?uri=${encodeURIComponent(uri)}`
+export const contentHref = (uri: string) => `/workspace/content?uri=${encodeURIComponent(uri)}`
+export const treeChildrenHref = (uri: string) => `/workspace/tree?uri=${encodeURIComponent(uri)}`
+
+/** A link that swaps the content pane and pushes the page URL (a plain link without JS). */
+export function NodeLink({ uri, class: className, children }: { uri: string; class?: string; children?: unknown }) {
+  return (
+    <a
+      class={className}
+      href={pageHref(uri)}
+      data-node-uri={uri}
+      hx-get={contentHref(uri)}
+      hx-target="#content"
+      hx-swap="outerHTML"
+      hx-push-url={pageHref(uri)}
+    >
+      {children as never}
+    </a>
+  )
+}
+
+function DirectoryItem({ entry }: { entry: TreeEntry }) {
+  const groupId = `tree-${entry.id}`
+  const loaded = entry.children !== undefined
+  const toggle = {
+    type: 'button' as const,
+    class: 'twisty',
+    'aria-expanded': loaded ? 'true' : 'false',
+    'aria-controls': groupId,
+    'aria-label': `${loaded ? 'Collapse' : 'Expand'} ${entry.name}`,
+    ...(loaded ? {} : { 'hx-get': treeChildrenHref(entry.uri), 'hx-target': `#${groupId}`, 'hx-trigger': 'click once' }),
+  }
+  return (
+    <li class="node directory" data-uri={entry.uri}>
+      <div class="row">
+        <button {...toggle}>
+          <span aria-hidden="true">▸</span>
+        </button>
+        <NodeLink uri={entry.uri} class="node-link">
+          <span class="icon folder" aria-hidden="true"></span>
+          <span class="name">{entry.name}</span>
+        </NodeLink>
+      </div>
+      <ul class="tree" id={groupId} hidden={!loaded}>
+        {loaded ? <TreeItems entries={entry.children!} /> : null}
+      </ul>
+    </li>
+  )
+}
+
+function FileItem({ entry }: { entry: TreeEntry }) {
+  return (
+    <li class="node file" data-uri={entry.uri}>
+      <div class="row">
+        <span class="twisty-spacer" aria-hidden="true"></span>
+        <NodeLink uri={entry.uri} class="node-link">
+          <span class={`icon file ext-${extensionOf(entry.name)}`} aria-hidden="true"></span>
+          <span class="name">{entry.name}</span>
+        </NodeLink>
+      </div>
+    </li>
+  )
+}
+
+export function extensionOf(name: string): string {
+  const match = /\.([a-z0-9]{1,8})$/i.exec(name)
+  return match ? match[1]!.toLowerCase() : 'none'
+}
+
+/** The items of one directory: what GET /workspace/tree returns into the directory's group. */
+export function TreeItems({ entries }: { entries: ReadonlyArray<TreeEntry> }) {
+  if (entries.length === 0) return <li class="node empty">empty</li>
+  return <>{entries.map((entry) => (entry.kind === 'directory' ? <DirectoryItem entry={entry} /> : <FileItem entry={entry} />))}</>
+}
+
+export function WorkspaceTree({ rootUri, entries }: { rootUri: string; entries: ReadonlyArray<TreeEntry> }) {
+  return (
+    <nav class="sidebar" id="tree" aria-label="Workspace tree">
+      <NodeLink uri={rootUri} class="root-link">
+        <span class="icon home" aria-hidden="true"></span>
+        <span class="name">{rootUri}</span>
+      </NodeLink>
+      <ul class="tree tree-root">
+        <TreeItems entries={entries} />
+      </ul>
+    </nav>
+  )
+}
+
+export function TreeError({ message }: { message: string }) {
+  return (
+    <li class="node error" role="alert">
+      {message}
+    </li>
+  )
+}

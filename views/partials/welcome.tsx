@@ -1,0 +1,54 @@
+// The chat's welcome area: what KnowAgent can do here, with example questions drawn from the
+// current directory's real entries.
+import type { TreeEntry } from './tree.tsx'
+
+export function directoryName(uri: string): string {
+  const parts = uri.replace(/\/$/, '').split('/')
+  return parts.length <= 4 ? 'your workspace' : `${parts.at(-1)}/`
+}
+
+/** The longest word (4+ letters) of a file name, if it has one. */
+function topicOf(fileName: string): string | undefined {
+  const stem = fileName.replace(/\.[^.]+$/, '')
+  const words = stem.split(/[-_.\s]+/).filter((word) => /^\p{L}{4,}$/u.test(word))
+  return words.sort((a, b) => b.length - a.length)[0]
+}
+
+/** Up to three questions a person could ask about this directory's entries. */
+export function exampleQuestions(entries: ReadonlyArray<Pick<TreeEntry, 'name' | 'kind'>>): string[] {
+  const files = entries.filter((entry) => entry.kind === 'file')
+  const directories = entries.filter((entry) => entry.kind === 'directory')
+  const questions: string[] = []
+  const document = files.find((file) => /\.(md|txt|html?|pdf|docx)$/i.test(file.name)) ?? files[0]
+  if (document) questions.push(`What are the key points of ${document.name}?`)
+  const topic = files.filter((file) => file !== document).map((file) => topicOf(file.name)).find((word) => word !== undefined)
+  if (topic) questions.push(`Which files mention ${topic}?`)
+  if (directories[0]) questions.push(`What is in ${directories[0].name}/?`)
+  if (questions.length < 3 && entries.length > 0) questions.push('Summarise what these files are about.')
+  if (questions.length === 0) questions.push('What can you do in this workspace?', 'How do I add files for you to read?')
+  return questions.slice(0, 3)
+}
+
+export function Welcome({ directoryUri, entries }: { directoryUri: string; entries: ReadonlyArray<Pick<TreeEntry, 'name' | 'kind'>> }) {
+  return (
+    <section id="chat-welcome" class="welcome" aria-label="Welcome">
+      <div class="welcome-mark" aria-hidden="true">
+        ◆
+      </div>
+      <h3>Ask about {directoryName(directoryUri)}</h3>
+      <p>
+        KnowAgent lists, searches and reads the files under <code>{directoryUri}</code> and cites the passages it quotes.
+      </p>
+      <div class="examples">
+        {exampleQuestions(entries).map((question) => (
+          <button type="button" class="example" data-question={question}>
+            {question}
+          </button>
+        ))}
+      </div>
+      <p class="welcome-hint">
+        Type <kbd>/</kbd> for commands: <code>/ls</code> <code>/read</code> <code>/search</code> <code>/status</code> <code>/compile</code>
+      </p>
+    </section>
+  )
+}

@@ -1,0 +1,11 @@
+// The workspace page's scripts (ES modules, no build step). htmx and its SSE extension are
+// loaded before this module by the page.
+import { initChat } from './chat.js'
+import { initCommands } from './commands.js'
+import { initDialogs } from './dialogs.js'
+import { initWorkspace } from './workspace.js'
+
+initDialogs()
+const chat = initChat()
+initCommands({ chat })
+initWorkspace({ chat })

@@ -1,0 +1,114 @@
+// The workspace page around the chat: the resizable divider (drag, arrow keys, remembered), the
+// lazily loaded tree, in-page navigation (a new directory starts a new conversation) and the
+// phone-width chat toggle.
+const byId = (id) => document.getElementById(id)
+const STORED_WIDTH = 'knowagent.chatWidth'
+const MIN_WIDTH = 25
+const MAX_WIDTH = 70
+const DEFAULT_WIDTH = 40
+const KEY_STEP = 2
+
+function clampWidth(value) {
+  return Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, Math.round(value)))
+}
+
+function initDivider() {
+  const workspace = byId('workspace')
+  const divider = byId('divider')
+  const apply = (value, { save = true } = {}) => {
+    const width = clampWidth(value)
+    workspace.style.setProperty('--chat-width', `${width}%`)
+    divider.setAttribute('aria-valuenow', String(width))
+    divider.setAttribute('aria-valuetext', `chat ${width}% of the width`)
+    if (save) localStorage.setItem(STORED_WIDTH, String(width))
+    return width
+  }
+  const current = () => Number(divider.getAttribute('aria-valuenow'))
+  const stored = Number(localStorage.getItem(STORED_WIDTH))
+  apply(Number.isFinite(stored) && stored > 0 ? stored : DEFAULT_WIDTH, { save: false })
+
+  divider.addEventListener('keydown', (event) => {
+    const next = { ArrowLeft: current() + KEY_STEP, ArrowRight: current() - KEY_STEP, Home: MIN_WIDTH, End: MAX_WIDTH }[event.key]
+    if (next === undefined) return
+    event.preventDefault()
+    apply(next)
+  })
+
+  divider.addEventListener('pointerdown', (event) => {
+    if (event.button !== 0) return
+    event.preventDefault()
+    divider.setPointerCapture(event.pointerId)
+    workspace.classList.add('is-resizing')
+    const rect = workspace.getBoundingClientRect()
+    const onMove = (move) => apply(((rect.right - move.clientX) / rect.width) * 100, { save: false })
+    const onUp = () => {
+      divider.removeEventListener('pointermove', onMove)
+      workspace.classList.remove('is-resizing')
+      apply(current())
+    }
+    divider.addEventListener('pointermove', onMove)
+    divider.addEventListener('pointerup', onUp, { once: true })
+    divider.addEventListener('pointercancel', onUp, { once: true })
+  })
+}
+
+function setExpanded(toggle, expanded) {
+  const group = byId(toggle.getAttribute('aria-controls'))
+  toggle.setAttribute('aria-expanded', String(expanded))
+  const name = toggle.closest('.node').querySelector('.name')?.textContent ?? ''
+  toggle.setAttribute('aria-label', `${expanded ? 'Collapse' : 'Expand'} ${name}`)
+  if (group) group.hidden = !expanded
+}
+
+function initTree() {
+  document.addEventListener('click', (event) => {
+    const toggle = event.target.closest('.twisty')
+    if (toggle) setExpanded(toggle, toggle.getAttribute('aria-expanded') !== 'true')
+  })
+}
+
+function markCurrent(nodeUri) {
+  for (const link of document.querySelectorAll('#tree [data-node-uri]')) {
+    if (link.dataset.nodeUri === nodeUri) link.setAttribute('aria-current', 'page')
+    else link.removeAttribute('aria-current')
+  }
+}
+
+function expandTreeTo(directoryUri) {
+  const item = document.querySelector(`#tree .node.directory[data-uri="${CSS.escape(directoryUri)}"]`)
+  const toggle = item?.querySelector(':scope > .row > .twisty')
+  if (toggle && toggle.getAttribute('aria-expanded') !== 'true') toggle.click()
+}
+
+function initNavigation({ chat }) {
+  document.addEventListener('htmx:after:swap', () => {
+    const content = byId('content')
+    const directoryUri = content?.dataset.directoryUri
+    if (!directoryUri) return
+    markCurrent(content.dataset.nodeUri)
+    if (directoryUri === chat.directoryUri()) return // same directory: the conversation goes on
+    chat.resetConversation(directoryUri)
+    expandTreeTo(directoryUri)
+  })
+  markCurrent(byId('content')?.dataset.nodeUri)
+}
+
+function initPhoneToggle({ chat }) {
+  const toggle = byId('chat-toggle')
+  const close = byId('chat-close')
+  const setOpen = (open) => {
+    document.body.classList.toggle('chat-open', open)
+    toggle.setAttribute('aria-expanded', String(open))
+    if (open) chat.focusComposer()
+    else toggle.focus()
+  }
+  toggle.addEventListener('click', () => setOpen(true))
+  close.addEventListener('click', () => setOpen(false))
+}
+
+export function initWorkspace({ chat }) {
+  initDivider()
+  initTree()
+  initNavigation({ chat })
+  initPhoneToggle({ chat })
+}
