@@ -33,24 +33,20 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
   res.flushHeaders()
   res.socket?.setNoDelay(true) // each event leaves at once, no Nagle delay
   let closed = false
-  let timer: NodeJS.Timeout | undefined
-  const arm = () => {
-    if (timer) clearTimeout(timer)
-    timer = setTimeout(() => {
-      if (!closed) {
-        res.write(': keep-alive\n\n')
-        arm()
-      }
-    }, keepAliveMs)
-    timer.unref()
-  }
-  const write = (chunk: string) => {
+  let lastWriteAt = performance.now()
+  // One self-rearming timer per stream, not one per write: a write only records its time.
+  const checkEveryMs = Math.max(5, Math.floor(keepAliveMs / 4))
+  const timer = setInterval(() => {
+    if (closed) return
+    if (performance.now() - lastWriteAt >= keepAliveMs) write(': keep-alive\n\n')
+  }, checkEveryMs)
+  timer.unref()
+  function write(chunk: string): boolean {
     if (closed || res.writableEnded || res.destroyed) return false
     res.write(chunk)
-    arm()
+    lastWriteAt = performance.now()
     return true
   }
-  arm()
   return {
     send: (event, data) => write(formatSseEvent(event, data)),
     sendText: (text) => write(formatSseText(text)),
@@ -58,7 +54,7 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
     close: () => {
       if (closed) return
       closed = true
-      if (timer) clearTimeout(timer)
+      clearInterval(timer)
       if (!res.writableEnded && !res.destroyed) res.end()
     },
     closed: () => closed,

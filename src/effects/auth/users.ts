@@ -80,12 +80,15 @@ export async function findUserByApiToken(db: Db, { secret, token }: { secret: st
   const row = await db
     .selectFrom('api_tokens')
     .innerJoin('users', 'users.id', 'api_tokens.user_id')
-    .select(['users.id', 'users.login', 'users.created_at', 'api_tokens.id as token_id'])
+    .select(['users.id', 'users.login', 'users.created_at', 'api_tokens.id as token_id', 'api_tokens.last_used_at'])
     .where('api_tokens.token_hash', '=', hashToken({ secret, token }))
     .where('api_tokens.revoked_at', 'is', null)
     .executeTakeFirst()
   if (!row) return undefined
-  await db.updateTable('api_tokens').set({ last_used_at: sql`now()` }).where('id', '=', row.token_id).execute()
+  // Recorded at most once a minute per token: not a write on every request.
+  if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() > 60_000) {
+    await db.updateTable('api_tokens').set({ last_used_at: sql`now()` }).where('id', '=', row.token_id).execute()
+  }
   return { id: row.id, login: row.login, createdAt: new Date(row.created_at) }
 }
 
