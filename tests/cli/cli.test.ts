@@ -120,27 +120,32 @@ describe('knowagent CLI', () => {
       env: { ...process.env, KNOWAGENT_DATA_DIR: serveDir, PORT: '0', KNOWAGENT_DEMO_PASSWORD: 'demo-password-1', LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
-    let stderr = ''
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 30_000)
-      child.stderr.on('data', () => {
-        const match = /running at (http:\/\/\S+)/.exec(stderr)
-        if (match && stderr.includes('Sign in')) {
-          clearTimeout(timer)
-          resolve(match[1]!)
-        }
+    try {
+      let stderr = ''
+      child.stderr.on('data', (chunk) => (stderr += chunk))
+      const url = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 30_000)
+        child.stderr.on('data', () => {
+          const match = /running at (http:\/\/\S+)/.exec(stderr)
+          if (match && stderr.includes('Sign in')) {
+            clearTimeout(timer)
+            resolve(match[1]!)
+          }
+        })
       })
-    })
-    expect(stderr).toContain('Sign in as "demo" with the password from KNOWAGENT_DEMO_PASSWORD')
-    expect((await fetch(`${url}/login`)).status).toBe(200)
-    const busy = await runCli(['migrate'], { KNOWAGENT_DATA_DIR: serveDir })
-    expect(busy.code).toBe(1)
-    expect(busy.err).toContain('is in use by process')
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-    child.kill('SIGTERM')
-    expect(await exited).toBe(0)
-    expect(existsSync(join(serveDir, 'knowagent.lock'))).toBe(false)
-    rmSync(serveDir, { recursive: true, force: true })
+      expect(stderr).toContain('Sign in as "demo" with the password from KNOWAGENT_DEMO_PASSWORD')
+      expect((await fetch(`${url}/login`)).status).toBe(200)
+      const busy = await runCli(['migrate'], { KNOWAGENT_DATA_DIR: serveDir })
+      expect(busy.code).toBe(1)
+      expect(busy.err).toContain('is in use by process')
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+      child.kill('SIGTERM')
+      expect(await exited).toBe(0)
+      expect(existsSync(join(serveDir, 'knowagent.lock'))).toBe(false)
+    } finally {
+      // A failed assertion must not leave a server running after the test.
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      rmSync(serveDir, { recursive: true, force: true })
+    }
   }, 60_000)
 })
