@@ -124,7 +124,8 @@ export function createKnowagentClient(options: ClientOptions) {
     let text = ''
     let thinking = ''
     let turnId: string | undefined
-    let response: Response
+    let response: Response | undefined
+    const fail = (error: ErrorEvent): StreamOutcome => ({ ok: false, text, thinking, status: response?.status ?? 0, turnId, error })
     try {
       response = await doFetch(`${base}${API}/stream`, {
         method: 'POST',
@@ -134,12 +135,12 @@ export function createKnowagentClient(options: ClientOptions) {
       })
     } catch (error) {
       const aborted = signal?.aborted === true
-      return { ok: false, text, thinking, status: 0, turnId, error: { code: aborted ? 'cancelled' : 'network', message: aborted ? 'stopped by the client' : String((error as Error).message) } }
+      return fail({ code: aborted ? 'cancelled' : 'network', message: aborted ? 'stopped by the client' : String((error as Error).message) })
     }
     turnId = response.headers.get('x-turn-id') ?? undefined
     if (!response.ok || !response.body) {
       const failure = await failureOf(response)
-      return { ok: false, text, thinking, status: response.status, turnId, error: { code: failure.code, message: failure.message } }
+      return fail({ code: failure.code, message: failure.message })
     }
     try {
       for await (const event of decodeSseStream(response.body)) {
@@ -147,7 +148,7 @@ export function createKnowagentClient(options: ClientOptions) {
         try {
           data = JSON.parse(event.data) as Record<string, unknown>
         } catch {
-          return { ok: false, text, thinking, status: response.status, turnId, error: { code: 'stream.protocol', message: `unreadable ${event.event} event`, partial: text } }
+          return fail({ code: 'stream.protocol', message: `unreadable ${event.event} event`, partial: text })
         }
         switch (event.event) {
           case 'delta':
@@ -170,30 +171,16 @@ export function createKnowagentClient(options: ClientOptions) {
           case 'done':
             return { ok: true, text, thinking, done: data as unknown as DoneEvent, turnId }
           case 'error':
-            return { ok: false, text, thinking, status: response.status, turnId, error: data as unknown as ErrorEvent }
+            return fail(data as unknown as ErrorEvent)
           default:
             break // unknown events are ignored: new ones may be added
         }
       }
     } catch (error) {
       const aborted = signal?.aborted === true
-      return {
-        ok: false,
-        text,
-        thinking,
-        status: response.status,
-        turnId,
-        error: { code: aborted ? 'cancelled' : 'stream.interrupted', message: aborted ? 'stopped by the client' : `the stream broke: ${(error as Error).message}`, partial: text },
-      }
+      return fail({ code: aborted ? 'cancelled' : 'stream.interrupted', message: aborted ? 'stopped by the client' : `the stream broke: ${(error as Error).message}`, partial: text })
     }
-    return {
-      ok: false,
-      text,
-      thinking,
-      status: response.status,
-      turnId,
-      error: { code: 'stream.incomplete', message: 'the stream ended without a done or error event', partial: text },
-    }
+    return fail({ code: 'stream.incomplete', message: 'the stream ended without a done or error event', partial: text })
   }
 
   return { getOptions, command, stream }

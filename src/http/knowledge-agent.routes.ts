@@ -1,6 +1,7 @@
 // /api/v1/knowledge-agent/: options, command (explicit tools, no model), stream (SSE turn).
 import { Router, json } from 'express'
 import { Schema } from 'effect'
+import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
 import { badRequest, HttpError } from './http-errors.ts'
@@ -48,9 +49,9 @@ export function buildOptions(ctx: AppContext) {
     limits: {
       max_message_chars: ctx.config.maxMessageChars,
       streams_per_minute: ctx.config.streamsPerMinute,
-      model_steps: 12,
-      tool_calls: 24,
-      model_calls: 16,
+      model_steps: DEFAULT_TURN_LIMITS.maxModelSteps,
+      tool_calls: DEFAULT_TURN_LIMITS.maxToolCalls,
+      model_calls: DEFAULT_TURN_LIMITS.maxModelCalls,
     },
   }
 }

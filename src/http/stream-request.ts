@@ -1,7 +1,7 @@
 // Validation of POST stream bodies: the fields, sizes, and an OpenAI-shaped history whose tool
 // results all answer an earlier assistant tool call (a provider would reject orphans).
 import { Schema } from 'effect'
-import type { ChatMessage } from '../machines/index.ts'
+import { toolPairingProblems, type ChatMessage } from '../machines/index.ts'
 import { badRequest } from './http-errors.ts'
 
 const ToolCallPart = Schema.Struct({
@@ -40,22 +40,7 @@ export function checkStreamRequest(request: StreamRequest, { maxMessageChars }: 
   const history = (request.history ?? []) as ReadonlyArray<ChatMessage>
   const bytes = Buffer.byteLength(JSON.stringify(history), 'utf8')
   if (bytes > MAX_HISTORY_BYTES) throw badRequest(`"history" is ${bytes} bytes; the limit is ${MAX_HISTORY_BYTES}`, 'history_too_large')
-  const open = new Set<string>()
-  for (const [index, message] of history.entries()) {
-    if (message.role === 'assistant') {
-      if (open.size > 0) throw badRequest(`history[${index}]: the previous assistant tool calls ${[...open].join(', ')} have no tool results`, 'invalid_history')
-      for (const call of message.tool_calls ?? []) {
-        if (open.has(call.id)) throw badRequest(`history[${index}]: duplicate tool call id "${call.id}"`, 'invalid_history')
-        open.add(call.id)
-      }
-    } else if (message.role === 'tool') {
-      if (!open.delete(message.tool_call_id)) {
-        throw badRequest(`history[${index}]: tool result "${message.tool_call_id}" answers no open assistant tool call`, 'invalid_history')
-      }
-    } else if (open.size > 0) {
-      throw badRequest(`history[${index}]: the assistant tool calls ${[...open].join(', ')} have no tool results`, 'invalid_history')
-    }
-  }
-  if (open.size > 0) throw badRequest(`history ends with unanswered tool calls ${[...open].join(', ')}`, 'invalid_history')
+  const problems = toolPairingProblems(history)
+  if (problems.length > 0) throw badRequest(`invalid history: ${problems.join('; ')}`, 'invalid_history')
   return history
 }

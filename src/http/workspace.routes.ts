@@ -1,9 +1,9 @@
 import { Router } from 'express'
 import type { Request } from 'express'
 import type { User } from '../effects/auth/users.ts'
-import { parseDocument } from '../effects/workspace/parse.ts'
+import { parseDocument, type ParseOutcome } from '../effects/workspace/parse.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
-import { getNode, listChildren, putFile, readCurrent, readRaw, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { getNode, listChildren, putFileInTransaction, readCurrent, readRaw, type WorkspaceNode } from '../effects/workspace/store.ts'
 import { formatKbUri, validateSegment } from '../effects/workspace/uri.ts'
 import { InvalidUri, NodeConflict } from '../effects/workspace/workspace-errors.ts'
 import { safeEqual } from '../effects/auth/tokens.ts'
@@ -168,17 +168,19 @@ export function workspaceRoutes(ctx: AppContext): Router {
       names.add(file.name)
     }
     const base = directory.path === '' ? [] : directory.path.split('/')
-    const results: UploadSummary[] = []
-    for (const file of files) {
-      const parsed = await parseDocument({ name: file.name, bytes: file.bytes })
-      const { outcome, node } = await putFile(ctx.db, {
-        owner: user,
-        segments: [...base, file.name],
-        bytes: file.bytes,
-        parsed: parsed.ok ? { ok: true, mime: parsed.mime, text: parsed.text } : { ok: false, mime: parsed.mime, error: parsed.error },
-      })
-      results.push({ uri: node.uri, outcome, ...(parsed.ok ? {} : { parse_error: parsed.error }) })
-    }
+    // Parse first (slow, no transaction held), then store every file in one transaction: an
+    // upload is stored whole or not at all.
+    const parsed: ParseOutcome[] = []
+    for (const file of files) parsed.push(await parseDocument({ name: file.name, bytes: file.bytes }))
+    const results: UploadSummary[] = await ctx.db.transaction().execute(async (trx) => {
+      const stored: UploadSummary[] = []
+      for (const [index, file] of files.entries()) {
+        const body = parsed[index]!
+        const { outcome, node } = await putFileInTransaction(trx, { owner: user, segments: [...base, file.name], bytes: file.bytes, parsed: body })
+        stored.push({ uri: node.uri, outcome, ...(body.ok ? {} : { parse_error: body.error }) })
+      }
+      return stored
+    })
     ctx.logger.info('upload stored', { login: user.login, directory: directory.uri, files: results.length })
     return results
   }

@@ -53,11 +53,15 @@ export function toolPairingProblems(messages: ReadonlyArray<ChatMessage>): strin
   }
   messages.forEach((message, index) => {
     if (message.role === 'tool') {
-      if (!open.delete(message.tool_call_id)) problems.push(`message ${index} answers "${message.tool_call_id}", which is not an open tool call`)
+      if (!open.delete(message.tool_call_id)) problems.push(`message ${index}: tool result "${message.tool_call_id}" answers no open assistant tool call`)
       return
     }
     closeOpenCalls(index)
-    if (message.role === 'assistant') open = new Set((message.tool_calls ?? []).map((call) => call.id))
+    if (message.role !== 'assistant') return
+    for (const call of message.tool_calls ?? []) {
+      if (open.has(call.id)) problems.push(`message ${index}: duplicate tool call id "${call.id}"`)
+      open.add(call.id)
+    }
   })
   closeOpenCalls(messages.length)
   return problems

@@ -1,6 +1,5 @@
-// Data shapes the turn machine works on. They mirror the model contract in
-// `src/effects/llm/model.ts` structurally (a type test keeps them in step) so that
-// `knowagent/machines` can be embedded without pulling in any effect code.
+// Data shapes the turn machine works on, defined here once: the model gateway
+// (`src/effects/llm/model.ts`) re-exports them, and `knowagent/machines` stays free of effect code.
 
 export interface ToolCallMessagePart {
   readonly id: string
@@ -30,7 +29,7 @@ export interface ToolSchema {
   }
 }
 
-/** A tool call as assembled from the provider stream (see `AssembledToolCall` in the model contract). */
+/** A tool call as assembled from the provider stream, validated only once complete. */
 export interface AssembledToolCall {
   readonly index: number
   readonly id: string

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { makeDirectories } from '../../src/effects/workspace/store.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 
 function multipart(files: Array<{ name: string; content: string | Uint8Array<ArrayBuffer> }>, fields: Record<string, string> = {}) {
@@ -134,6 +135,15 @@ describe.each(['pglite', 'postgres'] as const)('auth and workspace over HTTP (%s
     expect(badName.status).toBe(400)
     const fine = await fetch(`${server.url}/api/v1/workspace/node?uri=kb://me/fine.md`, { headers: auth })
     expect(fine.status).toBe(404)
+    // A file whose name collides with a directory fails the whole upload: the other file is not kept.
+    await makeDirectories(server.database.db, bob.user, ['sub'])
+    const dirCollision = await fetch(`${server.url}/api/v1/workspace/upload?uri=kb://me/`, {
+      method: 'POST',
+      headers: auth,
+      body: multipart([{ name: 'first-of-two.md', content: 'ok' }, { name: 'sub', content: 'clashes with a directory' }]),
+    })
+    expect(dirCollision.status).toBe(409)
+    expect((await fetch(`${server.url}/api/v1/workspace/node?uri=kb://me/first-of-two.md`, { headers: auth })).status).toBe(404)
     const notMultipart = await fetch(`${server.url}/api/v1/workspace/upload?uri=kb://me/`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{}' })
     expect(notMultipart.status).toBe(415)
   })

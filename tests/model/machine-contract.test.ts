@@ -1,5 +1,5 @@
-// The machine keeps its own copies of the model data types (so `knowagent/machines` embeds
-// without effect code). This file fails to type-check (`npm run check`) when they drift.
+// The model gateway uses the machine's data types (defined once in src/machines/turn-types.ts, so
+// `knowagent/machines` embeds without effect code). This file fails to type-check if they part.
 import { expectTypeOf, it } from 'vitest'
 import type * as Llm from '../../src/effects/llm/model.ts'
 import type * as Machines from '../../src/machines/index.ts'

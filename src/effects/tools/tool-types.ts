@@ -56,6 +56,5 @@ export interface StatusResult {
   readonly compile: JobInfo | null
 }
 
-export const READ_DEFAULT_LIMIT = 3000
-export const READ_MAX_LIMIT = 6000
+export { PAGE_DEFAULT_LIMIT as READ_DEFAULT_LIMIT, PAGE_MAX_LIMIT as READ_MAX_LIMIT } from '../workspace/text-paging.ts'
 export const SEARCH_FILES_PER_PAGE = 40

@@ -4,7 +4,7 @@
 import { Effect, Schema } from 'effect'
 import { sql } from 'kysely'
 import type { Db, Owner, WorkspaceNode } from '../workspace/store.ts'
-import { listChildren, listFilesUnder } from '../workspace/store.ts'
+import { listChildren, listFilesUnder, readCurrent, readCurrentBodies } from '../workspace/store.ts'
 import { resolveWithinScope } from '../workspace/resolve.ts'
 import { formatKbUri, type WorkspacePath } from '../workspace/uri.ts'
 import { findAll, pageText, snippetAround } from '../workspace/text-paging.ts'
@@ -189,23 +189,13 @@ export function runLs(scope: ToolScope, rawArgs: unknown) {
   })
 }
 
-async function currentBody(db: Db, node: WorkspaceNode) {
-  return db
-    .selectFrom('nodes')
-    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
-    .select(['file_versions.body', 'file_versions.parse_status', 'file_versions.parse_error'])
-    .where('nodes.id', '=', node.id)
-    .executeTakeFirst()
-}
-
 export function runRead(scope: ToolScope, rawArgs: unknown) {
   return Effect.gen(function* () {
     const args = yield* decodeArgs(ReadArgs, rawArgs)
     const { node } = yield* resolveTarget(scope, args.uri)
     if (node.kind !== 'file') return yield* Effect.fail(new ToolFailure('is_directory', `${node.uri} is a directory; use ls to list it`))
-    const row = yield* attempt(() => currentBody(scope.db, node))
-    if (!row) return yield* Effect.fail(new ToolFailure('not_found', `${node.uri} does not exist (it may have been deleted or moved)`))
-    if (row.parse_status !== 'parsed' || row.body === null) {
+    const content = yield* attempt(() => readCurrent(scope.db, scope.caller, node))
+    if (content.parseStatus !== 'parsed' || content.body === null) {
       return {
         uri: node.uri,
         offset: 0,
@@ -213,10 +203,10 @@ export function runRead(scope: ToolScope, rawArgs: unknown) {
         total: 0,
         text: '',
         empty: true,
-        note: `no text could be extracted from this file: ${row.parse_error ?? 'unknown reason'}`,
+        note: `no text could be extracted from this file: ${content.parseError ?? 'unknown reason'}`,
       } satisfies ReadResult
     }
-    const page = pageText({ text: row.body, offset: args.offset ?? 0, limit: args.limit ?? READ_DEFAULT_LIMIT })
+    const page = pageText({ text: content.body, offset: args.offset ?? 0, limit: args.limit ?? READ_DEFAULT_LIMIT })
     if (page.total === 0) {
       return { uri: node.uri, offset: 0, next_offset: null, total: 0, text: '', empty: true, note: 'the file is empty' } satisfies ReadResult
     }
@@ -239,21 +229,10 @@ export function runSearch(scope: ToolScope, rawArgs: unknown) {
     )
     const page = files.slice(0, SEARCH_FILES_PER_PAGE)
     const more = files.length > SEARCH_FILES_PER_PAGE
-    const bodies = page.length
-      ? yield* attempt(() =>
-          scope.db
-            .selectFrom('nodes')
-            .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
-            .select(['nodes.id', 'file_versions.body'])
-            .where('nodes.id', 'in', page.map((f) => f.id))
-            .where('nodes.owner_id', '=', scope.caller.id)
-            .execute(),
-        )
-      : []
-    const bodyById = new Map(bodies.map((b) => [b.id, b.body]))
+    const bodies = page.length ? yield* attempt(() => readCurrentBodies(scope.db, scope.caller, page)) : new Map<string, string | null>()
     const scored: Array<SearchHit & { score: number; order: number }> = []
     for (const [order, file] of page.entries()) {
-      const body = bodyById.get(file.id)
+      const body = bodies.get(file.id)
       if (!body) continue
       const matched = terms.map((term) => ({ term, offsets: findAll({ text: body, query: term, limit: HITS_PER_FILE }) })).filter((m) => m.offsets.length > 0)
       if (matched.length === 0) continue

@@ -94,16 +94,17 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
       limits: options.limits,
     },
   })
+  /** A cancelled turn reports the text of the step that was in flight (the machine never saw it). */
+  const withStepText = <E extends { readonly code: string; readonly partial?: string | undefined }>(error: E): E =>
+    error.code === 'cancelled' && error.partial === undefined && stepText !== '' ? { ...error, partial: stepText } : error
   const subscription = actor.on('*', (emitted) => {
     const event = emitted as TurnEmitted
     if (event.type === 'context' || event.type === 'tool') stepText = '' // a new step or a tool: nothing in flight
-    if (event.type === 'error' && event.code === 'cancelled' && event.partial === undefined && stepText !== '') {
-      emit({ ...event, partial: stepText })
-      return
-    }
-    emit(event)
+    emit(event.type === 'error' ? withStepText(event) : event)
   })
-  const output = await new Promise<TurnOutput>((resolve, reject) => {
+  const finish = (outcome: Parameters<typeof recordTurnFinished>[1]) =>
+    recordTurnFinished(db, outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
+  const running = new Promise<TurnOutput>((resolve, reject) => {
     const onAbort = () => actor.send({ type: 'user.stop', reason: stopReasonOf(options.signal) })
     actor.subscribe({
       complete: () => {
@@ -122,18 +123,23 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
     subscription.unsubscribe()
     actor.stop()
   })
-  const result: TurnOutput =
-    output.status === 'cancelled' && output.error && output.error.partial === undefined && stepText !== ''
-      ? { ...output, error: { ...output.error, partial: stepText } }
-      : output
-  await recordTurnFinished(db, {
+  let output: TurnOutput
+  try {
+    output = await running
+  } catch (error) {
+    // A crashed turn is still finished in the record: never left `running`.
+    await finish({ id: turnId, status: 'failed', error: { code: 'internal_error', message: 'the turn failed unexpectedly' } })
+    throw error
+  }
+  const result: TurnOutput = output.error ? { ...output, error: withStepText(output.error) } : output
+  await finish({
     id: turnId,
     status: result.status,
     finishReason: result.finishReason,
     error: result.error,
     counters: result.counters,
     usage: result.usage,
-  }).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
+  })
   options.logger?.info('turn finished', { turnId, status: result.status, code: result.error?.code, counters: result.counters })
   return result
 }

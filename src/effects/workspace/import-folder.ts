@@ -78,7 +78,7 @@ export async function importFolder(
         owner,
         segments,
         bytes,
-        parsed: parsed.ok ? { ok: true, mime: parsed.mime, text: parsed.text } : { ok: false, mime: parsed.mime, error: parsed.error },
+        parsed,
       })
       report[outcome].push(uri)
       if (!parsed.ok && outcome !== 'unchanged') report.unparsed.push({ uri, reason: parsed.error })

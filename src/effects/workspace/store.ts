@@ -115,91 +115,97 @@ export type PutFileOutcome = 'added' | 'updated' | 'unchanged'
  * one transaction, so readers see the old or the new version, never a mix. Identical content
  * (same hash) makes no new version. Records a `parse` job for the body.
  */
-export async function putFile(
-  db: Kysely<DB>,
-  {
-    owner,
-    segments,
-    bytes,
-    parsed,
-  }: { owner: Owner; segments: ReadonlyArray<string>; bytes: Uint8Array; parsed: ParsedBody },
-): Promise<{ outcome: PutFileOutcome; node: WorkspaceNode }> {
+export function putFile(db: Kysely<DB>, file: NewFileVersion): Promise<PutFileResult> {
+  return db.transaction().execute((trx) => putFileInTransaction(trx, file))
+}
+
+export interface NewFileVersion {
+  readonly owner: Owner
+  readonly segments: ReadonlyArray<string>
+  readonly bytes: Uint8Array
+  readonly parsed: ParsedBody
+}
+export interface PutFileResult {
+  readonly outcome: PutFileOutcome
+  readonly node: WorkspaceNode
+}
+
+/** `putFile` inside a caller's transaction, so several files can be stored all or nothing. */
+export async function putFileInTransaction(trx: Transaction<DB>, { owner, segments, bytes, parsed }: NewFileVersion): Promise<PutFileResult> {
   if (segments.length === 0) throw new NodeConflict({ uri: formatKbUri({ login: owner.login, segments, directory: true }), reason: 'the root is a directory' })
   const name = segments.at(-1)!
   const nameReason = validateSegment(name)
   const uri = formatKbUri({ login: owner.login, segments, directory: false })
   if (nameReason) throw new InvalidUri({ uri, reason: nameReason })
   const hash = sha256Hex(bytes)
-  return db.transaction().execute(async (trx) => {
-    const parent = await makeDirectories(trx, owner, segments.slice(0, -1))
-    const path = segmentsToPath(segments)
-    await trx
-      .insertInto('nodes')
-      .values({ id: randomUUID(), owner_id: owner.id, parent_id: parent.id, name, path, kind: 'file' })
-      .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
-      .execute()
-    // Lock the node row: concurrent writers to the same file serialise here.
-    const node = await trx
-      .selectFrom('nodes')
-      .selectAll()
-      .where('owner_id', '=', owner.id)
-      .where('path', '=', path)
-      .forUpdate()
-      .executeTakeFirstOrThrow()
-    if (node.kind !== 'file') throw new NodeConflict({ uri, reason: 'a directory already has this name' })
-    const current = node.current_version_id
-      ? await trx
-          .selectFrom('file_versions')
-          .select(['content_hash', 'version_no'])
-          .where('id', '=', node.current_version_id)
-          .executeTakeFirst()
-      : undefined
-    if (current && current.content_hash === hash) {
-      return { outcome: 'unchanged' as const, node: (await getNode(trx, owner, segments)) }
-    }
-    const latest = await trx
-      .selectFrom('file_versions')
-      .select((eb) => eb.fn.max('version_no').as('max'))
-      .where('node_id', '=', node.id)
-      .executeTakeFirst()
-    const versionId = randomUUID()
-    await trx
-      .insertInto('file_versions')
-      .values({
-        id: versionId,
-        node_id: node.id,
-        version_no: Number(latest?.max ?? 0) + 1,
-        raw: bytes,
-        body: parsed.ok ? (parsed.text ?? '') : null,
-        mime: parsed.mime,
-        size: bytes.byteLength,
-        content_hash: hash,
-        parse_status: parsed.ok ? 'parsed' : 'failed',
-        parse_error: parsed.ok ? null : (parsed.error ?? 'unknown parse error'),
-      })
-      .execute()
-    await trx
-      .updateTable('nodes')
-      .set({ current_version_id: versionId, updated_at: sql`now()` })
-      .where('id', '=', node.id)
-      .execute()
-    await trx
-      .insertInto('jobs')
-      .values({
-        id: randomUUID(),
-        owner_id: owner.id,
-        node_id: node.id,
-        version_id: versionId,
-        uri,
-        kind: 'parse',
-        status: parsed.ok ? 'succeeded' : 'failed',
-        error: parsed.ok ? null : (parsed.error ?? 'unknown parse error'),
-        started_at: sql<Date>`now()` as unknown as Date,
-        finished_at: sql<Date>`now()` as unknown as Date,
-      })
-      .execute()
-    return { outcome: current ? ('updated' as const) : ('added' as const), node: await getNode(trx, owner, segments) }
-  })
+  const parent = await makeDirectories(trx, owner, segments.slice(0, -1))
+  const path = segmentsToPath(segments)
+  await trx
+    .insertInto('nodes')
+    .values({ id: randomUUID(), owner_id: owner.id, parent_id: parent.id, name, path, kind: 'file' })
+    .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
+    .execute()
+  // Lock the node row: concurrent writers to the same file serialise here.
+  const node = await trx
+    .selectFrom('nodes')
+    .selectAll()
+    .where('owner_id', '=', owner.id)
+    .where('path', '=', path)
+    .forUpdate()
+    .executeTakeFirstOrThrow()
+  if (node.kind !== 'file') throw new NodeConflict({ uri, reason: 'a directory already has this name' })
+  const current = node.current_version_id
+    ? await trx
+        .selectFrom('file_versions')
+        .select(['content_hash', 'version_no'])
+        .where('id', '=', node.current_version_id)
+        .executeTakeFirst()
+    : undefined
+  if (current && current.content_hash === hash) {
+    return { outcome: 'unchanged' as const, node: (await getNode(trx, owner, segments)) }
+  }
+  const latest = await trx
+    .selectFrom('file_versions')
+    .select((eb) => eb.fn.max('version_no').as('max'))
+    .where('node_id', '=', node.id)
+    .executeTakeFirst()
+  const versionId = randomUUID()
+  await trx
+    .insertInto('file_versions')
+    .values({
+      id: versionId,
+      node_id: node.id,
+      version_no: Number(latest?.max ?? 0) + 1,
+      raw: bytes,
+      body: parsed.ok ? (parsed.text ?? '') : null,
+      mime: parsed.mime,
+      size: bytes.byteLength,
+      content_hash: hash,
+      parse_status: parsed.ok ? 'parsed' : 'failed',
+      parse_error: parsed.ok ? null : (parsed.error ?? 'unknown parse error'),
+    })
+    .execute()
+  await trx
+    .updateTable('nodes')
+    .set({ current_version_id: versionId, updated_at: sql`now()` })
+    .where('id', '=', node.id)
+    .execute()
+  await trx
+    .insertInto('jobs')
+    .values({
+      id: randomUUID(),
+      owner_id: owner.id,
+      node_id: node.id,
+      version_id: versionId,
+      uri,
+      kind: 'parse',
+      status: parsed.ok ? 'succeeded' : 'failed',
+      error: parsed.ok ? null : (parsed.error ?? 'unknown parse error'),
+      started_at: sql<Date>`now()` as unknown as Date,
+      finished_at: sql<Date>`now()` as unknown as Date,
+    })
+    .execute()
+  return { outcome: current ? ('updated' as const) : ('added' as const), node: await getNode(trx, owner, segments) }
 }
 
 export interface ListPage {
@@ -284,6 +290,19 @@ export async function readCurrent(db: Db, owner: Owner, node: WorkspaceNode): Pr
     mime: row.mime,
     size: Number(row.size),
   }
+}
+
+/** The current parsed bodies of several files (by node id) in one statement; null where none could be parsed. */
+export async function readCurrentBodies(db: Db, owner: Owner, nodes: ReadonlyArray<WorkspaceNode>): Promise<Map<string, string | null>> {
+  if (nodes.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select(['nodes.id', 'file_versions.body'])
+    .where('nodes.id', 'in', nodes.map((node) => node.id))
+    .where('nodes.owner_id', '=', owner.id)
+    .execute()
+  return new Map(rows.map((row) => [row.id, row.body]))
 }
 
 export async function readRaw(db: Db, owner: Owner, node: WorkspaceNode): Promise<Uint8Array> {
