@@ -15,7 +15,11 @@
 import { estimateMessagesBytes } from './context-accounting.ts'
 import type { ChatMessage } from './turn-types.ts'
 
-/** Recognised by the built-in local model to answer with an extractive summary. */
+/**
+ * Marks a summarising request: the turn machine puts it at the start of `COMPACTION_INSTRUCTION`,
+ * and a model that cannot read instructions (the built-in local model) recognises the request by
+ * it through `isCompactionRequest` — the one predicate, used by every side.
+ */
 export const COMPACTION_MARKER = '[knowagent:compaction]'
 
 export const COMPACTION_INSTRUCTION = [
@@ -30,6 +34,11 @@ export const COMPACTION_INSTRUCTION = [
   '(uri, offset, limit). Write plain text, at most a few short paragraphs or a bullet list, and do not',
   'invent anything that is not in the excerpt.',
 ].join('\n')
+
+/** Whether a model request is a compaction call: a system or user message carries `COMPACTION_MARKER`. */
+export function isCompactionRequest(messages: ReadonlyArray<ChatMessage>): boolean {
+  return messages.some((message) => (message.role === 'system' || message.role === 'user') && message.content.includes(COMPACTION_MARKER))
+}
 
 export const COMPACTION_SUMMARY_PREFIX =
   '[Summary of earlier conversation — compacted by knowagent. Source files were not changed; re-read evidence with `read` before quoting it.]'

@@ -15,7 +15,7 @@ import {
   toolCallsResult,
   type ToolScript,
 } from '../../tests/support/scripted-model.ts'
-import { COMPACTION_MARKER, COMPACTION_SUMMARY_PREFIX, collectKbUris } from './compaction-plan.ts'
+import { COMPACTION_SUMMARY_PREFIX, collectKbUris, isCompactionRequest } from './compaction-plan.ts'
 import { estimateInputBytes, inputLimit } from './context-accounting.ts'
 import type { PreStepInput, PreStepOutput, PrepareInput, PrepareOutput, TurnEmitted, TurnInput, TurnOutput } from './turn-contract.ts'
 import { toolPairingProblems } from './turn-history.ts'
@@ -30,9 +30,6 @@ function readCall(n: number) {
   return toolCall({ id: `call_${n}`, name: 'read', args: { uri: `${SCOPE}f${n}.md` } })
 }
 
-function isCompactionRequest(request: ModelRequest): boolean {
-  return request.messages.some((message) => message.role === 'system' && message.content.includes(COMPACTION_MARKER))
-}
 
 function startTurn({
   model,
@@ -303,7 +300,7 @@ describe('tool call limit (24)', () => {
 function compactingEveryStep({ answerAtStep, summary = () => 'Read a page.' }: { answerAtStep: number; summary?: (request: ModelRequest) => string }) {
   let steps = 0
   const script: ModelScript = (request) => {
-    if (isCompactionRequest(request)) return { kind: 'result', result: textResult(summary(request)) }
+    if (isCompactionRequest(request.messages)) return { kind: 'result', result: textResult(summary(request)) }
     steps++
     return steps === answerAtStep
       ? { kind: 'result', result: textResult('final answer') }
@@ -425,7 +422,7 @@ describe('compaction', () => {
     const history = longHistory(12)
     const summaries: string[] = []
     const script: ModelScript = (request) => {
-      if (!isCompactionRequest(request)) return { kind: 'result', result: textResult('answer citing kb://users/alice/notes/source-1.md') }
+      if (!isCompactionRequest(request.messages)) return { kind: 'result', result: textResult('answer citing kb://users/alice/notes/source-1.md') }
       summaries.push(`Summary ${summaries.length + 1}: earlier questions were answered.`)
       return { kind: 'result', result: textResult(summaries.at(-1)!) }
     }
@@ -454,11 +451,11 @@ describe('compaction', () => {
 
   it('sends the summariser the instruction with its marker and the batch as a transcript', async () => {
     const model = createScriptedModel({
-      script: (request) => ({ kind: 'result', result: textResult(isCompactionRequest(request) ? 'short summary' : 'answer') }),
+      script: (request) => ({ kind: 'result', result: textResult(isCompactionRequest(request.messages) ? 'short summary' : 'answer') }),
       info: { contextWindow: 4_000, maxOutputTokens: 500 },
     })
     await runTurn({ model, input: { history: longHistory(12) } })
-    const compactionRequest = model.requests.find(isCompactionRequest)!
+    const compactionRequest = model.requests.find((r) => isCompactionRequest(r.messages))!
     expect(compactionRequest.tools).toBeUndefined()
     expect(compactionRequest.messages[0]!.content).toContain('[knowagent:compaction]')
     expect(compactionRequest.messages[1]!.content).toContain('[user]\nQuestion 0 about')
@@ -466,7 +463,7 @@ describe('compaction', () => {
 
   it('fails with compaction.not_converging when a summary is not smaller than its batch', async () => {
     const model = createScriptedModel({
-      script: (request) => ({ kind: 'result', result: textResult(isCompactionRequest(request) ? 'padding '.repeat(2_000) : 'answer') }),
+      script: (request) => ({ kind: 'result', result: textResult(isCompactionRequest(request.messages) ? 'padding '.repeat(2_000) : 'answer') }),
       info: { contextWindow: 4_000, maxOutputTokens: 500 },
     })
     const { output, emitted } = await runTurn({ model, input: { history: longHistory(12) } })
@@ -478,7 +475,7 @@ describe('compaction', () => {
     let steps = 0
     const model = createScriptedModel({
       script: (request) => {
-        if (isCompactionRequest(request)) return { kind: 'result', result: textResult('s') }
+        if (isCompactionRequest(request.messages)) return { kind: 'result', result: textResult('s') }
         steps++
         return { kind: 'result', result: steps === 1 ? toolCallsResult([readCall(1)]) : textResult('answer') }
       },
@@ -501,7 +498,7 @@ describe('compaction', () => {
   it('fails with the compaction call error when the summariser fails', async () => {
     const model = createScriptedModel({
       script: (request) =>
-        isCompactionRequest(request)
+        isCompactionRequest(request.messages)
           ? { kind: 'error', error: new StreamIncomplete({ message: 'EOF', partialText: '' }) }
           : { kind: 'result', result: textResult('answer') },
       info: { contextWindow: 4_000, maxOutputTokens: 500 },

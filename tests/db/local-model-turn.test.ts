@@ -7,7 +7,7 @@ import { findUserByLogin } from '../../src/effects/auth/users.ts'
 import { makeLocalChatModel } from '../../src/effects/llm/local-model.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
-import type { TurnEmitted } from '../../src/machines/index.ts'
+import { COMPACTION_SUMMARY_PREFIX, estimateMessagesBytes, type ChatMessage, type TurnEmitted } from '../../src/machines/index.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) => {
@@ -89,5 +89,44 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
       if (m.role === 'tool') expect(open.delete(m.tool_call_id)).toBe(true)
     }
     expect(open.size).toBe(0)
+  })
+  // Regression: the machine marked its summarising request with one marker and the local model
+  // looked for another, so the "summary" quoted the instruction back. One marker, one predicate.
+  it('compacts a long conversation in a small window into a real summary, not the instruction quoted back', async () => {
+    const demo = (await findUserByLogin(database.db, 'demo'))!
+    const local = makeLocalChatModel({ deltaDelayMs: 0 })
+    let history: ReadonlyArray<ChatMessage> = []
+    for (const question of ['How many tool calls may a single turn make?', 'What does the operations runbook say about shutdown?']) {
+      const earlier = await runTurn({
+        db: database.db, caller: demo, model: local, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
+        onEvent: () => {}, signal: new AbortController().signal,
+      })
+      expect(earlier.status).toBe('done')
+      history = earlier.messages
+    }
+    // A window that holds the fixed part and this turn's work, but not the whole earlier conversation.
+    const historyBytes = estimateMessagesBytes(history)
+    const small = { ...local, info: { ...local.info, contextWindow: local.info.maxOutputTokens + 1024 + 12_000 + Math.floor(historyBytes / 3) } }
+    const events: TurnEmitted[] = []
+    const output = await runTurn({
+      db: database.db, caller: demo, model: small, turnId: randomUUID(), uri: 'kb://me/samples/',
+      question: 'How does the wiki compiler publish the overview?', history,
+      onEvent: (event) => events.push(event), signal: new AbortController().signal,
+    })
+    expect(output.error).toBeUndefined()
+    expect(output.status).toBe('done')
+    expect(output.counters.compactions).toBeGreaterThanOrEqual(1)
+    const summaries = output.messages.filter((m) => m.role === 'user' && m.content.startsWith(COMPACTION_SUMMARY_PREFIX))
+    expect(summaries.length).toBeGreaterThanOrEqual(1)
+    for (const summary of summaries) {
+      const text = summary.content as string
+      expect(text).toContain('References (URI — offsets seen):')
+      expect(text).toMatch(/kb:\/\/users\/demo\/samples\/\S+/)
+      expect(text).not.toContain('Summarise the conversation excerpt')
+      expect(text).not.toContain('Here is what the workspace says')
+    }
+    const contexts = events.filter((e): e is Extract<TurnEmitted, { type: 'context' }> => e.type === 'context')
+    expect(contexts.at(-1)!.compactions).toBe(output.counters.compactions)
+    expect(contexts.at(-1)!.ratio).toBeLessThan(1)
   })
 })

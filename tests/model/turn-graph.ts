@@ -5,12 +5,10 @@ import { getSimplePaths } from '@xstate/graph'
 import type { AnyEventObject, SnapshotFrom } from 'xstate'
 import { modelErrorToCallOutput } from '../../src/effects/actor-bridge.ts'
 import { StreamIncomplete } from '../../src/effects/llm/model-errors.ts'
-import type { ModelRequest } from '../../src/effects/llm/model.ts'
 import {
   type CallModelOutput,
   type ChatMessage,
   type CompactOutput,
-  COMPACTION_MARKER,
   estimateMessagesBytes,
   type ModelResult,
   type PrepareOutput,
@@ -50,9 +48,6 @@ export interface Profile {
 
 // ── fixed outcomes (shared by the model and the scripted actors) ─────────────────────────
 
-export function isCompactionRequest(request: ModelRequest): boolean {
-  return request.messages.some((message) => message.role === 'system' && message.content.includes(COMPACTION_MARKER))
-}
 
 export const INCOMPLETE_ERROR = new StreamIncomplete({ message: 'EOF without [DONE]', partialText: 'Partial answer' })
 export const SMALL_SUMMARY = 'Summary: the user asked earlier questions; files were read.'

@@ -13,6 +13,7 @@ import {
   type CallModelOutput,
   type CompactOutput,
   type TurnEmitted,
+  isCompactionRequest,
   toolPairingProblems,
   turnMachine,
 } from '../../src/machines/index.ts'
@@ -27,7 +28,6 @@ import {
   type GraphEvent,
   type GraphPath,
   INCOMPLETE_ERROR,
-  isCompactionRequest,
   type OutcomeEvent,
   type Profile,
   PROFILES,
@@ -139,7 +139,7 @@ async function replay({ profile, path }: { profile: Profile; path: GraphPath }) 
   const model = createScriptedModel({
     tracker,
     script: (request: ModelRequest) => {
-      const actorId = isCompactionRequest(request) ? 'compact' : 'callModel'
+      const actorId = isCompactionRequest(request.messages) ? 'compact' : 'callModel'
       return modelStepFor({ actorId, outcome: takeOutcome(actorId) })
     },
   })

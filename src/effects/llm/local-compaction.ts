@@ -1,24 +1,15 @@
 // Compaction calls (SPEC §5) and how the local model answers them.
 //
-// Convention for the turn runtime: a compaction request is any model request one of whose
-// system/user messages contains COMPACTION_MARKER (use COMPACTION_INSTRUCTION, which holds it).
-// Every other message, and any text after the instruction in the same message, is the material
-// to summarise. A real model reads the instruction; the local model recognises the marker and
-// writes an extractive summary that keeps every kb:// URI and every offset it saw.
+// A compaction request is recognised by the machine's own predicate (`isCompactionRequest`, on
+// `COMPACTION_MARKER`, both from src/machines/compaction-plan.ts). Every other message, and any
+// text after the instruction in the same message, is the material to summarise. A real model
+// reads the instruction; the local model writes an extractive summary that keeps every kb://
+// URI and every offset it saw.
 import { summariseExtractively } from './extractive-summary.ts'
 import { findKbUris, parseObject } from './local-conversation.ts'
+import { COMPACTION_INSTRUCTION, COMPACTION_MARKER } from '../../machines/compaction-plan.ts'
 import type { ChatMessage } from './model.ts'
 
-export const COMPACTION_MARKER = '[knowagent:compaction-summary]'
-
-export const COMPACTION_INSTRUCTION =
-  `${COMPACTION_MARKER} Summarise the conversation so far for your own later use. Keep every kb:// URI and ` +
-  'offset, every decision taken and every open question or uncertainty. Source files are not rewritten: name ' +
-  'the passages that must be re-read with `read` for evidence. Do not invent content.'
-
-export function isCompactionRequest(messages: ReadonlyArray<ChatMessage>): boolean {
-  return messages.some((m) => (m.role === 'system' || m.role === 'user') && m.content.includes(COMPACTION_MARKER))
-}
 
 const USER_CHARS = 300
 const ASSISTANT_CHARS = 400
