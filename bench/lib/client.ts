@@ -3,7 +3,7 @@
 // receive time minus the provider's send time. It lives in the orchestrator process, with the
 // provider, so both times come from the same `performance.now()` clock.
 import { Agent, request } from 'node:http'
-import { createSseDecoder, type SseEvent } from '../../src/effects/llm/sse-decoder.ts'
+import { createSseDecoder, type SseEvent } from '../../src/sse/sse-decoder.ts'
 import { DELTA_BYTES, type SystemName, type Variant } from './protocol.ts'
 
 export interface StreamTarget {

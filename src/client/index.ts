@@ -1,2 +1,2 @@
 export * from './knowagent-client.ts'
-export { createSseDecoder, decodeSseStream, type SseEvent } from '../effects/llm/sse-decoder.ts'
+export { createSseDecoder, decodeSseStream, type SseEvent } from '../sse/sse-decoder.ts'

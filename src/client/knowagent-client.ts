@@ -1,7 +1,7 @@
 // `knowagent/client`: a small typed client for the JSON + SSE API. It decodes the stream with
 // the project's SSE decoder and follows the same rules as the browser: an EOF without a
 // terminal `done` or `error` event is a failure that keeps the text received so far.
-import { decodeSseStream } from '../effects/llm/sse-decoder.ts'
+import { decodeSseStream } from '../sse/sse-decoder.ts'
 
 export interface DeltaEvent { readonly text: string }
 export interface ToolEvent {

@@ -2,7 +2,7 @@
 // fragments ending with exactly one named terminal event, and errors as escaped HTML (htmx parses
 // every body as HTML, so an echoed URI or model id must never become markup).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { decodeSseStream, type SseEvent } from '../../src/effects/llm/sse-decoder.ts'
+import { decodeSseStream, type SseEvent } from '../../src/sse/sse-decoder.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
 import { startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider } from '../support/scripted-provider.ts'

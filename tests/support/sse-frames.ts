@@ -1,5 +1,5 @@
 // Reads a whole SSE response body into events with the project's decoder (for HTTP tests).
-import { decodeSseStream } from '../../src/effects/llm/sse-decoder.ts'
+import { decodeSseStream } from '../../src/sse/sse-decoder.ts'
 
 export interface ParsedEvent {
   readonly event: string

@@ -20,7 +20,7 @@ import {
 } from './model-errors.ts'
 import type { ModelResult, ModelStreamEvent } from './model.ts'
 import { readProviderErrorPayload, truncateForDisplay } from './provider-error-payload.ts'
-import { createSseDecoder, type SseEvent } from './sse-decoder.ts'
+import { createSseDecoder, type SseEvent } from '../../sse/sse-decoder.ts'
 
 export type ChatStreamFailure = ProviderStreamError | ProviderProtocolError | StreamIncomplete | StreamIdleTimeout
 

@@ -10,7 +10,7 @@ import {
   textAnswerSse,
   toolCallsSse,
 } from '../../../tests/support/scripted-provider.ts'
-import { createSseDecoder } from './sse-decoder.ts'
+import { createSseDecoder } from '../../sse/sse-decoder.ts'
 
 const post = (url: string, body: unknown, init: RequestInit = {}) =>
   fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...init })
