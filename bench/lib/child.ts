@@ -1,7 +1,7 @@
 // One system under test, alone in its own process (so its RSS is its own):
-//   run-ts.mjs bench/lib/child.ts <raw|knowagent|ai-sdk> <provider base URL> [PostgreSQL URL]
+//   run-ts.mjs bench/lib/child.ts <raw|knowagent|ai-sdk> <provider base URL> [external PostgreSQL admin URL]
 // It listens on 127.0.0.1 (port 0), tells the orchestrator its URL over IPC, and answers
-// `reset-peak` / `read-stats` requests. It never exits on its own: the orchestrator kills it.
+// `reset-peak` / `read-stats` requests. It exits when the orchestrator disconnects.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
@@ -108,11 +108,18 @@ process.on('message', (message: ParentMessage) => {
     send(stats(message.id))
   }
 })
-process.on('disconnect', () => process.exit(0))
+// Told to go (the orchestrator disconnects): stop what the system started (knowagent's
+// PostgreSQL), then exit.
+let stopSystem: () => Promise<void> = async () => {}
+process.on('disconnect', () => {
+  void stopSystem()
+    .catch((error: unknown) => console.error(`${system}: stopping failed:`, error))
+    .finally(() => process.exit(0))
+})
 
 const started = performance.now()
 // Only the system under test is imported, so no other system's modules count in its RSS.
-const startedServer: SystemServer & { readonly dbQueries?: () => number } =
+const startedServer: SystemServer & { readonly dbQueries?: () => number; readonly stop?: () => Promise<void> } =
   system === 'raw'
     ? await (await import('./systems/raw-proxy.ts')).startRawProxy({ providerBaseUrl })
     : system === 'knowagent'
@@ -122,7 +129,8 @@ const startedServer: SystemServer & { readonly dbQueries?: () => number } =
         : (() => {
             throw new Error(`unknown system "${system}"`)
           })()
-const { dbQueries, ...server } = startedServer
+const { dbQueries, stop, ...server } = startedServer
 queryCounter = dbQueries ?? (() => 0)
+if (stop) stopSystem = stop
 global.gc?.()
 send({ type: 'ready', server, rssBytes: process.memoryUsage.rss(), startupMs: performance.now() - started })

@@ -1,10 +1,11 @@
-// knowagent itself: the real express app (createApp) over a fresh in-memory PGlite, with one
-// user, an API token, a small workspace (so the `ls` tool has something to list) and one model
-// whose baseUrl is the bench provider. Streams go to POST /api/v1/knowledge-agent/stream.
+// knowagent itself: the real express app (createApp) on a real PostgreSQL that this process
+// starts (so its processes count in this process tree's memory), with one user, an API token, a
+// small workspace (so the `ls` tool has something to list) and one model whose baseUrl is the
+// bench provider. Streams go to POST /api/v1/knowledge-agent/stream.
 import type { AddressInfo } from 'node:net'
 import { createApiTokenFor, createUser } from '../../../src/effects/auth/users.ts'
 import { loadConfig } from '../../../src/effects/config/app-config.ts'
-import { openPglite, openPostgres } from '../../../src/effects/db/database.ts'
+import { openPostgres } from '../../../src/effects/db/database.ts'
 import type { KyselyPlugin } from 'kysely'
 import pg from 'pg'
 import { migrateToLatest } from '../../../src/effects/db/migrate.ts'
@@ -14,14 +15,15 @@ import { putFile } from '../../../src/effects/workspace/store.ts'
 import type { AppContext } from '../../../src/http/app-context.ts'
 import { createApp } from '../../../src/http/create-app.ts'
 import { API_PREFIX } from '../../../src/http/knowledge-agent.routes.ts'
+import { startPostgres } from '../postgres.ts'
 import { BENCH_MODEL, KNOWAGENT_MODEL_ID, type SystemServer } from '../protocol.ts'
 
 const SECRET = 'bench-secret-0123456789abcdef'
 export const BENCH_LOGIN = 'bench'
 
 /**
- * `databaseUrl`: the admin URL of a PostgreSQL server, in which a fresh database is created for
- * this process; without it, an in-memory PGlite (the default deployment's embedded database).
+ * `databaseUrl`: the admin URL of an external PostgreSQL server, in which a fresh database is
+ * created for this process; without it, an embedded PostgreSQL started here (the default).
  */
 export async function startKnowagentServer({
   providerBaseUrl,
@@ -29,8 +31,9 @@ export async function startKnowagentServer({
 }: {
   providerBaseUrl: string
   databaseUrl?: string | undefined
-}): Promise<SystemServer & { readonly dbQueries: () => number }> {
-  const database = databaseUrl ? await openPostgres({ url: await createDatabase(databaseUrl) }) : await openPglite({ dataDir: undefined })
+}): Promise<SystemServer & { readonly dbQueries: () => number; readonly stop: () => Promise<void> }> {
+  const embedded = databaseUrl ? undefined : await startPostgres()
+  const database = await openPostgres({ url: await createDatabase(databaseUrl ?? embedded!.url) })
   await migrateToLatest(database.db)
   const base = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: SECRET }, cwd: '/' })
   const config = {
@@ -91,6 +94,12 @@ export async function startKnowagentServer({
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${API_PREFIX}/stream`,
     headers: { authorization: `Bearer ${token}` },
     dbQueries: () => queries,
+    stop: async () => {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await database.close()
+      await embedded?.stop()
+    },
   }
 }
 

@@ -1,0 +1,108 @@
+// Memory of a whole process tree, as the machine sees it: the root process (a system under test
+// or `knowagent serve`) by its RSS, every descendant (the embedded PostgreSQL's postmaster and
+// backends) by its PSS from /proc/<pid>/smaps_rollup — PostgreSQL processes share their shared
+// buffers and binary, so their RSS would count those pages once per process. Linux only; other
+// platforms report undefined.
+import { readdirSync, readFileSync } from 'node:fs'
+
+export interface TreeMemory {
+  readonly rootRssBytes: number
+  /** Sum of the descendants' PSS. */
+  readonly descendantsPssBytes: number
+  readonly descendants: number
+  /** rootRssBytes + descendantsPssBytes */
+  readonly totalBytes: number
+}
+
+/** `Rss:` and `Pss:` of one process in bytes; undefined once it is gone or unreadable. */
+export function readRssPss(pid: number): { readonly rss: number; readonly pss: number } | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8')
+    const rss = /^Rss:\s+(\d+) kB/m.exec(text)
+    const pss = /^Pss:\s+(\d+) kB/m.exec(text)
+    if (!rss || !pss) return undefined
+    return { rss: Number(rss[1]) * 1024, pss: Number(pss[1]) * 1024 }
+  } catch {
+    return undefined
+  }
+}
+
+/** Every descendant of `rootPid` (children, grandchildren …), from each task's `children` list. */
+export function descendantsOf(rootPid: number): number[] {
+  const found: number[] = []
+  const pending = [rootPid]
+  while (pending.length > 0) {
+    const pid = pending.pop()!
+    for (const child of childrenOf(pid)) {
+      found.push(child)
+      pending.push(child)
+    }
+  }
+  return found
+}
+
+function childrenOf(pid: number): number[] {
+  const children: number[] = []
+  let tasks: string[]
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return children
+  }
+  for (const task of tasks) {
+    try {
+      for (const item of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/)) {
+        if (item !== '') children.push(Number(item))
+      }
+    } catch {
+      // the task ended meanwhile
+    }
+  }
+  return children
+}
+
+export function readTreeMemory(rootPid: number): TreeMemory | undefined {
+  const root = readRssPss(rootPid)
+  if (root === undefined) return undefined
+  let descendantsPssBytes = 0
+  let descendants = 0
+  for (const pid of descendantsOf(rootPid)) {
+    const memory = readRssPss(pid)
+    if (memory === undefined) continue
+    descendantsPssBytes += memory.pss
+    descendants += 1
+  }
+  return { rootRssBytes: root.rss, descendantsPssBytes, descendants, totalBytes: root.rss + descendantsPssBytes }
+}
+
+export interface TreeSampler {
+  /** The sample with the largest total so far (undefined if none could be read). */
+  readonly peak: () => TreeMemory | undefined
+  /** The largest descendants' PSS seen in any sample. */
+  readonly peakDescendantsPssBytes: () => number
+  readonly stop: () => TreeMemory | undefined
+}
+
+/** Samples the tree every `everyMs` until stopped (the timer does not keep the process alive). */
+export function sampleTreeMemory(rootPid: number, { everyMs = 200 }: { everyMs?: number } = {}): TreeSampler {
+  let peak: TreeMemory | undefined
+  let peakDescendants = 0
+  const sample = (): void => {
+    const now = readTreeMemory(rootPid)
+    if (now === undefined) return
+    if (peak === undefined || now.totalBytes > peak.totalBytes) peak = now
+    peakDescendants = Math.max(peakDescendants, now.descendantsPssBytes)
+  }
+  sample()
+  const timer = setInterval(sample, everyMs)
+  timer.unref()
+  return {
+    peak: () => peak,
+    peakDescendantsPssBytes: () => peakDescendants,
+    stop: () => {
+      clearInterval(timer)
+      sample()
+      return peak
+    },
+  }
+}
