@@ -5,7 +5,8 @@ import { makeLocalChatModel, type LocalChatModelOptions } from './local-model.ts
 import { toModelInfo, type ModelConfig } from './model-config.ts'
 import { UnknownModel } from './model-errors.ts'
 import type { ChatModel, ModelInfo } from './model.ts'
-import { makeOpenAiChatModel, type FetchFunction } from './openai-client.ts'
+import { makeOpenAiChatModel } from './openai-client.ts'
+import type { ProviderAgent } from './provider-transport.ts'
 
 export interface ModelRegistry {
   readonly get: (id: string) => Effect.Effect<ChatModel, UnknownModel>
@@ -18,7 +19,8 @@ export interface ModelRegistryOptions {
   readonly models: ReadonlyArray<ModelConfig>
   /** Looked up at call time for each model's `apiKeyEnv` (usually `process.env`). */
   readonly env: Readonly<Record<string, string | undefined>>
-  readonly fetch?: FetchFunction | undefined
+  /** The connection pool for remote models; default: one shared keep-alive agent per protocol. */
+  readonly agent?: ProviderAgent | undefined
   readonly local?: LocalChatModelOptions | undefined
   /** Retry timing, for tests. */
   readonly retryBaseDelayMs?: number | undefined
@@ -33,7 +35,7 @@ export function makeModelRegistry(options: ModelRegistryOptions): ModelRegistry 
       config.id,
       makeOpenAiChatModel(config, {
         env: options.env,
-        fetch: options.fetch,
+        agent: options.agent,
         retryBaseDelayMs: options.retryBaseDelayMs,
         maxRetryDelayMs: options.maxRetryDelayMs,
       }),

@@ -1,13 +1,15 @@
 // A `ChatModel` over any OpenAI-compatible `POST {baseUrl}/chat/completions` streaming API.
 //
-// - one attempt = one fetch whose AbortController is tied to Effect interruption: interrupting
-//   the Effect aborts the request at once (the provider sees the connection close)
+// - one attempt = one `node:http(s)` POST (provider-transport.ts) whose socket is destroyed when
+//   the Effect is interrupted: the provider sees the connection close at once, and the socket
+//   never returns to the keep-alive pool
 // - retries (429 / 408 / 5xx / connection failures) only before the first body byte, with
 //   exponential backoff or the provider's Retry-After, at most `maxRetries` times
 // - an idle watchdog ends the call when no byte arrives for `idleTimeoutMs`
 // - the API key is read from the environment at call time and redacted from every error and
 //   result; endpoints are redacted from error messages too
 import { Effect } from 'effect'
+import type { IncomingMessage } from 'node:http'
 import { createChatCompletionStreamParser, type ChatStreamState } from './chat-completion-stream.ts'
 import { toModelInfo, type ModelConfig } from './model-config.ts'
 import {
@@ -20,6 +22,14 @@ import {
 } from './model-errors.ts'
 import type { ChatModel, ModelError, ModelRequest, ModelResult, ModelStreamEvent } from './model.ts'
 import { parseProviderErrorBody, readProviderErrorPayload, truncateForDisplay } from './provider-error-payload.ts'
+import {
+  describeConnectionFailure,
+  postToProvider,
+  readLimitedText,
+  toHeaders,
+  type ProviderAgent,
+  type ProviderRequest,
+} from './provider-transport.ts'
 import { createProviderRedactors, redactModelError, redactModelResult } from './redact-secrets.ts'
 import {
   DEFAULT_MAX_RETRIES,
@@ -32,12 +42,11 @@ export const DEFAULT_IDLE_TIMEOUT_MS = 60_000
 /** Error bodies are read up to this many bytes (the message shown is cut to 500 characters). */
 const ERROR_BODY_MAX_BYTES = 64 * 1024
 
-export type FetchFunction = (input: string, init: RequestInit) => Promise<Response>
-
 export interface OpenAiChatModelOptions {
   /** Where `apiKeyEnv` is looked up, at call time (usually `process.env`). */
   readonly env: Readonly<Record<string, string | undefined>>
-  readonly fetch?: FetchFunction | undefined
+  /** The connection pool (an `http.Agent` or `https.Agent` matching `baseUrl`); default: one shared keep-alive agent per protocol. */
+  readonly agent?: ProviderAgent | undefined
   /** First backoff delay; doubled per retry. Default 500 ms. */
   readonly retryBaseDelayMs?: number | undefined
   /** Longest wait between attempts; a longer Retry-After is not retried. Default 20 s. */
@@ -45,8 +54,7 @@ export interface OpenAiChatModelOptions {
 }
 
 export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatModelOptions): ChatModel {
-  const fetchFunction: FetchFunction = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
-  const url = `${config.baseUrl.replace(/\/+$/, '')}/chat/completions`
+  const url = new URL(`${config.baseUrl.replace(/\/+$/, '')}/chat/completions`)
   const maxRetries = config.maxRetries ?? DEFAULT_MAX_RETRIES
   const idleTimeoutMs = config.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
 
@@ -56,8 +64,8 @@ export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatMode
       if (apiKey.missing) return Effect.fail(apiKey.error)
       const redactors = createProviderRedactors({ apiKey: apiKey.value, baseUrl: config.baseUrl })
       const attemptInput: AttemptInput = {
-        fetchFunction,
         url,
+        agent: options.agent,
         headers: buildRequestHeaders({ config, apiKey: apiKey.value }),
         body: JSON.stringify(buildChatCompletionsBody({ config, request })),
         idleTimeoutMs,
@@ -147,11 +155,11 @@ function readApiKey({
 }
 
 // ---------------------------------------------------------------------------------------------
-// One attempt: fetch + read the body. Never rejects (except when `onEvent` throws, a defect).
+// One attempt: POST + read the body. Never rejects (except when `onEvent` throws, a defect).
 
 interface AttemptInput {
-  readonly fetchFunction: FetchFunction
-  readonly url: string
+  readonly url: URL
+  readonly agent: ProviderAgent | undefined
   readonly headers: Record<string, string>
   readonly body: string
   readonly idleTimeoutMs: number
@@ -163,110 +171,159 @@ type AttemptOutcome =
   | { readonly ok: false; readonly error: ModelError; readonly retryable: boolean }
 
 async function runAttempt(input: AttemptInput & { readonly signal: AbortSignal }): Promise<AttemptOutcome> {
-  const controller = new AbortController()
-  const abortFromCaller = (): void => controller.abort(input.signal.reason)
-  input.signal.addEventListener('abort', abortFromCaller, { once: true })
-  const watchdog = createIdleWatchdog({ idleMs: input.idleTimeoutMs, onIdle: () => controller.abort() })
+  if (input.signal.aborted) return interruptedOutcome()
+  const call = postToProvider({ url: input.url, headers: input.headers, body: input.body, agent: input.agent })
+  // Interruption and the idle watchdog both end the call by destroying its socket.
+  input.signal.addEventListener('abort', call.abort, { once: true })
+  const watchdog = createIdleWatchdog({ idleMs: input.idleTimeoutMs, onIdle: call.abort })
   try {
-    if (input.signal.aborted) return interruptedOutcome()
-    let response: Response
+    let response: IncomingMessage
     try {
-      response = await input.fetchFunction(input.url, {
-        method: 'POST',
-        headers: input.headers,
-        body: input.body,
-        signal: controller.signal,
-      })
+      response = await call.response
     } catch (cause) {
       if (watchdog.fired()) return failed(new StreamIdleTimeout({ idleMs: input.idleTimeoutMs, partialText: '' }), false)
       if (input.signal.aborted) return interruptedOutcome()
       return failed(new ProviderConnectionError({ message: describeConnectionFailure(cause) }), true)
     }
     watchdog.touch()
-    if (!response.ok) return await readHttpError({ response, watchdog, idleMs: input.idleTimeoutMs })
-    if (isJsonContentType(response)) return await readJsonInsteadOfStream({ response, watchdog, idleMs: input.idleTimeoutMs })
-    return await readEventStream({ response, watchdog, input })
+    const status = response.statusCode ?? 0
+    if (status < 200 || status > 299) return await readHttpError({ response, status, call, watchdog, idleMs: input.idleTimeoutMs })
+    if (isJsonContentType(response)) return await readJsonInsteadOfStream({ response, call, watchdog, idleMs: input.idleTimeoutMs })
+    return await readEventStream({ response, call, watchdog, input })
   } finally {
     watchdog.stop()
-    input.signal.removeEventListener('abort', abortFromCaller)
+    input.signal.removeEventListener('abort', call.abort)
   }
 }
 
-async function readEventStream({
+/**
+ * The body, chunk by chunk, straight into the stream parser from a 'data' listener. Ends at the
+ * first decided state: `[DONE]` or a finish reason then EOF (success), an error payload, EOF or
+ * a lost connection, the idle watchdog, or the caller's interruption.
+ */
+function readEventStream({
   response,
+  call,
   watchdog,
   input,
 }: {
-  readonly response: Response
+  readonly response: IncomingMessage
+  readonly call: ProviderRequest
   readonly watchdog: IdleWatchdog
   readonly input: AttemptInput & { readonly signal: AbortSignal }
 }): Promise<AttemptOutcome> {
   const parser = createChatCompletionStreamParser({ onEvent: input.onEvent })
-  if (response.body === null) return fromStreamState(parser.end('eof'))
-  const reader = response.body.getReader()
-  let reachedEnd = false
-  let receivedBytes = 0
-  try {
-    for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>
-      try {
-        chunk = await reader.read()
-      } catch (cause) {
-        reachedEnd = true
-        if (watchdog.fired()) return fromStreamState(parser.idle(input.idleTimeoutMs))
-        if (input.signal.aborted) return interruptedOutcome()
-        if (receivedBytes === 0) return failed(new ProviderConnectionError({ message: describeConnectionFailure(cause) }), true)
-        return fromStreamState(parser.end('connection-lost'))
-      }
-      if (chunk.done) {
-        reachedEnd = true
-        return fromStreamState(parser.end('eof'))
-      }
-      receivedBytes += chunk.value.byteLength
-      watchdog.touch()
-      const state = parser.pushBytes(chunk.value)
-      if (state.status !== 'streaming') return fromStreamState(state)
+  return new Promise<AttemptOutcome>((resolve, reject) => {
+    let receivedBytes = 0
+    let settled = false
+    let lastError: unknown
+    const stopListening = (): void => {
+      settled = true
+      response.off('data', onData)
+      response.off('end', onEnd)
+      response.off('close', onLost)
     }
-  } finally {
-    // Stopped before the body ended ([DONE], an error payload, a throwing onEvent): release
-    // the connection rather than leave it half-read.
-    if (!reachedEnd) reader.cancel().catch(() => undefined)
+    const onData = (chunk: Buffer): void => {
+      receivedBytes += chunk.byteLength
+      watchdog.touch()
+      let state: ChatStreamState
+      try {
+        state = parser.pushBytes(chunk)
+      } catch (error) {
+        // `onEvent` threw: a defect. Release the connection rather than leave it half-read.
+        stopListening()
+        call.abort()
+        reject(error)
+        return
+      }
+      if (state.status === 'streaming') return
+      stopListening()
+      if (state.status === 'succeeded') releaseAfterDone(response, call)
+      else call.abort() // an error payload: nothing more from this response is wanted
+      resolve(fromStreamState(state))
+    }
+    const onEnd = (): void => {
+      stopListening()
+      resolve(fromStreamState(parser.end('eof')))
+    }
+    const onLost = (): void => {
+      if (settled) return
+      stopListening()
+      if (watchdog.fired()) resolve(fromStreamState(parser.idle(input.idleTimeoutMs)))
+      else if (input.signal.aborted) resolve(interruptedOutcome())
+      else if (receivedBytes === 0) resolve(failed(new ProviderConnectionError({ message: describeConnectionFailure(lastError) }), true))
+      else resolve(fromStreamState(parser.end('connection-lost')))
+    }
+    response.on('data', onData)
+    response.once('end', onEnd)
+    // A response cut short emits 'error' (ECONNRESET, "aborted") and then 'close' without 'end'.
+    response.on('error', (error) => {
+      lastError = error
+    })
+    response.once('close', onLost)
+  })
+}
+
+/** Grace for the rest of a response after `[DONE]` (normally only the chunked terminator). */
+const DRAIN_AFTER_DONE_MS = 1000
+
+/**
+ * After `[DONE]` the answer is known; the response normally ends a moment later. Let it end, so
+ * the keep-alive socket goes back to the pool, but never wait on a provider that keeps talking.
+ */
+function releaseAfterDone(response: IncomingMessage, call: ProviderRequest): void {
+  if (response.complete) return
+  let bytes = 0
+  const onData = (chunk: Buffer): void => {
+    bytes += chunk.byteLength
+    if (bytes > ERROR_BODY_MAX_BYTES) call.abort()
   }
+  const timer = setTimeout(call.abort, DRAIN_AFTER_DONE_MS)
+  timer.unref()
+  response.on('data', onData)
+  response.once('close', () => {
+    clearTimeout(timer)
+    response.off('data', onData)
+  })
 }
 
 async function readHttpError({
   response,
+  status,
+  call,
   watchdog,
   idleMs,
 }: {
-  readonly response: Response
+  readonly response: IncomingMessage
+  readonly status: number
+  readonly call: ProviderRequest
   readonly watchdog: IdleWatchdog
   readonly idleMs: number
 }): Promise<AttemptOutcome> {
-  const retryAfterMs = parseRetryAfterMs({ headers: response.headers, nowMs: Date.now() })
-  const bodyText = await readLimitedText({ response, watchdog })
+  const retryAfterMs = parseRetryAfterMs({ headers: toHeaders(response.headers), nowMs: Date.now() })
+  const bodyText = await readLimitedText({ response, maxBytes: ERROR_BODY_MAX_BYTES, onProgress: watchdog.touch, abort: call.abort })
   if (bodyText === undefined && watchdog.fired()) return failed(new StreamIdleTimeout({ idleMs, partialText: '' }), false)
+  const statusText = response.statusMessage ?? ''
   const { code, message } = parseProviderErrorBody({
     bodyText: bodyText ?? '',
-    statusText: response.statusText === '' ? `HTTP ${response.status}` : response.statusText,
+    statusText: statusText === '' ? `HTTP ${status}` : statusText,
   })
-  return failed(
-    new ProviderHttpError({ status: response.status, code, message, retryAfterMs }),
-    isRetryableStatus(response.status),
-  )
+  return failed(new ProviderHttpError({ status, code, message, retryAfterMs }), isRetryableStatus(status))
 }
 
 /** A 2xx answer with a JSON body: an error object, or a provider that ignored `stream: true`. */
 async function readJsonInsteadOfStream({
   response,
+  call,
   watchdog,
   idleMs,
 }: {
-  readonly response: Response
+  readonly response: IncomingMessage
+  readonly call: ProviderRequest
   readonly watchdog: IdleWatchdog
   readonly idleMs: number
 }): Promise<AttemptOutcome> {
-  const bodyText = await readLimitedText({ response, watchdog })
+  const bodyText = await readLimitedText({ response, maxBytes: ERROR_BODY_MAX_BYTES, onProgress: watchdog.touch, abort: call.abort })
   if (bodyText === undefined && watchdog.fired()) return failed(new StreamIdleTimeout({ idleMs, partialText: '' }), false)
   let parsed: unknown
   try {
@@ -283,45 +340,11 @@ async function readJsonInsteadOfStream({
   }
   return failed(
     new ProviderProtocolError({
-      message: `expected a text/event-stream answer, got ${response.headers.get('content-type') ?? 'no content type'}: ${truncateForDisplay(bodyText ?? '', 200)}`,
+      message: `expected a text/event-stream answer, got ${response.headers['content-type'] ?? 'no content type'}: ${truncateForDisplay(bodyText ?? '', 200)}`,
       partialText: '',
     }),
     false,
   )
-}
-
-/** Reads at most ERROR_BODY_MAX_BYTES of the body; undefined when reading failed. */
-async function readLimitedText({
-  response,
-  watchdog,
-}: {
-  readonly response: Response
-  readonly watchdog: IdleWatchdog
-}): Promise<string | undefined> {
-  if (response.body === null) return ''
-  const reader = response.body.getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  let bytes = 0
-  let reachedEnd = false
-  try {
-    while (bytes < ERROR_BODY_MAX_BYTES) {
-      const chunk = await reader.read()
-      if (chunk.done) {
-        reachedEnd = true
-        break
-      }
-      watchdog.touch()
-      bytes += chunk.value.byteLength
-      text += decoder.decode(chunk.value, { stream: true })
-    }
-    return text + decoder.decode()
-  } catch {
-    reachedEnd = true
-    return text === '' ? undefined : text
-  } finally {
-    if (!reachedEnd) reader.cancel().catch(() => undefined)
-  }
 }
 
 function fromStreamState(state: Exclude<ChatStreamState, { status: 'streaming' }>): AttemptOutcome {
@@ -337,24 +360,8 @@ function interruptedOutcome(): AttemptOutcome {
   return failed(new ProviderConnectionError({ message: 'the request was cancelled' }), false)
 }
 
-function isJsonContentType(response: Response): boolean {
-  return /^application\/(.+\+)?json\b/i.test(response.headers.get('content-type') ?? '')
-}
-
-/** Names the failure by its error code only: Node's messages include host and port. */
-function describeConnectionFailure(cause: unknown): string {
-  const code = findErrorCode(cause)
-  return code === undefined ? 'could not reach the provider' : `could not reach the provider (${code})`
-}
-
-function findErrorCode(cause: unknown): string | undefined {
-  let current: unknown = cause
-  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth += 1) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === 'string' && /^[A-Z_]+$/.test(code)) return code
-    current = (current as { cause?: unknown }).cause
-  }
-  return undefined
+function isJsonContentType(response: IncomingMessage): boolean {
+  return /^application\/(.+\+)?json\b/i.test(response.headers['content-type'] ?? '')
 }
 
 // ---------------------------------------------------------------------------------------------
