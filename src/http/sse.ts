@@ -1,9 +1,13 @@
 // Server-sent events over an express response: headers flushed at once, one write per event,
-// keep-alive comments on idle, and a close that is safe to call twice.
+// keep-alive comments on idle, and a close that is safe to call twice. (Node's http layer corks
+// the socket for the rest of the tick on a chunked write, so the events produced from one read
+// of the provider's stream leave in one writev.)
 import type { Response } from 'express'
 
 export interface SseWriter {
   readonly send: (event: string, data: unknown) => boolean
+  /** `send` for data already serialised as JSON (one line): the per-delta path, no object to stringify. */
+  readonly sendJson: (event: string, json: string) => boolean
   /** An unnamed message whose data is `text` as is (one `data:` line per line; htmx swaps it). */
   readonly sendText: (text: string) => boolean
   readonly comment: (text: string) => void
@@ -49,6 +53,7 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
   }
   return {
     send: (event, data) => write(formatSseEvent(event, data)),
+    sendJson: (event, json) => write(`event: ${event}\ndata: ${json}\n\n`),
     sendText: (text) => write(formatSseText(text)),
     comment: (text) => void write(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`),
     close: () => {

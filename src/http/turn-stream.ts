@@ -155,7 +155,14 @@ export async function streamTurn(
 /** The JSON projection (the public API): each runtime event is one SSE event of the same name. */
 export function jsonTurnProjector(sse: SseWriter): TurnProjector {
   return {
-    progress: ({ type, ...data }) => void sse.send(type, data),
+    progress: (event) => {
+      // The per-delta path: the same bytes as JSON.stringify({ text }), without the object.
+      if (event.type === 'delta' || event.type === 'thinking') sse.sendJson(event.type, `{"text":${JSON.stringify(event.text)}}`)
+      else {
+        const { type, ...data } = event
+        sse.send(type, data)
+      }
+    },
     finish: ({ type, ...data }) => void sse.send(type, data),
   }
 }

@@ -113,6 +113,23 @@ describe('createSseDecoder', () => {
     expect(decoder.end()).toEqual([message('a\ufffd')])
   })
 
+  test('a line longer than the reused line buffer, cut into small chunks, arrives whole', () => {
+    const long = '长'.repeat(4000) + 'x'.repeat(3001)
+    const bytes = utf8(`data: ${long}\n\ndata: next\n\n`)
+    const parts = Array.from({ length: Math.ceil(bytes.length / 7) }, (_, i) => bytes.slice(i * 7, i * 7 + 7))
+    expect(decodeAll(parts)).toEqual([message(long), message('next')])
+  })
+
+  test('onEvent receives each event as it completes; push and end then return none', () => {
+    const seen: SseEvent[] = []
+    const decoder = createSseDecoder({ onEvent: (event) => seen.push(event), dispatchCompleteLinesOnEnd: true })
+    expect(decoder.push(utf8('data: a\n\nevent: e\ndata: b'))).toEqual([])
+    expect(seen).toEqual([message('a')])
+    expect(decoder.push(utf8('\n'))).toEqual([])
+    expect(decoder.end()).toEqual([])
+    expect(seen).toEqual([message('a'), { event: 'e', data: 'b', id: '' }])
+  })
+
   test('pushText accepts decoded text; push after end throws', () => {
     const decoder = createSseDecoder()
     expect(decoder.pushText('data: t\n\n')).toEqual([message('t')])

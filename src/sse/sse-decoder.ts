@@ -2,8 +2,8 @@
 // rules (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation).
 // Pure and dependency-free: the model client, the HTTP client tests and the browser reuse it.
 //
-// - bytes are decoded as UTF-8 in stream mode (a code point may be split across chunks);
-//   a leading BOM is dropped
+// - bytes are decoded as UTF-8 line by line (a code point may be split across chunks: lines are
+//   cut on bytes, and CR/LF never occur inside a UTF-8 sequence); a leading BOM is dropped
 // - lines end with CRLF, LF or a bare CR, and a CR at the end of one chunk followed by an LF
 //   at the start of the next is one line ending
 // - `data:` lines are joined with "\n"; one space after the colon is dropped
@@ -29,6 +29,11 @@ export interface SseDecoderOptions {
   readonly onRetry?: ((milliseconds: number) => void) | undefined
   /** See the file comment. Default false, as WHATWG says. */
   readonly dispatchCompleteLinesOnEnd?: boolean | undefined
+  /**
+   * Receive each event as it completes instead of in the arrays `push` and `end` return (those
+   * are then always empty): no array per chunk, for the hot path of the model client.
+   */
+  readonly onEvent?: ((event: SseEvent) => void) | undefined
 }
 
 export interface SseDecoder {
@@ -42,108 +47,151 @@ export interface SseDecoder {
 
 const LF = 10
 const CR = 13
+const NO_EVENTS: SseEvent[] = Object.freeze([]) as unknown as SseEvent[]
 
+// Node's Buffer decodes a byte range without a view object and exactly as TextDecoder does
+// (U+FFFD for every malformed sequence); elsewhere TextDecoder decodes a subarray.
+type NodeBufferLike = Uint8Array & { toString: (encoding: 'utf8', start: number, end: number) => string }
+interface NodeBufferClass {
+  isBuffer: (value: unknown) => boolean
+  allocUnsafe: (size: number) => Uint8Array
+}
+const NodeBuffer = (globalThis as { Buffer?: NodeBufferClass }).Buffer
+
+/**
+ * Lines are cut on the bytes (CR and LF never occur inside a UTF-8 sequence) and each complete
+ * line is decoded once, so a chunk is never decoded as a whole, sliced into lines and glued back
+ * together; a line split across chunks waits in one reused byte buffer.
+ */
 export function createSseDecoder(options: SseDecoderOptions = {}): SseDecoder {
-  // The BOM is stripped by hand (once, for bytes and text alike), so TextDecoder keeps it.
-  const utf8 = new TextDecoder('utf-8', { ignoreBOM: true })
-  let sawFirstText = false
-  let partialLine = ''
+  const textDecoder = new TextDecoder('utf-8', { ignoreBOM: true })
+  const allocate = (size: number): Uint8Array => (NodeBuffer ? NodeBuffer.allocUnsafe(size) : new Uint8Array(size))
+  const decodeRange = (bytes: Uint8Array, start: number, end: number): string =>
+    NodeBuffer?.isBuffer(bytes) ? (bytes as NodeBufferLike).toString('utf8', start, end) : textDecoder.decode(bytes.subarray(start, end))
+  const encoder = new TextEncoder()
+  const sink = options.onEvent
+  let out: SseEvent[] | undefined
+  /** The start of a line not terminated yet (bytes of earlier chunks). */
+  let pending = allocate(256)
+  let pendingLength = 0
   let skipLeadingLineFeed = false
-  let dataLines: string[] | undefined
+  let firstLine = true
+  let data: string | undefined
   let eventName = ''
   let lastEventId = ''
   let ended = false
 
-  const dispatch = (out: SseEvent[]): void => {
-    if (dataLines !== undefined) {
-      out.push({ event: eventName === '' ? 'message' : eventName, data: dataLines.join('\n'), id: lastEventId })
+  const dispatch = (): void => {
+    if (data !== undefined) {
+      const event: SseEvent = { event: eventName === '' ? 'message' : eventName, data, id: lastEventId }
+      if (sink !== undefined) sink(event)
+      else (out ??= []).push(event)
     }
-    dataLines = undefined
+    data = undefined
     eventName = ''
   }
 
   const processField = (line: string): void => {
     const colon = line.indexOf(':')
     const field = colon === -1 ? line : line.slice(0, colon)
-    let value = colon === -1 ? '' : line.slice(colon + 1)
-    if (value.charCodeAt(0) === 32) value = value.slice(1)
+    const valueStart = colon === -1 ? line.length : line.charCodeAt(colon + 1) === 32 ? colon + 2 : colon + 1
     switch (field) {
-      case 'data':
-        if (dataLines === undefined) dataLines = [value]
-        else dataLines.push(value)
+      case 'data': {
+        const value = line.slice(valueStart)
+        data = data === undefined ? value : `${data}\n${value}`
         return
+      }
       case 'event':
-        eventName = value
+        eventName = line.slice(valueStart)
         return
-      case 'id':
+      case 'id': {
+        const value = line.slice(valueStart)
         if (!value.includes('\u0000')) lastEventId = value
         return
-      case 'retry':
+      }
+      case 'retry': {
+        const value = line.slice(valueStart)
         if (/^[0-9]+$/.test(value)) options.onRetry?.(Number(value))
         return
+      }
       default:
         return // unknown fields are ignored
     }
   }
 
-  const processLine = (line: string, out: SseEvent[]): void => {
-    if (line === '') dispatch(out)
-    else if (line.charCodeAt(0) === 58 /* ":" */) options.onComment?.(line.slice(1))
+  const processLine = (bytes: Uint8Array, start: number, end: number): void => {
+    const first = firstLine
+    firstLine = false
+    if (start === end) return dispatch()
+    let line = decodeRange(bytes, start, end)
+    if (first && line.charCodeAt(0) === 0xfeff) {
+      line = line.slice(1) // one leading BOM is dropped (it may have been split across chunks)
+      if (line === '') return dispatch()
+    }
+    if (line.charCodeAt(0) === 58 /* ":" */) options.onComment?.(line.slice(1))
     else processField(line)
   }
 
-  const processText = (input: string, out: SseEvent[]): void => {
-    let text = input
-    if (!sawFirstText && text.length > 0) {
-      sawFirstText = true
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
+  const keepPending = (bytes: Uint8Array, start: number, end: number): void => {
+    const needed = pendingLength + (end - start)
+    if (needed > pending.length) {
+      const grown = allocate(Math.max(needed, pending.length * 2))
+      grown.set(pending.subarray(0, pendingLength))
+      pending = grown
     }
+    pending.set(bytes.subarray(start, end), pendingLength)
+    pendingLength = needed
+  }
+
+  const processBytes = (bytes: Uint8Array): void => {
+    const length = bytes.length
     let position = 0
-    if (skipLeadingLineFeed && text.length > 0) {
+    if (skipLeadingLineFeed && length > 0) {
       skipLeadingLineFeed = false
-      if (text.charCodeAt(0) === LF) position = 1
+      if (bytes[0] === LF) position = 1
     }
-    let nextCr = text.indexOf('\r', position)
-    let nextLf = text.indexOf('\n', position)
+    let nextCr = bytes.indexOf(CR, position)
+    let nextLf = bytes.indexOf(LF, position)
     while (nextCr !== -1 || nextLf !== -1) {
       const lineEnd = nextCr === -1 ? nextLf : nextLf === -1 ? nextCr : Math.min(nextCr, nextLf)
-      const piece = text.slice(position, lineEnd)
-      const line = partialLine === '' ? piece : partialLine + piece
-      partialLine = ''
-      processLine(line, out)
-      position = lineEnd + 1
-      if (text.charCodeAt(lineEnd) === CR) {
-        if (position === text.length) skipLeadingLineFeed = true
-        else if (text.charCodeAt(position) === LF) position += 1
+      if (pendingLength === 0) processLine(bytes, position, lineEnd)
+      else {
+        keepPending(bytes, position, lineEnd)
+        const whole = pendingLength
+        pendingLength = 0
+        processLine(pending, 0, whole)
       }
-      if (nextCr !== -1 && nextCr < position) nextCr = text.indexOf('\r', position)
-      if (nextLf !== -1 && nextLf < position) nextLf = text.indexOf('\n', position)
+      position = lineEnd + 1
+      if (bytes[lineEnd] === CR) {
+        if (position === length) skipLeadingLineFeed = true
+        else if (bytes[position] === LF) position += 1
+      }
+      if (nextCr !== -1 && nextCr < position) nextCr = bytes.indexOf(CR, position)
+      if (nextLf !== -1 && nextLf < position) nextLf = bytes.indexOf(LF, position)
     }
-    if (position < text.length) partialLine += text.slice(position)
+    if (position < length) keepPending(bytes, position, length)
+  }
+
+  const collect = (): SseEvent[] => {
+    const events = out ?? NO_EVENTS
+    out = undefined
+    return events
   }
 
   const push = (bytes: Uint8Array): SseEvent[] => {
     if (ended) throw new Error('SSE decoder: push after end')
-    const out: SseEvent[] = []
-    processText(utf8.decode(bytes, { stream: true }), out)
-    return out
+    processBytes(bytes)
+    return collect()
   }
 
-  const pushText = (text: string): SseEvent[] => {
-    if (ended) throw new Error('SSE decoder: push after end')
-    const out: SseEvent[] = []
-    processText(text, out)
-    return out
-  }
+  const pushText = (text: string): SseEvent[] => push(encoder.encode(text))
 
   const end = (): SseEvent[] => {
-    if (ended) return []
-    const out: SseEvent[] = []
-    processText(utf8.decode(), out)
+    if (ended) return NO_EVENTS
     ended = true
-    partialLine = '' // an unterminated last line is never trusted
-    if (options.dispatchCompleteLinesOnEnd === true) dispatch(out)
-    return out
+    pendingLength = 0 // an unterminated last line is never trusted
+    if (options.dispatchCompleteLinesOnEnd === true) dispatch()
+    return collect()
   }
 
   return { push, pushText, end }

@@ -42,14 +42,15 @@ export interface ChatCompletionStreamParser {
   readonly partialText: () => string
 }
 
+const STREAMING: ChatStreamState = { status: 'streaming' }
+
 export function createChatCompletionStreamParser({
   onEvent,
 }: {
   readonly onEvent?: ((event: ModelStreamEvent) => void) | undefined
 } = {}): ChatCompletionStreamParser {
-  const sse = createSseDecoder({ dispatchCompleteLinesOnEnd: true })
   const assembler = createChunkAssembler()
-  let state: ChatStreamState = { status: 'streaming' }
+  let state: ChatStreamState = STREAMING
 
   const fail = (error: ChatStreamFailure): ChatStreamState => (state = { status: 'failed', error })
   const succeed = (): ChatStreamState => (state = { status: 'succeeded', result: assembler.buildResult() })
@@ -82,7 +83,7 @@ export function createChatCompletionStreamParser({
       )
       return
     }
-    const outcome = assembler.acceptChunk(parsed.value)
+    const outcome = assembler.acceptChunk(parsed.value, onEvent)
     if (outcome.kind === 'provider-error') {
       fail(
         new ProviderStreamError({
@@ -93,20 +94,20 @@ export function createChatCompletionStreamParser({
       )
     } else if (outcome.kind === 'protocol-error') {
       fail(new ProviderProtocolError({ message: outcome.message, partialText: assembler.partialText() }))
-    } else if (onEvent !== undefined) {
-      for (const streamEvent of outcome.events) onEvent(streamEvent)
     }
   }
 
-  const acceptEvents = (events: ReadonlyArray<SseEvent>): void => {
-    for (const event of events) {
-      if (state.status !== 'streaming') return
-      acceptEvent(event)
-    }
-  }
+  // Events go straight from the decoder to the assembler (no array per chunk); once the state
+  // is decided, the rest of the chunk is ignored.
+  const sse = createSseDecoder({
+    dispatchCompleteLinesOnEnd: true,
+    onEvent: (event) => {
+      if (state.status === 'streaming') acceptEvent(event)
+    },
+  })
 
   const pushBytes = (bytes: Uint8Array): ChatStreamState => {
-    if (state.status === 'streaming') acceptEvents(sse.push(bytes))
+    if (state.status === 'streaming') sse.push(bytes)
     return state
   }
 
@@ -119,7 +120,7 @@ export function createChatCompletionStreamParser({
   }
 
   const end = (ending: ChatStreamEnding): Exclude<ChatStreamState, { status: 'streaming' }> => {
-    if (state.status === 'streaming') acceptEvents(sse.end())
+    if (state.status === 'streaming') sse.end()
     return settle(
       () =>
         new StreamIncomplete({

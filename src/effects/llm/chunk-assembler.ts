@@ -19,8 +19,11 @@ export type ChunkOutcome =
   | { readonly kind: 'protocol-error'; readonly message: string }
 
 export interface ChunkAssembler {
-  /** Feed one parsed JSON chunk. */
-  readonly acceptChunk: (chunk: unknown) => ChunkOutcome
+  /**
+   * Feed one parsed JSON chunk. With `emit`, its stream events go to `emit` as they are found
+   * and the outcome's `events` is empty (the hot path: no array per chunk).
+   */
+  readonly acceptChunk: (chunk: unknown, emit?: ((event: ModelStreamEvent) => void) | undefined) => ChunkOutcome
   /** Text received so far (kept in every failure). */
   readonly partialText: () => string
   /** True once any choice carried a non-empty `finish_reason`. */
@@ -86,17 +89,17 @@ export function createChunkAssembler(): ChunkAssembler {
     else if (isRecord(args) || Array.isArray(args)) draft.rawArguments = JSON.stringify(args) // a complete value
   }
 
-  const acceptChoice = (choice: Record<string, unknown>, events: ModelStreamEvent[]): void => {
-    const delta = isRecord(choice['delta']) ? choice['delta'] : {}
+  const acceptChoice = (choice: Record<string, unknown>, emit: (event: ModelStreamEvent) => void): void => {
+    const delta = isRecord(choice['delta']) ? choice['delta'] : EMPTY_RECORD
     const reasoning = nonEmptyString(delta['reasoning_content']) ?? nonEmptyString(delta['reasoning'])
     if (reasoning !== undefined) {
       thinking += reasoning
-      events.push({ type: 'thinking', text: reasoning })
+      emit({ type: 'thinking', text: reasoning })
     }
     const content = nonEmptyString(delta['content'])
     if (content !== undefined) {
       text += content
-      events.push({ type: 'delta', text: content })
+      emit({ type: 'delta', text: content })
     }
     const toolCalls = delta['tool_calls']
     if (Array.isArray(toolCalls)) for (const toolCall of toolCalls) acceptToolCallDelta(toolCall)
@@ -106,19 +109,19 @@ export function createChunkAssembler(): ChunkAssembler {
     if (choiceUsage !== undefined) usage = choiceUsage
   }
 
-  const acceptChunk = (chunk: unknown): ChunkOutcome => {
+  const acceptChunk = (chunk: unknown, emit?: ((event: ModelStreamEvent) => void) | undefined): ChunkOutcome => {
     if (!isRecord(chunk)) return { kind: 'protocol-error', message: `expected a JSON object chunk, got ${describe(chunk)}` }
     const error = readProviderErrorPayload(chunk)
     if (error !== undefined) return { kind: 'provider-error', error }
-    const events: ModelStreamEvent[] = []
+    const events: ModelStreamEvent[] | undefined = emit === undefined ? [] : undefined
     const choices = chunk['choices']
     if (Array.isArray(choices)) {
-      const choice = choices.find((c) => isRecord(c) && (c['index'] === 0 || c['index'] === undefined))
-      if (isRecord(choice)) acceptChoice(choice, events)
+      const choice = firstChoice(choices)
+      if (choice !== undefined) acceptChoice(choice, emit ?? ((event) => events!.push(event)))
     }
     const chunkUsage = readUsage(chunk['usage'])
     if (chunkUsage !== undefined) usage = chunkUsage
-    return { kind: 'events', events }
+    return events === undefined ? EMITTED : { kind: 'events', events }
   }
 
   const buildResult = (): ModelResult => {
@@ -139,6 +142,17 @@ export function createChunkAssembler(): ChunkAssembler {
     hasFinishReason: () => rawFinishReason !== '',
     buildResult,
   }
+}
+
+const EMPTY_RECORD: Record<string, unknown> = Object.freeze({})
+const EMITTED: ChunkOutcome = Object.freeze({ kind: 'events', events: Object.freeze([]) })
+
+/** The choice for index 0 (or the first one without an index). */
+function firstChoice(choices: ReadonlyArray<unknown>): Record<string, unknown> | undefined {
+  for (const choice of choices) {
+    if (isRecord(choice) && (choice['index'] === 0 || choice['index'] === undefined)) return choice
+  }
+  return undefined
 }
 
 /** Maps a provider finish reason; "" (none received) and "stop"-with-tool-calls are inferred. */

@@ -1,0 +1,79 @@
+import type { Response } from 'express'
+import { afterEach, describe, expect, test, vi } from 'vitest'
+import { createSseDecoder } from '../sse/sse-decoder.ts'
+import { formatSseEvent, openSse } from './sse.ts'
+import { jsonTurnProjector, type TurnProgressEvent } from './turn-stream.ts'
+
+/** A stand-in express response that records what is written. */
+function recordingResponse() {
+  const writes: string[] = []
+  const res = {
+    writableEnded: false,
+    destroyed: false,
+    status: () => res,
+    set: () => res,
+    flushHeaders: () => undefined,
+    socket: { setNoDelay: () => undefined },
+    write: (chunk: string) => {
+      writes.push(chunk)
+      return true
+    },
+    end: () => {
+      res.writableEnded = true
+    },
+  }
+  return { res: res as unknown as Response, writes, state: res }
+}
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describe('openSse', () => {
+  test('sendJson writes the same frame as send with the parsed object, in one write', () => {
+    const { res, writes } = recordingResponse()
+    const sse = openSse(res)
+    const text = 'quote " backslash \\ newline \n tab \t é 🎉 \u2028'
+    sse.send('delta', { text })
+    sse.sendJson('delta', JSON.stringify({ text }))
+    sse.close()
+    expect(writes).toHaveLength(2)
+    expect(writes[1]).toBe(writes[0])
+    expect(writes[0]).toBe(formatSseEvent('delta', { text }))
+  })
+
+  test('a keep-alive comment after the silence, none while events flow; nothing after close', () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance'] })
+    const { res, writes } = recordingResponse()
+    const sse = openSse(res, { keepAliveMs: 1000 })
+    for (let step = 0; step < 8; step += 1) {
+      vi.advanceTimersByTime(250)
+      sse.sendJson('delta', '{"text":"x"}')
+    }
+    expect(writes.filter((chunk) => chunk.startsWith(':'))).toEqual([])
+    vi.advanceTimersByTime(1000)
+    expect(writes.at(-1)).toBe(': keep-alive\n\n')
+    sse.close()
+    sse.close()
+    const count = writes.length
+    vi.advanceTimersByTime(5000)
+    expect(sse.sendJson('delta', '{"text":"late"}')).toBe(false)
+    expect(writes).toHaveLength(count)
+  })
+})
+
+describe('jsonTurnProjector', () => {
+  test.each<TurnProgressEvent>([
+    { type: 'delta', text: 'a "quoted" \n line' },
+    { type: 'thinking', text: '思考…' },
+    { type: 'tool', phase: 'start', call_id: 'c1', name: 'ls', arguments: { uri: 'kb://me/' } },
+  ])('$type: the event name and its fields without `type`, as JSON', (event) => {
+    const { res, writes } = recordingResponse()
+    const sse = openSse(res)
+    jsonTurnProjector(sse).progress(event)
+    sse.close()
+    const decoded = createSseDecoder().pushText(writes.join(''))
+    const { type, ...fields } = event
+    expect(decoded).toEqual([{ event: type, data: JSON.stringify(fields), id: '' }])
+  })
+})
