@@ -55,11 +55,12 @@ function readyzOk(port: number): Promise<boolean> {
 
 const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms))
 
-async function startOnce({
+export async function startOnce({
   root,
   kind,
   dataDir,
   nodeArgs,
+  bin = 'bin/knowagent.mjs',
   env,
   timeoutMs,
 }: {
@@ -67,13 +68,15 @@ async function startOnce({
   kind: 'cold' | 'warm'
   dataDir: string
   nodeArgs: ReadonlyArray<string>
+  /** The entry point, relative to `root`. */
+  bin?: string
   env: Readonly<Record<string, string>>
   timeoutMs: number
 }): Promise<StartRun & { readonly output: string }> {
   const port = await freePort()
   let output = ''
   const started = performance.now()
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, resolve(root, 'bin/knowagent.mjs'), 'serve'], {
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, resolve(root, bin), 'serve'], {
     cwd: root,
     env: { ...process.env, ...env, KNOWAGENT_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -28,8 +28,10 @@ export interface EffectActorArgs<TInput> {
 /** The Effect failed with an error its caller did not map to data. */
 export class EffectActorFailure extends Error {
   override readonly name = 'EffectActorFailure'
-  constructor(override readonly cause: Cause.Cause<unknown>) {
+  override readonly cause: Cause.Cause<unknown>
+  constructor(cause: Cause.Cause<unknown>) {
     super(`effect failed: ${Cause.pretty(cause)}`)
+    this.cause = cause
   }
 }
 

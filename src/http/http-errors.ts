@@ -1,12 +1,13 @@
 /** An error that reaches HTTP with a status and a stable code. */
 export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
+  readonly status: number
+  readonly code: string
+  readonly headers: Record<string, string>
+  constructor(status: number, code: string, message: string, headers: Record<string, string> = {}) {
     super(message)
+    this.status = status
+    this.code = code
+    this.headers = headers
   }
 }
 

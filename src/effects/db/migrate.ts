@@ -8,7 +8,10 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../migrations/', impo
 
 /** Loads `migrations/*.ts` by file name order; the file name (without extension) is the migration name. */
 class FolderMigrationProvider implements MigrationProvider {
-  constructor(private readonly folder: string) {}
+  private readonly folder: string
+  constructor(folder: string) {
+    this.folder = folder
+  }
   async getMigrations(): Promise<Record<string, Migration>> {
     const files = (await readdir(this.folder)).filter((f) => /^\d{14}_[\w-]+\.ts$/.test(f)).sort()
     const migrations: Record<string, Migration> = {}

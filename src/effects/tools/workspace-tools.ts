@@ -128,10 +128,12 @@ export const WORKSPACE_TOOL_SCHEMAS = [
 ]
 
 class ToolFailure {
-  constructor(
-    readonly code: string,
-    readonly message: string,
-  ) {}
+  readonly code: string
+  readonly message: string
+  constructor(code: string, message: string) {
+    this.code = code
+    this.message = message
+  }
 }
 
 function toFailure(error: unknown): ToolFailure {
