@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join, relative } from 'node:path'
+import { basename, dirname, isAbsolute, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -28,7 +28,9 @@ function transformSync(source, sourcefile) {
 
 function cachePathFor(path, source) {
   const key = createHash('sha256').update(JSON.stringify(TRANSFORM_OPTIONS)).update('\0').update(source).digest('hex').slice(0, 16)
-  return join(CACHE_DIR, `${relative(ROOT, path)}.${key}.js`)
+  const inProject = relative(ROOT, path)
+  const name = inProject.startsWith('..') || isAbsolute(inProject) ? join('outside-project', basename(path)) : inProject
+  return join(CACHE_DIR, `${name}.${key}.js`)
 }
 
 /** The JavaScript of a `.tsx` file: from the cache when its source is unchanged, else compiled now. */
