@@ -93,8 +93,8 @@ export function chatRoutes(ctx: AppContext): Router {
     const history = checkStreamRequest(request, { maxMessageChars: ctx.config.maxMessageChars })
     const user = req.auth!.user
     const input = { uri: request.uri, modelId: request.model_id, message: request.message, history }
-    const model = await admitTurnStream(ctx, { user, input, modelsHint: 'pick one from the model list' })
-    await streamTurn(ctx, { res, user, model, input, project: (sse) => htmlTurnProjector({ sse, key: form.message_key }) })
+    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: 'pick one from the model list' })
+    await streamTurn(ctx, { res, user, admitted, input, project: (sse) => htmlTurnProjector({ sse, key: form.message_key }) })
   })
 
   router.post(`${CHAT_PREFIX}/command`, async (req, res) => {

@@ -83,8 +83,8 @@ export function knowledgeAgentRoutes(ctx: AppContext): Router {
     const history = checkStreamRequest(body, { maxMessageChars: ctx.config.maxMessageChars })
     const user = req.auth!.user
     const input = { uri: body.uri, modelId: body.model_id, message: body.message, history }
-    const model = await admitTurnStream(ctx, { user, input, modelsHint: `GET ${API_PREFIX}/options lists the available models` })
-    await streamTurn(ctx, { res, user, model, input, project: jsonTurnProjector })
+    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: `GET ${API_PREFIX}/options lists the available models` })
+    await streamTurn(ctx, { res, user, admitted, input, project: jsonTurnProjector })
   })
 
   return router

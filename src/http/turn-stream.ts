@@ -10,6 +10,7 @@ import type { User } from '../effects/auth/users.ts'
 import type { ChatModel } from '../effects/llm/model.ts'
 import { runTurn } from '../effects/turn/run-turn.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
+import type { WorkspaceNode } from '../effects/workspace/store.ts'
 import type { ChatMessage, TurnEmitted, TurnOutput } from '../machines/index.ts'
 import type { AppContext } from './app-context.ts'
 import { badRequest, HttpError } from './http-errors.ts'
@@ -51,6 +52,12 @@ function streamLimiter(ctx: AppContext): RateLimiter {
   return limiter
 }
 
+/** A turn allowed to start: its model and the selected node as admission resolved it. */
+export interface AdmittedTurn {
+  readonly model: ChatModel
+  readonly scope: WorkspaceNode
+}
+
 /**
  * Everything that can refuse a turn before a byte of the stream is sent: the model id, the URI
  * (400/403/404) and the rate limit (429). Throws HttpError or a tagged workspace error.
@@ -58,13 +65,13 @@ function streamLimiter(ctx: AppContext): RateLimiter {
 export async function admitTurnStream(
   ctx: AppContext,
   { user, input, modelsHint }: { user: User; input: TurnStreamInput; modelsHint: string },
-): Promise<ChatModel> {
+): Promise<AdmittedTurn> {
   const model = await Effect.runPromise(
     ctx.models.get(input.modelId).pipe(
       Effect.catchTag('UnknownModel', (error) => Effect.fail(badRequest(`${error.reason}; ${modelsHint}`, 'unknown_model'))),
     ),
   )
-  await resolveNode(ctx.db, { caller: user, uri: input.uri })
+  const { node } = await resolveNode(ctx.db, { caller: user, uri: input.uri })
   const waitMs = streamLimiter(ctx).take(user.id)
   if (waitMs > 0) {
     const seconds = Math.ceil(waitMs / 1000)
@@ -72,7 +79,7 @@ export async function admitTurnStream(
       'Retry-After': String(seconds),
     })
   }
-  return model
+  return { model, scope: node }
 }
 
 /** Aborts on client disconnect (the response closed before it finished) or server shutdown. */
@@ -106,10 +113,10 @@ export async function streamTurn(
   {
     res,
     user,
-    model,
+    admitted,
     input,
     project,
-  }: { res: Response; user: User; model: ChatModel; input: TurnStreamInput; project: (sse: SseWriter) => TurnProjector },
+  }: { res: Response; user: User; admitted: AdmittedTurn; input: TurnStreamInput; project: (sse: SseWriter) => TurnProjector },
 ): Promise<void> {
   const turnId = randomUUID()
   res.set('X-Turn-Id', turnId)
@@ -130,9 +137,10 @@ export async function streamTurn(
     output = await runTurn({
       db: ctx.db,
       caller: user,
-      model,
+      model: admitted.model,
       turnId,
       uri: input.uri,
+      scope: admitted.scope,
       question: input.message,
       history: input.history,
       onEvent: forward,

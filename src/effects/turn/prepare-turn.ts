@@ -71,10 +71,24 @@ function errorCode(error: unknown): { code: string; message: string } {
   }
 }
 
-export function prepareTurn({ db, caller, input }: { db: Db; caller: Owner; input: PrepareInput }): Effect.Effect<PrepareOutput> {
+/**
+ * `scope`: the selected node as the host resolved it for this turn a moment before (the stream
+ * endpoints resolve it to refuse a bad URI with a 4xx); it is not resolved a second time.
+ */
+export function prepareTurn({
+  db,
+  caller,
+  input,
+  scope,
+}: {
+  db: Db
+  caller: Owner
+  input: PrepareInput
+  scope?: WorkspaceNode | undefined
+}): Effect.Effect<PrepareOutput> {
   return Effect.tryPromise({
     try: async (): Promise<PrepareOutput> => {
-      const { node } = await resolveNode(db, { caller, uri: input.uri })
+      const node = scope ?? (await resolveNode(db, { caller, uri: input.uri })).node
       const nativeTools = input.model.supportsNativeToolCalling
       let system = buildSystemPrompt({ scopeUri: node.uri, scopeKind: node.kind, nativeTools })
       if (!nativeTools) system += '\n\n' + (await buildHostMaterial(db, { caller, node }))

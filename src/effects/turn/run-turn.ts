@@ -22,7 +22,7 @@ import { chatModelTurnActors, fromEffect } from '../actor-bridge.ts'
 import type { ChatModel } from '../llm/model.ts'
 import type { Logger } from '../logging/logger.ts'
 import { runWorkspaceTool } from '../tools/workspace-tools.ts'
-import type { Db, Owner } from '../workspace/store.ts'
+import type { Db, Owner, WorkspaceNode } from '../workspace/store.ts'
 import { parseKbUri } from '../workspace/uri.ts'
 import { prepareTurn } from './prepare-turn.ts'
 import { recordTurnFinished, recordTurnStarted } from './turn-records.ts'
@@ -45,6 +45,8 @@ export interface RunTurnOptions {
   readonly preStep?: PreStepHook | undefined
   readonly logger?: Logger | undefined
   readonly limits?: TurnInput['limits']
+  /** The node `uri` resolved to, when the host has just resolved it (prepare then skips that query). */
+  readonly scope?: WorkspaceNode | undefined
 }
 
 export function stopReasonOf(signal: AbortSignal): TurnStopReason {
@@ -67,7 +69,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   }
   const machine = turnMachine.provide({
     actors: {
-      prepare: fromEffect<PrepareOutput, PrepareInput>(({ input }) => prepareTurn({ db, caller, input })),
+      prepare: fromEffect<PrepareOutput, PrepareInput>(({ input }) => prepareTurn({ db, caller, input, scope: options.scope })),
       preStep: fromEffect<PreStepOutput, PreStepInput>(({ input }) => preStep(input)),
       runTool: fromEffect<RunToolOutput, RunToolInput>(({ input }) => {
         const scope = parseKbUri({ uri: input.scopeUri, callerLogin: caller.login })
@@ -83,7 +85,9 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
       }),
     },
   })
-  await recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id })
+  // The turn's row is written while the turn prepares and calls the model (its commit waits for
+  // the WAL flush: not on the path to the first delta); awaited before the outcome is recorded.
+  const recorded = recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id })
   const actor = createActor(machine, {
     input: {
       turnId,
@@ -123,6 +127,15 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
     subscription.unsubscribe()
     actor.stop()
   })
+  running.catch(() => undefined) // observed below, after the row is written
+  try {
+    await recorded
+  } catch (error) {
+    // Not recorded, not run: stop the turn and fail as a crash would (nothing to finish in the record).
+    actor.send({ type: 'user.stop', reason: 'shutdown' })
+    await running.catch(() => undefined)
+    throw error
+  }
   let output: TurnOutput
   try {
     output = await running

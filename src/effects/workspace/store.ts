@@ -55,8 +55,10 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex')
 }
 
-/** The user's root directory, created on first use. */
+/** The user's root directory, created on first use (one query when it exists, as it nearly always does). */
 export async function ensureRoot(db: Db, owner: Owner): Promise<WorkspaceNode> {
+  const existing = await findNode(db, owner, [])
+  if (existing) return existing
   await db
     .insertInto('nodes')
     .values({ id: randomUUID(), owner_id: owner.id, parent_id: null, name: '', path: '', kind: 'directory' })
