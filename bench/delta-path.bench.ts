@@ -10,7 +10,8 @@
 //    one provider frame per push, as the network delivers them at a moderate pace
 // 2. delta event → turn runtime event: the real turn machine (turnMachine + chatModelTurnActors over
 //    a fake ChatModel that calls onEvent synchronously), listened to with actor.on('*') like runTurn
-// 3. runtime event → SSE frame: formatSseEvent, and the SSE writer's send
+// 3. runtime event → SSE frame: formatSseEvent, the SSE writer's send, and the JSON projector's
+//    delta path (SseWriter.sendJson, what the server does per delta)
 // and, for comparison, what a delta costs through a minimal XState machine (emit only; assign +
 // emit) and through a plain callback. CPU: µs per delta, median of 5 rounds of STREAMS × DELTAS.
 // Allocation: bytes per delta over one stream of DELTAS deltas.
@@ -26,6 +27,7 @@ import type { ChatModel, ModelRequest, ModelResult } from '../src/effects/llm/mo
 import { WORKSPACE_TOOL_SCHEMAS } from '../src/effects/tools/workspace-tools.ts'
 import type { Response } from 'express'
 import { formatSseEvent, openSse } from '../src/http/sse.ts'
+import { jsonTurnProjector } from '../src/http/turn-stream.ts'
 import {
   turnMachine,
   type PrepareInput,
@@ -187,9 +189,9 @@ const sseOnly = (streams: number) => {
   if (bytes === 0) throw new Error('no bytes')
 }
 
-// 3b. the SSE writer's send (framing + the keep-alive timer it re-arms on every write), on a
+// 3b/3c. the SSE writer's send (framing + the keep-alive bookkeeping of every write), on a
 // stand-in response whose write does nothing
-const sseWriter = (streams: number) => {
+const sseWriter = (projected: boolean) => (streams: number) => {
   let bytes = 0
   for (let stream = 0; stream < streams; stream += 1) {
     const fake = {
@@ -206,7 +208,12 @@ const sseWriter = (streams: number) => {
       destroyed: false,
     }
     const sse = openSse(fake as unknown as Response, { keepAliveMs: 15_000 })
-    for (const text of texts) sse.send('delta', { text })
+    if (projected) {
+      const projector = jsonTurnProjector(sse)
+      for (const text of texts) projector.progress({ type: 'delta', text })
+    } else {
+      for (const text of texts) sse.send('delta', { text })
+    }
     sse.close()
   }
   if (bytes === 0) throw new Error('no bytes')
@@ -257,7 +264,8 @@ const rows: Array<[string, [number, number]]> = [
   ['2. turn machine: model.delta → emitted delta (real machine, actor bridge)', await measure(turns)],
   ['2+3. turn machine + SSE framing', await measure(turnsWithSse)],
   ['3. SSE framing (formatSseEvent)', await measure(sseOnly)],
-  ['3b. SseWriter.send (framing + keep-alive timer re-arm), no-op response', await measure(sseWriter)],
+  ['3b. SseWriter.send (framing + keep-alive timer), no-op response', await measure(sseWriter(false))],
+  ['3c. jsonTurnProjector delta → SseWriter.sendJson, no-op response', await measure(sseWriter(true))],
   ['   minimal XState machine, emit only', await measure(xstateMachine(tiny))],
   ['   minimal XState machine, assign + emit', await measure(xstateMachine(tinyAssign))],
   ['   plain callback', await measure(plainCallback)],

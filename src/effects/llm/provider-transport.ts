@@ -7,10 +7,17 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 
 export type ProviderAgent = HttpAgent | HttpsAgent
 
+/**
+ * An idle pooled socket is closed after this long (undici, behind fetch, does the same): a
+ * provider or load balancer may drop an idle connection silently, and the next request on it
+ * would fail. A shorter `Keep-Alive: timeout=` from the provider wins (Node's agent reads it).
+ */
+const IDLE_SOCKET_MS = 4_000
+
 /** One connection pool per protocol for every model of the process (like fetch's global dispatcher). */
 const sharedAgents = {
-  http: new HttpAgent({ keepAlive: true }),
-  https: new HttpsAgent({ keepAlive: true }),
+  http: new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS }),
+  https: new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS }),
 }
 
 export interface ProviderRequest {
