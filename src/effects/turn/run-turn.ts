@@ -3,9 +3,13 @@
 // Stopping (user, disconnect, shutdown) is one mechanism: the abort signal sends `user.stop`,
 // the machine leaves its state, the running actor stops, and the bridge interrupts its Effect.
 import { Effect } from 'effect'
-import { createActor } from 'xstate'
+import { createActor, type AnyActorRef } from 'xstate'
 import {
   turnMachine,
+  type CallModelInput,
+  type CallModelOutput,
+  type CompactInput,
+  type CompactOutput,
   type PreStepInput,
   type PreStepOutput,
   type PrepareInput,
@@ -18,7 +22,7 @@ import {
   type TurnStopReason,
   type ChatMessage,
 } from '../../machines/index.ts'
-import { chatModelTurnActors, fromEffect } from '../actor-bridge.ts'
+import { callModelEffect, compactEffect, fromEffect, type ModelStreamSink } from '../actor-bridge.ts'
 import type { ChatModel } from '../llm/model.ts'
 import type { Logger } from '../logging/logger.ts'
 import { runWorkspaceTool } from '../tools/workspace-tools.ts'
@@ -49,6 +53,51 @@ export interface RunTurnOptions {
   readonly scope?: WorkspaceNode | undefined
 }
 
+/** What one turn's actors need from its host; found through the turn's actor system. */
+interface TurnHost {
+  readonly db: Db
+  readonly caller: Owner
+  readonly scope: WorkspaceNode | undefined
+  readonly preStep: PreStepHook
+  readonly model: ChatModel
+  readonly streamSink: ModelStreamSink
+}
+
+const turnHosts = new WeakMap<object, TurnHost>()
+
+function hostOf(self: AnyActorRef): TurnHost {
+  const host = turnHosts.get(self.system)
+  if (host === undefined) throw new Error('a turn actor ran without its host')
+  return host
+}
+
+/**
+ * The turn machine with the host's actors, provided once: `provide` rebuilds every state node of
+ * the machine (about 0.5 ms), which 100 turns starting together would otherwise pay on the event
+ * loop that carries every running stream (docs/performance.md).
+ */
+const hostedTurnMachine = turnMachine.provide({
+  actors: {
+    prepare: fromEffect<PrepareOutput, PrepareInput>(({ input, self }) => {
+      const { db, caller, scope } = hostOf(self)
+      return prepareTurn({ db, caller, input, scope })
+    }),
+    preStep: fromEffect<PreStepOutput, PreStepInput>(({ input, self }) => hostOf(self).preStep(input)),
+    runTool: fromEffect<RunToolOutput, RunToolInput>(({ input, self }) => {
+      const { db, caller } = hostOf(self)
+      const scope = parseKbUri({ uri: input.scopeUri, callerLogin: caller.login })
+      return runWorkspaceTool({ scope: { db, caller, scope }, name: input.call.name, args: input.call.arguments }).pipe(
+        Effect.map(({ ok, content, summary }) => ({ ok, content, summary })),
+      )
+    }),
+    callModel: fromEffect<CallModelOutput, CallModelInput>(({ input, self }) => {
+      const { model, streamSink } = hostOf(self)
+      return callModelEffect({ model, input, streamSink })
+    }),
+    compact: fromEffect<CompactOutput, CompactInput>(({ input, self }) => compactEffect({ model: hostOf(self).model, input })),
+  },
+})
+
 export function stopReasonOf(signal: AbortSignal): TurnStopReason {
   const reason = signal.reason
   return reason === 'disconnect' || reason === 'shutdown' || reason === 'user' ? reason : 'user'
@@ -67,28 +116,21 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
       options.logger?.warn('turn event listener failed', { turnId, error })
     }
   }
-  const machine = turnMachine.provide({
-    actors: {
-      prepare: fromEffect<PrepareOutput, PrepareInput>(({ input }) => prepareTurn({ db, caller, input, scope: options.scope })),
-      preStep: fromEffect<PreStepOutput, PreStepInput>(({ input }) => preStep(input)),
-      runTool: fromEffect<RunToolOutput, RunToolInput>(({ input }) => {
-        const scope = parseKbUri({ uri: input.scopeUri, callerLogin: caller.login })
-        return runWorkspaceTool({ scope: { db, caller, scope }, name: input.call.name, args: input.call.arguments }).pipe(
-          Effect.map(({ ok, content, summary }) => ({ ok, content, summary })),
-        )
-      }),
-      ...chatModelTurnActors(model, {
-        streamSink: (event) => {
-          if (event.type === 'delta') stepText += event.text
-          emit(event)
-        },
-      }),
+  const host: TurnHost = {
+    db,
+    caller,
+    scope: options.scope,
+    preStep,
+    model,
+    streamSink: (event) => {
+      if (event.type === 'delta') stepText += event.text
+      emit(event)
     },
-  })
+  }
   // The turn's row is written while the turn prepares and calls the model (its commit waits for
   // the WAL flush: not on the path to the first delta); awaited before the outcome is recorded.
   const recorded = recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id })
-  const actor = createActor(machine, {
+  const actor = createActor(hostedTurnMachine, {
     input: {
       turnId,
       uri: options.uri,
@@ -98,6 +140,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
       limits: options.limits,
     },
   })
+  turnHosts.set(actor.system, host)
   /** A cancelled turn reports the text of the step that was in flight (the machine never saw it). */
   const withStepText = <E extends { readonly code: string; readonly partial?: string | undefined }>(error: E): E =>
     error.code === 'cancelled' && error.partial === undefined && stepText !== '' ? { ...error, partial: stepText } : error
