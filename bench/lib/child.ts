@@ -13,13 +13,17 @@ if (!system || !providerBaseUrl) throw new Error('usage: child.ts <raw|knowagent
 const send = (message: ChildMessage) => process.send!(message)
 
 // Peak RSS: the kernel's high-water mark (VmHWM), reset before each measured phase through
-// /proc/self/clear_refs; if the kernel refuses the reset, a 20 ms sampler of rss stands in.
+// /proc/self/clear_refs; if the kernel refuses the reset, a 20 ms sampler of rss stands in (only
+// then: reading rss costs the measured process CPU).
 let hwmResettable = true
 let sampledPeak = 0
-const sampler = setInterval(() => {
-  sampledPeak = Math.max(sampledPeak, process.memoryUsage.rss())
-}, 20)
-sampler.unref()
+let sampler: ReturnType<typeof setInterval> | undefined
+const startSampler = (): void => {
+  sampler ??= setInterval(() => {
+    sampledPeak = Math.max(sampledPeak, process.memoryUsage.rss())
+  }, 20)
+  sampler.unref()
+}
 
 const vmHwmBytes = (): number | undefined => {
   try {
@@ -97,6 +101,7 @@ process.on('message', (message: ParentMessage) => {
       writeFileSync('/proc/self/clear_refs', '5')
     } catch {
       hwmResettable = false
+      startSampler()
     }
     sampledPeak = process.memoryUsage.rss()
     gc.count = 0
