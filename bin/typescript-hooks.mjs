@@ -1,15 +1,18 @@
-// Runs the TypeScript sources on Node's own type stripping (no transpiler in memory): `.ts` files
-// load as they are; `.tsx` views (JSX, which Node does not strip) load precompiled by esbuild
-// (bin/jsx-cache.mjs). See docs/performance.md, "Lean process".
+// Runs the project's TypeScript without a transpiler in memory: every `.ts` / `.tsx` file of the
+// project loads as JavaScript precompiled by esbuild at install time (bin/compile-cache.mjs).
+// Files under node_modules are never touched. See docs/architecture.md, "Running the TypeScript".
 import { registerHooks } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { compiledTsx } from './jsx-cache.mjs'
+import { compiledTypeScript } from './compile-cache.mjs'
 
-export function registerTypeScriptHooks() {
+const PROJECT = new URL('..', import.meta.url).href
+
+export function registerTypeScriptHooks({ stripTs = false } = {}) {
   registerHooks({
     load(url, context, nextLoad) {
-      if (!url.startsWith('file:') || !url.endsWith('.tsx')) return nextLoad(url, context)
-      return { format: 'module', source: compiledTsx(fileURLToPath(url)), shortCircuit: true }
+      const tsx = url.endsWith('.tsx')
+      if (!(tsx || (!stripTs && url.endsWith('.ts'))) || !url.startsWith(PROJECT) || url.includes('/node_modules/')) return nextLoad(url, context)
+      return { format: 'module', source: compiledTypeScript(fileURLToPath(url)), shortCircuit: true }
     },
   })
 }

@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// `npm ci` / `npm install` (the `prepare` script): compiles the server's TypeScript (src/, views/,
+// migrations/) into the cache that bin/typescript-hooks.mjs reads (bin/compile-cache.mjs), so
+// that no start compiles anything.
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { compiledTypeScript } from './compile-cache.mjs'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const isSource = (name) => /\.tsx?$/.test(name) && !/\.test\.tsx?$/.test(name) && !name.endsWith('.d.ts')
+
+function* sourceFiles(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) yield* sourceFiles(path)
+    else if (isSource(entry.name)) yield path
+  }
+}
+
+let count = 0
+for (const folder of ['src', 'views', 'migrations']) {
+  for (const file of sourceFiles(join(ROOT, folder))) {
+    compiledTypeScript(file)
+    count += 1
+  }
+}
+console.log(`knowagent: ${count} TypeScript files compiled`)
