@@ -3,9 +3,17 @@
 // migrations/) into the cache that bin/typescript-hooks.mjs reads (bin/compile-cache.mjs), so
 // that no start compiles anything.
 import { readdirSync } from 'node:fs'
+import * as nodeModule from 'node:module'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { compiledTypeScript } from './compile-cache.mjs'
+
+if (typeof nodeModule.stripTypeScriptTypes !== 'function') {
+  // npm ran this with a Node older than the project's (e.g. `npm ci --omit=dev` without the
+  // pinned `node` package): knowagent needs Node >= 22.19 to run at all.
+  console.warn(`knowagent: Node ${process.version} cannot compile the sources (Node >= 22.19 needed); nothing cached`)
+  process.exit(0)
+}
+const { compiledTypeScript } = await import('./compile-cache.mjs')
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const isSource = (name) => /\.tsx?$/.test(name) && !/\.test\.tsx?$/.test(name) && !name.endsWith('.d.ts')
