@@ -29,35 +29,56 @@ afterEach(() => {
   vi.useRealTimers()
 })
 
+const microtask = () => new Promise<void>((resolve) => queueMicrotask(resolve))
+
 describe('openSse', () => {
-  test('sendJson writes the same frame as send with the parsed object, in one write', () => {
+  test('sendJson frames exactly as send with the parsed object', async () => {
     const { res, writes } = recordingResponse()
     const sse = openSse(res)
     const text = 'quote " backslash \\ newline \n tab \t é 🎉 \u2028'
     sse.send('delta', { text })
+    await microtask()
     sse.sendJson('delta', JSON.stringify({ text }))
+    await microtask()
     sse.close()
-    expect(writes).toHaveLength(2)
-    expect(writes[1]).toBe(writes[0])
-    expect(writes[0]).toBe(formatSseEvent('delta', { text }))
+    expect(writes).toEqual([formatSseEvent('delta', { text }), formatSseEvent('delta', { text })])
   })
 
-  test('a keep-alive comment after the silence, none while events flow; nothing after close', () => {
+  test('the events of one synchronous run leave in one write, in order, before the next run', async () => {
+    const { res, writes } = recordingResponse()
+    const sse = openSse(res)
+    sse.sendJson('delta', '{"text":"a"}')
+    sse.sendJson('delta', '{"text":"b"}')
+    sse.comment('note')
+    expect(writes).toEqual([])
+    await microtask()
+    expect(writes).toEqual(['event: delta\ndata: {"text":"a"}\n\nevent: delta\ndata: {"text":"b"}\n\n: note\n\n'])
+    sse.sendJson('done', '{}')
+    sse.close() // flushes what is pending, then ends
+    expect(writes.at(-1)).toBe('event: done\ndata: {}\n\n')
+    expect(sse.sendJson('delta', '{"text":"late"}')).toBe(false)
+    await microtask()
+    expect(writes).toHaveLength(2)
+  })
+
+  test('a keep-alive comment after the silence, none while events flow; nothing after close', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance'] })
     const { res, writes } = recordingResponse()
     const sse = openSse(res, { keepAliveMs: 1000 })
     for (let step = 0; step < 8; step += 1) {
       vi.advanceTimersByTime(250)
       sse.sendJson('delta', '{"text":"x"}')
+      await microtask()
     }
     expect(writes.filter((chunk) => chunk.startsWith(':'))).toEqual([])
     vi.advanceTimersByTime(1000)
+    await microtask()
     expect(writes.at(-1)).toBe(': keep-alive\n\n')
     sse.close()
     sse.close()
     const count = writes.length
     vi.advanceTimersByTime(5000)
-    expect(sse.sendJson('delta', '{"text":"late"}')).toBe(false)
+    await microtask()
     expect(writes).toHaveLength(count)
   })
 })
@@ -67,7 +88,7 @@ describe('jsonTurnProjector', () => {
     { type: 'delta', text: 'a "quoted" \n line' },
     { type: 'thinking', text: '思考…' },
     { type: 'tool', phase: 'start', call_id: 'c1', name: 'ls', arguments: { uri: 'kb://me/' } },
-  ])('$type: the event name and its fields without `type`, as JSON', (event) => {
+  ])('$type: the event name and its fields without `type`, as JSON', async (event) => {
     const { res, writes } = recordingResponse()
     const sse = openSse(res)
     jsonTurnProjector(sse).progress(event)

@@ -1,7 +1,6 @@
-// Server-sent events over an express response: headers flushed at once, one write per event,
-// keep-alive comments on idle, and a close that is safe to call twice. (Node's http layer corks
-// the socket for the rest of the tick on a chunked write, so the events produced from one read
-// of the provider's stream leave in one writev.)
+// Server-sent events over an express response: headers flushed at once, the events of one
+// synchronous run in one write, keep-alive comments on idle, and a close that is safe to call
+// twice.
 import type { Response } from 'express'
 
 export interface SseWriter {
@@ -45,9 +44,25 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
     if (performance.now() - lastWriteAt >= keepAliveMs) write(': keep-alive\n\n')
   }, checkEveryMs)
   timer.unref()
+  // Events produced in one synchronous run (every delta decoded from one read of the provider's
+  // stream) leave in one `res.write`, flushed as a microtask: no delay, far less per-event work
+  // in Node's http and stream layers when the provider sends bursts.
+  let pending = ''
+  let flushQueued = false
+  const flush = (): void => {
+    flushQueued = false
+    if (pending === '') return
+    const chunk = pending
+    pending = ''
+    if (!res.writableEnded && !res.destroyed) res.write(chunk)
+  }
   function write(chunk: string): boolean {
     if (closed || res.writableEnded || res.destroyed) return false
-    res.write(chunk)
+    pending += chunk
+    if (!flushQueued) {
+      flushQueued = true
+      queueMicrotask(flush)
+    }
     lastWriteAt = performance.now()
     return true
   }
@@ -60,6 +75,7 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
       if (closed) return
       closed = true
       clearInterval(timer)
+      flush()
       if (!res.writableEnded && !res.destroyed) res.end()
     },
     closed: () => closed,
