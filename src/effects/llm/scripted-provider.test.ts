@@ -102,7 +102,47 @@ describe('startScriptedProvider', () => {
       await provider.close()
     }
   })
+
+  test('a chunk with `after` is written only once the test opens its gate', async () => {
+    const gate = testGate()
+    const provider = await startScriptedProvider({
+      scripts: [{ kind: 'stream', chunks: [{ bytes: 'data: a\n\n' }, { bytes: 'data: b\n\n', after: gate }] }],
+    })
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const client = streamingClient(`${provider.baseUrl}/chat/completions`)
+      await untilTimerPending()
+      const first = client.nextChunk()
+      vi.advanceTimersByTime(0)
+      expect(await first).toBe('data: a\n\n')
+      await gate.waited // the provider reached chunk b and waits on the gate …
+      expect(vi.getTimerCount()).toBe(0) // … with nothing scheduled to write it
+      const second = client.nextChunk()
+      gate.open()
+      await untilTimerPending()
+      vi.advanceTimersByTime(0)
+      expect(await second).toBe('data: b\n\n')
+      await client.ended
+      expect(provider.requests[0]!.finishedAt).toEqual(expect.any(Number))
+    } finally {
+      await provider.close()
+    }
+  })
 })
+
+/** A promise-like the provider waits on; `waited` settles once something called its `then`. */
+function testGate(): PromiseLike<void> & { readonly open: () => void; readonly waited: Promise<void> } {
+  const opened = Promise.withResolvers<void>()
+  const waited = Promise.withResolvers<void>()
+  return {
+    open: () => opened.resolve(),
+    waited: waited.promise,
+    then: (onOpen, onError) => {
+      waited.resolve()
+      return opened.promise.then(onOpen, onError)
+    },
+  }
+}
 
 /** Turns the event loop (setImmediate is not faked) until the provider has scheduled its next write. */
 async function untilTimerPending(): Promise<void> {
