@@ -7,6 +7,7 @@ import { createApiTokenFor, createUser } from '../../src/effects/auth/users.ts'
 import type { DatabaseHandle } from '../../src/effects/db/database.ts'
 import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
 import type { ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
+import type { PreStepHook } from '../../src/effects/turn/pre-step-hooks.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
 import { createApp } from '../../src/http/create-app.ts'
 import { appContextOf } from '../../src/server.ts'
@@ -28,7 +29,10 @@ export async function startTestServer({
   configure,
   models,
   sseKeepAliveMs,
+  preStep,
 }: {
+  /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
+  preStep?: PreStepHook
   env?: Record<string, string>
   configure?: (config: AppConfig) => AppConfig
   models?: Partial<ModelRegistryOptions>
@@ -41,7 +45,7 @@ export async function startTestServer({
   if (configure) config = configure(config)
   const runtime = await startCoreRuntime({ config, logger, models: { local: { deltaDelayMs: 0 }, ...models } })
   const shutdownController = new AbortController()
-  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs }
+  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
