@@ -40,7 +40,7 @@ async function modelNamed(ctx: AppContext, name: string) {
   const id = name.startsWith(OPENAI_MODEL_PREFIX) ? name.slice(OPENAI_MODEL_PREFIX.length) : undefined
   const found = id === undefined || id === '' ? undefined : await Effect.runPromise(Effect.option(ctx.models.get(id)))
   if (found === undefined || found._tag === 'None') {
-    throw new OpenAiRequestError(404, 'model_not_found', `unknown model "${name}"; ${MODELS_HINT}`, 'model')
+    throw new OpenAiRequestError(404, 'model_not_found', `unknown model "${name.slice(0, 256)}"; ${MODELS_HINT}`, 'model')
   }
   return found.value
 }

@@ -125,6 +125,21 @@ describe('the OpenAI-compatible face (/v1)', () => {
       ])
     })
 
+    it("the SDK's stream helper assembles the same turn into a final completion (built-in local model)", async () => {
+      const runner = openai.chat.completions.stream({
+        model: 'knowagent/local',
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'What does the runbook say about the shutdown procedure?' }],
+      })
+      let streamed = ''
+      runner.on('content', (delta) => void (streamed += delta))
+      const final = await runner.finalChatCompletion()
+      expect(final.choices[0]).toMatchObject({ finish_reason: 'stop', message: { role: 'assistant' } })
+      expect(final.choices[0]!.message.content).toBe(streamed)
+      expect(streamed).toContain('kb://users/alice/ops/runbook.md')
+      expect(final.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }) // the local model reports none
+    })
+
     it('writes the wire format OpenAI does: unnamed data messages ending with [DONE]', async () => {
       provider.enqueue(streamScript(textAnswerSse('short')))
       const res = await fetch(`${server.url}/v1/chat/completions`, {
