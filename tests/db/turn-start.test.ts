@@ -8,6 +8,8 @@ import { createUser, type User } from '../../src/effects/auth/users.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'
 import { findTurn, recordTurnStarted } from '../../src/effects/turn/turn-records.ts'
 import { resolveNode } from '../../src/effects/workspace/resolve.ts'
+import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 import { createScriptedModel, textResult } from '../support/scripted-model.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
@@ -29,6 +31,8 @@ function queryLog(): { readonly plugin: KyselyPlugin; readonly entries: string[]
     },
   }
 }
+
+const tools = makeToolRegistry(WORKSPACE_TOOLS)
 
 describe('turn start (postgres)', () => {
   let database: TestDatabase
@@ -62,7 +66,7 @@ describe('turn start (postgres)', () => {
       },
     })
     const turnId = randomUUID()
-    const output = await runTurn({ db, caller: alice, model, turnId, uri: 'kb://me/', scope: node, question: 'hi', history: [], onEvent: () => undefined, signal: new AbortController().signal })
+    const output = await runTurn({ db, caller: alice, model, tools, turnId, uri: 'kb://me/', scope: node, question: 'hi', history: [], onEvent: () => undefined, signal: new AbortController().signal })
     expect(output.status).toBe('done')
     expect(log.entries).toEqual(['insert turns', 'model', 'update turns'])
     expect(await findTurn(database.db, turnId)).toMatchObject({ status: 'done', user_id: alice.id, uri: 'kb://me/' })
@@ -70,7 +74,7 @@ describe('turn start (postgres)', () => {
 
   it('without it, prepare resolves the URI itself', async () => {
     const log = queryLog()
-    const output = await runTurn({ db: database.db.withPlugin(log.plugin), caller: alice, model: answer(), turnId: randomUUID(), uri: 'kb://me/', question: 'hi', history: [], onEvent: () => undefined, signal: new AbortController().signal })
+    const output = await runTurn({ db: database.db.withPlugin(log.plugin), caller: alice, model: answer(), tools, turnId: randomUUID(), uri: 'kb://me/', question: 'hi', history: [], onEvent: () => undefined, signal: new AbortController().signal })
     expect(output.status).toBe('done')
     expect(log.entries.filter((entry) => entry === 'select nodes')).toHaveLength(1)
   })
@@ -79,7 +83,7 @@ describe('turn start (postgres)', () => {
     const turnId = randomUUID()
     await recordTurnStarted(database.db, { id: turnId, userId: alice.id, uri: 'kb://me/other', modelId: 'earlier' })
     await expect(
-      runTurn({ db: database.db, caller: alice, model: answer(), turnId, uri: 'kb://me/', question: 'hi', history: [], onEvent: () => undefined, signal: new AbortController().signal }),
+      runTurn({ db: database.db, caller: alice, model: answer(), tools, turnId, uri: 'kb://me/', question: 'hi', history: [], onEvent: () => undefined, signal: new AbortController().signal }),
     ).rejects.toThrow(/duplicate key/)
     expect(await findTurn(database.db, turnId)).toMatchObject({ status: 'running', uri: 'kb://me/other', model_id: 'earlier' })
   })

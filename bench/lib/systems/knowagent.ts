@@ -1,21 +1,26 @@
-// knowagent itself: the real express app (createApp) on a real PostgreSQL that this process
-// starts (so its processes count in this process tree's memory), with one user, an API token, a
-// small workspace (so the `ls` tool has something to list) and one model whose baseUrl is the
-// bench provider. Streams go to POST /api/v1/knowledge-agent/stream.
+// knowagent itself: the real express app (createApp) on the embedded PostgreSQL of a fresh data
+// dir, opened as `knowagent serve` opens it (openDatabase, so its postmaster and backends are this
+// process's children and count in the tree's memory), with one user, an API token, a small
+// workspace (so the `ls` tool has something to list) and one model whose baseUrl is the bench
+// provider. Streams go to POST /api/v1/knowledge-agent/stream.
 import type { AddressInfo } from 'node:net'
 import { createApiTokenFor, createUser } from '../../../src/effects/auth/users.ts'
 import { loadConfig } from '../../../src/effects/config/app-config.ts'
-import { openPostgres } from '../../../src/effects/db/database.ts'
+import { openDatabase, openPostgres } from '../../../src/effects/db/database.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { KyselyPlugin } from 'kysely'
 import pg from 'pg'
 import { migrateToLatest } from '../../../src/effects/db/migrate.ts'
 import { makeModelRegistry } from '../../../src/effects/llm/model-registry.ts'
 import { createLogger } from '../../../src/effects/logging/logger.ts'
 import { putFile } from '../../../src/effects/workspace/store.ts'
+import { makeToolRegistry } from '../../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../../src/effects/tools/workspace-tools.ts'
 import type { AppContext } from '../../../src/http/app-context.ts'
 import { createApp } from '../../../src/http/create-app.ts'
 import { API_PREFIX } from '../../../src/http/knowledge-agent.routes.ts'
-import { startPostgres } from '../postgres.ts'
 import { BENCH_MODEL, KNOWAGENT_MODEL_ID, type SystemServer } from '../protocol.ts'
 
 const SECRET = 'bench-secret-0123456789abcdef'
@@ -23,7 +28,7 @@ export const BENCH_LOGIN = 'bench'
 
 /**
  * `databaseUrl`: the admin URL of an external PostgreSQL server, in which a fresh database is
- * created for this process; without it, an embedded PostgreSQL started here (the default).
+ * created for this process; without it, the embedded default in a temporary data dir.
  */
 export async function startKnowagentServer({
   providerBaseUrl,
@@ -32,8 +37,10 @@ export async function startKnowagentServer({
   providerBaseUrl: string
   databaseUrl?: string | undefined
 }): Promise<SystemServer & { readonly dbQueries: () => number; readonly stop: () => Promise<void> }> {
-  const embedded = databaseUrl ? undefined : await startPostgres()
-  const database = await openPostgres({ url: await createDatabase(databaseUrl ?? embedded!.url) })
+  const dataDir = databaseUrl ? undefined : mkdtempSync(join(tmpdir(), 'knowagent-bench-data-'))
+  const database = databaseUrl
+    ? await openPostgres({ url: await createDatabase(databaseUrl) })
+    : await openDatabase({ databaseUrl: undefined, dataDir: dataDir!, exclusive: true })
   await migrateToLatest(database.db)
   const base = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: SECRET }, cwd: '/' })
   const config = {
@@ -74,6 +81,7 @@ export async function startKnowagentServer({
     secret: SECRET,
     logger,
     models,
+    tools: makeToolRegistry(WORKSPACE_TOOLS),
     shutdownSignal: new AbortController().signal,
   }
   const user = await createUser(database.db, { login: BENCH_LOGIN, password: 'bench-password-0123' })
@@ -97,8 +105,8 @@ export async function startKnowagentServer({
     stop: async () => {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      await database.close()
-      await embedded?.stop()
+      await database.close() // the embedded PostgreSQL stops with its last user
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true })
     },
   }
 }

@@ -1,9 +1,13 @@
 // The host side of a turn: provides the turn machine's actors (prepare, preStep, callModel,
-// compact, runTool) from effects, runs it, forwards its runtime events, and records the outcome.
-// Stopping (user, disconnect, shutdown) is one mechanism: the abort signal sends `user.stop`,
-// the machine leaves its state, the running actor stops, and the bridge interrupts its Effect.
-import { Effect } from 'effect'
-import { createActor, type AnyActorRef } from 'xstate'
+// compact, runTool) from effects, runs it through the actor host, forwards its runtime events,
+// and records the outcome. Stopping (user, disconnect, shutdown) is one mechanism: the abort
+// signal sends `user.stop`, the machine leaves its state, the running actor stops, and the bridge
+// interrupts its Effect.
+//
+// Deltas and tool progress go straight from the model stream / the running tool to the listener
+// (no machine step per delta, see docs/performance.md); the text of the step in flight is kept
+// here and handed to the machine with `user.stop`, so a cancelled turn keeps it.
+import type { AnyActorRef } from 'xstate'
 import {
   turnMachine,
   type CallModelInput,
@@ -22,27 +26,29 @@ import {
   type TurnStopReason,
   type ChatMessage,
 } from '../../machines/index.ts'
-import { callModelEffect, compactEffect, fromEffect, type ModelStreamSink } from '../actor-bridge.ts'
+import { fromEffect } from '../actor-bridge.ts'
+import { runActor } from '../actor-host.ts'
 import type { ChatModel } from '../llm/model.ts'
 import type { Logger } from '../logging/logger.ts'
-import { runWorkspaceTool } from '../tools/workspace-tools.ts'
+import type { ToolRegistry } from '../tools/tool-registry.ts'
 import type { Db, Owner, WorkspaceNode } from '../workspace/store.ts'
 import { parseKbUri } from '../workspace/uri.ts'
+import { callModelEffect, compactEffect, type ModelStreamSink } from './model-actors.ts'
+import { noPreStep, type PreStepHook } from './pre-step-hooks.ts'
 import { prepareTurn } from './prepare-turn.ts'
 import { recordTurnFinished, recordTurnStarted } from './turn-records.ts'
-
-/** The pre-step hook (the retrieval-service catalog plugs in here in a later issue). */
-export type PreStepHook = (input: PreStepInput) => Effect.Effect<PreStepOutput>
-export const noPreStep: PreStepHook = (input) => Effect.succeed({ messages: input.messages })
 
 export interface RunTurnOptions {
   readonly db: Db
   readonly caller: Owner
   readonly model: ChatModel
+  readonly tools: ToolRegistry
   readonly turnId: string
   readonly uri: string
   readonly question: string
   readonly history: ReadonlyArray<ChatMessage>
+  /** The client's own instructions, appended to the system prompt under a heading (never replacing it). */
+  readonly preferences?: string | undefined
   readonly onEvent: (event: TurnEmitted) => void
   /** Aborting stops the turn; `reason` on the signal (a TurnStopReason string) is recorded. */
   readonly signal: AbortSignal
@@ -53,14 +59,16 @@ export interface RunTurnOptions {
   readonly scope?: WorkspaceNode | undefined
 }
 
+export function stopReasonOf(reason: unknown): TurnStopReason {
+  return reason === 'disconnect' || reason === 'shutdown' || reason === 'user' ? reason : 'user'
+}
+
 /** What one turn's actors need from its host; found through the turn's actor system. */
 interface TurnHost {
-  readonly db: Db
-  readonly caller: Owner
-  readonly scope: WorkspaceNode | undefined
+  readonly options: RunTurnOptions
   readonly preStep: PreStepHook
-  readonly model: ChatModel
   readonly streamSink: ModelStreamSink
+  readonly emit: (event: TurnEmitted) => void
 }
 
 const turnHosts = new WeakMap<object, TurnHost>()
@@ -79,35 +87,31 @@ function hostOf(self: AnyActorRef): TurnHost {
 const hostedTurnMachine = turnMachine.provide({
   actors: {
     prepare: fromEffect<PrepareOutput, PrepareInput>(({ input, self }) => {
-      const { db, caller, scope } = hostOf(self)
-      return prepareTurn({ db, caller, input, scope })
+      const { db, caller, tools, preferences, scope } = hostOf(self).options
+      return prepareTurn({ db, caller, input, toolSchemas: tools.schemas, preferences, scope })
     }),
-    preStep: fromEffect<PreStepOutput, PreStepInput>(({ input, self }) => hostOf(self).preStep(input)),
+    preStep: fromEffect<PreStepOutput, PreStepInput>(({ input, self }) => {
+      const { preStep, options } = hostOf(self)
+      return preStep({ caller: options.caller, turnId: options.turnId, input })
+    }),
     runTool: fromEffect<RunToolOutput, RunToolInput>(({ input, self }) => {
-      const { db, caller } = hostOf(self)
+      const { options, emit } = hostOf(self)
+      const { db, caller, tools } = options
+      const { id, name, arguments: args } = input.call
       const scope = parseKbUri({ uri: input.scopeUri, callerLogin: caller.login })
-      return runWorkspaceTool({ scope: { db, caller, scope }, name: input.call.name, args: input.call.arguments }).pipe(
-        Effect.map(({ ok, content, summary }) => ({ ok, content, summary })),
-      )
+      const progress = (text: string) => emit({ type: 'tool', phase: 'progress', call_id: id, name, text })
+      return tools.run({ name, args, context: { db, caller, scope, progress } })
     }),
     callModel: fromEffect<CallModelOutput, CallModelInput>(({ input, self }) => {
-      const { model, streamSink } = hostOf(self)
-      return callModelEffect({ model, input, streamSink })
+      const { options, streamSink } = hostOf(self)
+      return callModelEffect({ model: options.model, input, streamSink })
     }),
-    compact: fromEffect<CompactOutput, CompactInput>(({ input, self }) => compactEffect({ model: hostOf(self).model, input })),
+    compact: fromEffect<CompactOutput, CompactInput>(({ input, self }) => compactEffect({ model: hostOf(self).options.model, input })),
   },
 })
 
-export function stopReasonOf(signal: AbortSignal): TurnStopReason {
-  const reason = signal.reason
-  return reason === 'disconnect' || reason === 'shutdown' || reason === 'user' ? reason : 'user'
-}
-
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   const { db, caller, model, turnId } = options
-  const preStep = options.preStep ?? noPreStep
-  // Deltas go straight from the model stream to the listener (no machine step per delta, see
-  // docs/performance.md); the text of the step in flight is kept here for a cancelled turn.
   let stepText = ''
   const emit = (event: TurnEmitted) => {
     try {
@@ -117,11 +121,9 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
     }
   }
   const host: TurnHost = {
-    db,
-    caller,
-    scope: options.scope,
-    preStep,
-    model,
+    options,
+    preStep: options.preStep ?? noPreStep,
+    emit,
     streamSink: (event) => {
       if (event.type === 'delta') stepText += event.text
       emit(event)
@@ -130,52 +132,26 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   // The turn's row is written while the turn prepares and calls the model (its commit waits for
   // the WAL flush: not on the path to the first delta); awaited before the outcome is recorded.
   const recorded = recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id })
-  const actor = createActor(hostedTurnMachine, {
-    input: {
-      turnId,
-      uri: options.uri,
-      question: options.question,
-      history: options.history,
-      model: model.info,
-      limits: options.limits,
-    },
-  })
-  turnHosts.set(actor.system, host)
-  /** A cancelled turn reports the text of the step that was in flight (the machine never saw it). */
-  const withStepText = <E extends { readonly code: string; readonly partial?: string | undefined }>(error: E): E =>
-    error.code === 'cancelled' && error.partial === undefined && stepText !== '' ? { ...error, partial: stepText } : error
-  const subscription = actor.on('*', (emitted) => {
-    const event = emitted as TurnEmitted
-    if (event.type === 'context' || event.type === 'tool') stepText = '' // a new step or a tool: nothing in flight
-    emit(event.type === 'error' ? withStepText(event) : event)
-  })
+  const notRecorded = new AbortController()
   const finish = (outcome: Parameters<typeof recordTurnFinished>[1]) =>
     recordTurnFinished(db, outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
-  const running = new Promise<TurnOutput>((resolve, reject) => {
-    const onAbort = () => actor.send({ type: 'user.stop', reason: stopReasonOf(options.signal) })
-    actor.subscribe({
-      complete: () => {
-        options.signal.removeEventListener('abort', onAbort)
-        resolve(actor.getSnapshot().output as TurnOutput)
-      },
-      error: (error) => {
-        options.signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    })
-    actor.start()
-    if (options.signal.aborted) onAbort()
-    else options.signal.addEventListener('abort', onAbort, { once: true })
-  }).finally(() => {
-    subscription.unsubscribe()
-    actor.stop()
+  const running = runActor({
+    logic: hostedTurnMachine,
+    input: { turnId, uri: options.uri, question: options.question, history: options.history, model: model.info, limits: options.limits },
+    signal: AbortSignal.any([options.signal, notRecorded.signal]),
+    beforeStart: (actor) => void turnHosts.set(actor.system, host),
+    stopEvent: (reason) => ({ type: 'user.stop' as const, reason: stopReasonOf(reason), partial: stepText }),
+    onEmitted: (event) => {
+      if (event.type === 'context' || event.type === 'tool') stepText = '' // a new step or a tool: nothing in flight
+      emit(event)
+    },
   })
-  running.catch(() => undefined) // observed below, after the row is written
+  running.catch(() => undefined) // observed below, once the row is written
   try {
     await recorded
   } catch (error) {
-    // Not recorded, not run: stop the turn and fail as a crash would (nothing to finish in the record).
-    actor.send({ type: 'user.stop', reason: 'shutdown' })
+    // Not recorded, not run: stop the turn and fail as a crash would (there is no row to finish).
+    notRecorded.abort('shutdown')
     await running.catch(() => undefined)
     throw error
   }
@@ -187,15 +163,14 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
     await finish({ id: turnId, status: 'failed', error: { code: 'internal_error', message: 'the turn failed unexpectedly' } })
     throw error
   }
-  const result: TurnOutput = output.error ? { ...output, error: withStepText(output.error) } : output
   await finish({
     id: turnId,
-    status: result.status,
-    finishReason: result.finishReason,
-    error: result.error,
-    counters: result.counters,
-    usage: result.usage,
+    status: output.status,
+    finishReason: output.finishReason,
+    error: output.error,
+    counters: output.counters,
+    usage: output.usage,
   })
-  options.logger?.info('turn finished', { turnId, status: result.status, code: result.error?.code, counters: result.counters })
-  return result
+  options.logger?.info('turn finished', { turnId, status: output.status, code: output.error?.code, counters: output.counters })
+  return output
 }
