@@ -5,7 +5,7 @@
 // For each entry point: one cold start on an empty data dir, then --runs warm starts on it,
 // alternating between entry points so that machine noise hits all alike. Reports spawn → /readyz
 // and the idle memory of the process tree (server RSS + its children's PSS), median of the warm runs.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -19,6 +19,7 @@ const runs = Number(values.runs)
 const bins = values.bin.split(',').map((bin) => bin.trim())
 const env = { KNOWAGENT_DEMO_PASSWORD: 'bench-demo-password-0123' }
 const base = mkdtempSync(join(tmpdir(), 'knowagent-start-bench-'))
+chmodSync(base, 0o755) // as root, the embedded PostgreSQL runs as "postgres" and must reach the data dirs
 const results = new Map<string, StartRun[]>(bins.map((bin) => [bin, []]))
 const MB = 1024 * 1024
 console.log(`start-up of knowagent serve, Node ${process.version}, load average ${loadavg().map((l) => formatNumber(l, 2)).join(' ')}`)

@@ -5,7 +5,7 @@
 // process tree's memory is read while idle, and after each stop the bench checks that no
 // process of the tree outlived the server (an orphaned database would be a bug).
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -137,6 +137,7 @@ export async function measureServeStart({
   timeoutMs?: number
 }): Promise<StartMeasurement> {
   const base = mkdtempSync(join(tmpdir(), 'knowagent-bench-serve-'))
+  chmodSync(base, 0o755) // as root, the embedded PostgreSQL runs as "postgres" and must reach the data dir
   const dataDir = join(base, 'data')
   const env = { KNOWAGENT_DEMO_PASSWORD: 'bench-demo-password-0123' }
   try {
