@@ -190,7 +190,7 @@ export async function startScriptedProvider(
   }
 }
 
-function playScript({
+export function playScript({
   script,
   req,
   res,
