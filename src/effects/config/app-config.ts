@@ -3,6 +3,7 @@ import { Schema } from 'effect'
 import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { ModelsConfigSchema } from '../llm/model-config.ts'
+import { type BailianConfig, resolveBailianConfig, RetrievalConfigSchema } from '../retrieval/bailian-config.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 
@@ -28,6 +29,8 @@ export const ConfigFileSchema = Schema.Struct({
       maxFileBytes: Schema.optional(PositiveInt),
     }),
   ),
+  /** Retrieval services (docs/retrieval.md). */
+  retrieval: Schema.optional(RetrievalConfigSchema),
 })
 export type ConfigFile = typeof ConfigFileSchema.Type
 
@@ -48,6 +51,8 @@ export interface AppConfig {
   readonly streamsPerMinute: number
   readonly maxMessageChars: number
   readonly maxFileBytes: number
+  /** `retrieval.bailian` with defaults (enabled unless switched off). */
+  readonly retrievalBailian: BailianConfig
   /** The whole environment, for API-key lookups at call time (never logged). */
   readonly env: Readonly<Record<string, string | undefined>>
 }
@@ -117,6 +122,7 @@ export function loadConfig({
     streamsPerMinute: file.limits?.streamsPerMinute ?? 30,
     maxMessageChars: file.limits?.maxMessageChars ?? 32_000,
     maxFileBytes: file.limits?.maxFileBytes ?? 50 * 1024 * 1024,
+    retrievalBailian: resolveBailianConfig(file.retrieval?.bailian),
     env,
   }
 }
