@@ -1,0 +1,134 @@
+// The catalog cache as this process sees it: PostgreSQL is the truth (catalog-store.ts), memory holds
+// what was read, and NOTIFY from any process (this one included) drops a workspace from memory.
+// While the LISTEN connection is down nothing is trusted from memory: every read goes to the
+// database, and a reconnect forgets everything (notifications may have been missed).
+import { Context, Effect, Layer } from 'effect'
+import type { Kysely } from 'kysely'
+import type { DB } from '../db/schema.ts'
+import type { Logger } from '../logging/logger.ts'
+import type { Scene, SceneListing } from './bailian-client.ts'
+import { startChannelListener, type ChannelListener } from './catalog-listener.ts'
+import { CATALOG_CHANNEL, type CatalogStatus, keyFingerprint, publishCatalog, readCatalogStatus, recordCatalogFailure } from './catalog-store.ts'
+
+export interface CatalogCache {
+  readonly read: (workspaceId: string) => Promise<CatalogStatus>
+  /** The keyed fingerprint of an API key, to compare with `CatalogStatus.readers`. */
+  readonly fingerprint: (apiKey: string) => string
+  readonly publish: (input: {
+    readonly workspaceId: string
+    readonly endpointHost: string
+    readonly listing: Readonly<Record<Scene, SceneListing>>
+    readonly apiKey: string
+    readonly fetchedAt: Date
+  }) => Promise<void>
+  readonly recordFailure: (input: {
+    readonly workspaceId: string
+    readonly endpointHost: string
+    readonly message: string
+    readonly at: Date
+    /** The service refused this key: it no longer reads the shared document. */
+    readonly revokeApiKey?: string | undefined
+  }) => Promise<void>
+  /** Called with the workspace id whenever any process changed its catalog. */
+  readonly subscribe: (listener: (workspaceId: string) => void) => () => void
+  readonly listening: () => boolean
+  readonly close: () => Promise<void>
+}
+
+export interface CatalogCacheOptions {
+  readonly db: Kysely<DB>
+  readonly secret: string
+  readonly logger: Logger
+  /** The database URL for the LISTEN connection; without it nothing is cached in memory. */
+  readonly listenConnectionString?: string | undefined
+  readonly reconnectDelayMs?: { readonly initial: number; readonly max: number } | undefined
+}
+
+export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
+  const { db, secret, logger } = options
+  const memory = new Map<string, CatalogStatus>()
+  const listeners = new Set<(workspaceId: string) => void>()
+  let generation = 0
+
+  const changed = (workspaceId: string): void => {
+    generation += 1
+    memory.delete(workspaceId)
+    for (const listener of [...listeners]) {
+      try {
+        listener(workspaceId)
+      } catch (error) {
+        logger.error('catalog change listener failed', { error })
+      }
+    }
+  }
+
+  const channel: ChannelListener | undefined =
+    options.listenConnectionString === undefined
+      ? undefined
+      : startChannelListener({
+          connectionString: options.listenConnectionString,
+          channel: CATALOG_CHANNEL,
+          onNotify: (workspaceId) => changed(workspaceId),
+          onConnect: () => {
+            generation += 1
+            memory.clear()
+          },
+          onDisconnect: () => {
+            generation += 1
+            memory.clear()
+          },
+          logger,
+          reconnectDelayMs: options.reconnectDelayMs,
+        })
+
+  const read: CatalogCache['read'] = async (workspaceId) => {
+    const cached = memory.get(workspaceId)
+    if (cached !== undefined && channel?.connected() === true) return cached
+    const before = generation
+    const status = await readCatalogStatus(db, workspaceId)
+    // Keep it only if nothing changed while it was being read and notifications are flowing.
+    if (channel?.connected() === true && generation === before) memory.set(workspaceId, status)
+    return status
+  }
+
+  return {
+    read,
+    fingerprint: (apiKey) => keyFingerprint({ secret, apiKey }),
+    publish: async ({ workspaceId, endpointHost, listing, apiKey, fetchedAt }) => {
+      await publishCatalog(db, { workspaceId, endpointHost, listing, readerFingerprint: keyFingerprint({ secret, apiKey }), fetchedAt })
+      if (channel?.connected() !== true) changed(workspaceId) // no NOTIFY will reach us: tell our own subscribers
+    },
+    recordFailure: async ({ workspaceId, endpointHost, message, at, revokeApiKey }) => {
+      await recordCatalogFailure(db, {
+        workspaceId,
+        endpointHost,
+        message,
+        at,
+        revokeFingerprint: revokeApiKey === undefined ? undefined : keyFingerprint({ secret, apiKey: revokeApiKey }),
+      })
+      if (channel?.connected() !== true) changed(workspaceId)
+    },
+    subscribe: (listener) => {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+    listening: () => channel?.connected() === true,
+    close: async () => {
+      listeners.clear()
+      memory.clear()
+      await channel?.close()
+    },
+  }
+}
+
+/** The cache as a scoped service: the LISTEN connection is released when the runtime shuts down. */
+export class CatalogCacheService extends Context.Service<CatalogCacheService, CatalogCache>()('knowagent/retrieval/CatalogCache') {
+  static readonly layer = (options: CatalogCacheOptions): Layer.Layer<CatalogCacheService> =>
+    Layer.effect(
+      CatalogCacheService,
+      Effect.acquireRelease(
+        Effect.sync(() => makeCatalogCache(options)),
+        (cache) => Effect.promise(() => cache.close()),
+      ),
+    )
+}
