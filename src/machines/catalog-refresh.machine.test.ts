@@ -124,3 +124,27 @@ describe('catalog refresh machine', () => {
     expect(fetches[0]!.signal.aborted).toBe(true)
   })
 })
+
+describe('acknowledgements', () => {
+  test('a waiting trigger learns which fetch answers it', async () => {
+    const { actor, fetches, emitted, flush } = harness()
+    actor.send({ type: 'catalog.refresh', requester: 'u1', now: NOW, reason: 'force', ticket: 1 })
+    actor.send({ type: 'catalog.refresh', requester: 'u2', now: NOW, reason: 'tool-rejected', ticket: 2 })
+    actor.send({ type: 'catalog.refresh', requester: 'u3', now: NOW, reason: 'bl-command', ticket: 3 })
+    actor.send({ type: 'catalog.refresh', requester: 'u4', now: NOW, reason: 'force', ticket: 4 })
+    expect(emitted.filter((e) => e.type === 'refresh.accepted')).toEqual([
+      { type: 'refresh.accepted', ticket: 1, generation: 1 },
+      { type: 'refresh.accepted', ticket: 2, generation: 1 },
+      { type: 'refresh.accepted', ticket: 3, generation: 2 },
+      { type: 'refresh.accepted', ticket: 4, generation: 2 },
+    ])
+    expect(actor.getSnapshot().context.joined).toBe(1)
+    await flush()
+    fetches[0]!.settle({ ok: true, at: NOW })
+    await flush()
+    fetches[1]!.settle({ ok: true, at: NOW })
+    await flush()
+    expect(emitted.filter((e) => e.type === 'refresh.settled').map((e) => e.generation)).toEqual([1, 2])
+  })
+
+})

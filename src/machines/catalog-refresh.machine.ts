@@ -16,7 +16,12 @@
 // - A failed fetch (or a crashed actor) only reports `refresh.settled` with ok false: the old
 //   document stays; the host warns. Nothing here ever blocks a model step.
 // - `refresher.stop` ends the machine; a running fetch is stopped (its Effect interrupted).
-import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate'
+// - Events reach it directly (`actor.send`) or through the `triggers` actor it invokes for its whole
+//   life, which the host provides to forward events from outside (so the machine can run under the
+//   actor host, which exposes only its output and emitted events).
+// - A `catalog.refresh` with a `ticket` is acknowledged with `refresh.accepted`: the generation of
+//   the fetch whose `refresh.settled` answers it (the running one when it joins, else the next).
+import { assign, emit, enqueueActions, fromCallback, fromPromise, setup } from 'xstate'
 
 export const CATALOG_TTL_MS = 30 * 60 * 1000
 export const CATALOG_FAILURE_BACKOFF_MS = 60 * 1000
@@ -44,10 +49,19 @@ export type FetchCatalogOutput =
 
 export type CatalogRefreshEvent =
   | { readonly type: 'catalog.check'; readonly requester: string; readonly now: number; readonly fetchedAt: number | undefined }
-  | { readonly type: 'catalog.refresh'; readonly requester: string; readonly now: number; readonly reason: CatalogTriggerReason }
+  | {
+      readonly type: 'catalog.refresh'
+      readonly requester: string
+      readonly now: number
+      readonly reason: CatalogTriggerReason
+      /** Set by a caller that waits for the outcome (see `refresh.accepted`). */
+      readonly ticket?: number | undefined
+    }
   | { readonly type: 'refresher.stop' }
 
 export type CatalogRefreshEmitted =
+  /** The trigger with this ticket is answered by the `refresh.settled` of this generation. */
+  | { readonly type: 'refresh.accepted'; readonly ticket: number; readonly generation: number }
   | { readonly type: 'refresh.started'; readonly generation: number; readonly reason: CatalogRefreshReason }
   | { readonly type: 'refresh.settled'; readonly generation: number; readonly ok: boolean; readonly message?: string | undefined }
 
@@ -67,6 +81,8 @@ export interface CatalogRefreshContext {
   readonly failedAt: number | undefined
   /** When the last successful fetch of this process ended (diagnostics). */
   readonly succeededAt: number | undefined
+  /** Triggers that joined the running fetch (diagnostics: how much single flight saved). */
+  readonly joined: number
 }
 
 /** Whether a `catalog.check` asks for a fetch (pure; exported for the host's diagnostics). */
@@ -99,9 +115,11 @@ export const catalogRefreshMachine = setup({
     events: {} as CatalogRefreshEvent,
     input: {} as CatalogRefreshInput,
     emitted: {} as CatalogRefreshEmitted,
-    children: {} as { fetchCatalog: 'fetchCatalog' },
+    children: {} as { fetchCatalog: 'fetchCatalog'; triggers: 'triggers' },
   },
   actors: {
+    /** Forwards events from outside for the machine's whole life; by default there are none. */
+    triggers: fromCallback<CatalogRefreshEvent>(() => undefined),
     fetchCatalog: fromPromise<FetchCatalogOutput, FetchCatalogInput>(async () => {
       throw new Error('catalog refresh actor "fetchCatalog" was not provided: use catalogRefreshMachine.provide({ actors: { fetchCatalog } })')
     }),
@@ -128,7 +146,7 @@ export const catalogRefreshMachine = setup({
     ),
     startFetch: enqueueActions(({ context, enqueue }) => {
       const generation = context.generation + 1
-      enqueue.assign({ generation })
+      enqueue.assign({ generation, joined: 0 })
       enqueue.emit({ type: 'refresh.started', generation, reason: context.reason })
     }),
     recordSuccess: assign(({ context, event }) => {
@@ -138,6 +156,19 @@ export const catalogRefreshMachine = setup({
     recordFailure: assign(({ context, event }) => {
       const output = (event as unknown as { output?: FetchCatalogOutput }).output
       return { failedAt: output?.at ?? context.requestedAt }
+    }),
+    /** Answered by the fetch about to start (from rest) or the one after the running fetch. */
+    acknowledgeNext: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type === 'catalog.refresh' && event.ticket !== undefined) {
+        enqueue.emit({ type: 'refresh.accepted', ticket: event.ticket, generation: context.generation + 1 })
+      }
+    }),
+    /** Answered by the running fetch, which this trigger joins. */
+    acknowledgeRunning: enqueueActions(({ context, event, enqueue }) => {
+      enqueue.assign({ joined: context.joined + 1 })
+      if (event.type === 'catalog.refresh' && event.ticket !== undefined) {
+        enqueue.emit({ type: 'refresh.accepted', ticket: event.ticket, generation: context.generation })
+      }
     }),
     emitSucceeded: emit(({ context }) => ({ type: 'refresh.settled' as const, generation: context.generation, ok: true })),
     emitFailed: emit(({ context, event }) => {
@@ -162,8 +193,10 @@ export const catalogRefreshMachine = setup({
     again: undefined,
     failedAt: undefined,
     succeededAt: undefined,
+    joined: 0,
   }),
   initial: 'idle',
+  invoke: { id: 'triggers', src: 'triggers' },
   on: {
     'refresher.stop': { target: '.stopped' },
   },
@@ -171,7 +204,7 @@ export const catalogRefreshMachine = setup({
     idle: {
       on: {
         'catalog.check': { guard: 'isDue', target: 'refreshing', actions: 'requestFromEvent' },
-        'catalog.refresh': { target: 'refreshing', actions: 'requestFromEvent' },
+        'catalog.refresh': { target: 'refreshing', actions: ['requestFromEvent', 'acknowledgeNext'] },
       },
     },
     refreshing: {
@@ -192,7 +225,10 @@ export const catalogRefreshMachine = setup({
         onError: { target: 'settled', actions: ['recordFailure', 'emitFailed'] },
       },
       on: {
-        'catalog.refresh': { guard: 'invalidatesRunningFetch', actions: 'requestAgain' },
+        'catalog.refresh': [
+          { guard: 'invalidatesRunningFetch', actions: ['requestAgain', 'acknowledgeNext'] },
+          { actions: 'acknowledgeRunning' },
+        ],
       },
     },
     /** A fetch ended: start the one more that was asked for, or rest. */

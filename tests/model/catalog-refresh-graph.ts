@@ -46,7 +46,7 @@ export interface Profile {
 }
 
 const check = (label: string, now: number, fetchedAt: number | undefined): GraphEvent => ({ type: 'catalog.check', requester: 'u-check', now, fetchedAt, label })
-const trigger = (reason: CatalogTriggerReason): GraphEvent => ({ type: 'catalog.refresh', requester: `u-${reason}`, now: NOW, reason, label: reason })
+const trigger = (reason: CatalogTriggerReason): GraphEvent => ({ type: 'catalog.refresh', requester: `u-${reason}`, now: NOW, reason, ticket: 1, label: reason })
 
 const CHECKS: Record<CheckLabel, GraphEvent> = {
   fresh: check('fresh', NOW, NOW - 1_000),
@@ -80,7 +80,8 @@ export function eventsIn({ snapshot, profile }: { readonly snapshot: RefreshSnap
  * Counters (the generation) and times are never kept, so loops do not make the graph grow without
  * end; what the guards depend on is kept instead: whether a stale check at NOW, and at LATER, would
  * fetch, and whether the running fetch was asked for at LATER (a crash records its failure at the
- * time of the trigger). `succeeded` tells apart the rest after a success from the initial one.
+ * time of the trigger). `succeeded` tells apart the rest after a success from the initial one, and
+ * `joined` a fetch that others joined.
  */
 export function serializeRefreshState(snapshot: RefreshSnapshot): string {
   const { failedAt, failureBackoffMs, requestedAt, succeededAt } = snapshot.context
@@ -93,6 +94,7 @@ export function serializeRefreshState(snapshot: RefreshSnapshot): string {
     staleCheckFetches: { now: dueAt(NOW), later: dueAt(LATER) },
     requestedLater: requestedAt >= LATER,
     succeeded: succeededAt !== undefined,
+    joined: snapshot.context.joined > 0,
   })
 }
 

@@ -5,7 +5,8 @@
 // its Effect, and together the replays must visit every state node and take every transition.
 import { Effect } from 'effect'
 import { getStateNodes as getAllStateNodes } from '@xstate/graph'
-import { type AnyStateNode, type AnyTransitionDefinition, createActor, getStateNodes, type InspectionEvent } from 'xstate'
+import { type AnyStateNode, type AnyTransitionDefinition, createActor, fromCallback, fromPromise, getStateNodes, type InspectionEvent } from 'xstate'
+import { runActor } from '../../src/effects/actor-host.ts'
 import { describe, expect, it } from 'vitest'
 import { fromEffect } from '../../src/effects/actor-bridge.ts'
 import {
@@ -113,6 +114,12 @@ async function replay({ profile, path }: { profile: Profile; path: GraphPath }) 
   const settled = emitted.filter((event) => event.type === 'refresh.settled')
   const stoppedWhileFetching = JSON.parse(path.states.at(-2) ?? '{}').value === 'refreshing'
   expect(settled.map((event) => event.generation)).toEqual(started.map((event) => event.generation).slice(0, started.length - (stoppedWhileFetching ? 1 : 0)))
+  // Every acknowledged trigger is answered by the fetch it was promised, unless the stop came first.
+  const settledGenerations = new Set(settled.map((event) => event.generation))
+  const lastStarted = started.at(-1)?.generation ?? 0
+  for (const accepted of emitted.filter((event) => event.type === 'refresh.accepted')) {
+    if (!settledGenerations.has(accepted.generation)) expect(accepted.generation).toBeGreaterThanOrEqual(lastStarted)
+  }
   const failures = path.events.filter((event) => event.label === 'failed' || event.label === 'crash').length
   expect(settled.filter((event) => !event.ok)).toHaveLength(failures)
   if (stoppedWhileFetching) {
@@ -135,6 +142,39 @@ describe.each(PROFILES.map((profile) => [profile.name, profile] as const))('%s',
 
   it.each(paths.map((path) => [describePath(path), path] as const))('%s', async (_, path) => {
     await replay({ profile, path })
+  })
+})
+
+describe('under the actor host', () => {
+  it('runs under the actor host: events arrive through the triggers actor, an abort stops it and its fetch', async () => {
+    const senders = new Set<(event: CatalogRefreshEvent) => void>()
+    let fetchSignal: AbortSignal | undefined
+    const logic = catalogRefreshMachine.provide({
+      actors: {
+        triggers: fromCallback<CatalogRefreshEvent>(({ sendBack }) => {
+          senders.add(sendBack)
+          return () => senders.delete(sendBack)
+        }),
+        fetchCatalog: fromPromise<FetchCatalogOutput, FetchCatalogInput>(({ signal }) => {
+          fetchSignal = signal
+          return new Promise(() => {})
+        }),
+      },
+    })
+    const controller = new AbortController()
+    const emitted: CatalogRefreshEmitted[] = []
+    const running = runActor({ logic, input: { workspaceId: 'ws-host' }, signal: controller.signal, stopEvent: () => ({ type: 'refresher.stop' as const }), onEmitted: (e) => emitted.push(e) })
+    expect(senders.size).toBe(1)
+    for (const send of senders) send({ type: 'catalog.refresh', requester: 'u1', now: 50_000_000, reason: 'force', ticket: 7 })
+    expect(emitted).toEqual([
+      { type: 'refresh.accepted', ticket: 7, generation: 1 },
+      { type: 'refresh.started', generation: 1, reason: 'force' },
+    ])
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    controller.abort('shutdown')
+    await running
+    expect(fetchSignal?.aborted).toBe(true)
+    expect(senders.size).toBe(0)
   })
 })
 
