@@ -119,6 +119,17 @@ describe('shared by every process (LISTEN/NOTIFY)', () => {
     expect((await processB.read('ws-shared')).document?.entries.map((e) => e.agentId)).toEqual(['v2'])
   })
 
+  test('a read right after a publish in the same process sees it, before its own NOTIFY arrives', async () => {
+    const cache = newCache()
+    await waitUntil(() => cache.listening(), 'the listener')
+    await publish(cache, 'ws-own', listing([entry('search', 'first')], []))
+    await waitUntil(async () => (await cache.read('ws-own')).document?.revision === 1, 'revision 1 in memory')
+    await publish(cache, 'ws-own', listing([entry('search', 'second')], []))
+    expect((await cache.read('ws-own')).document?.entries.map((e) => e.agentId)).toEqual(['second'])
+    await cache.recordFailure({ workspaceId: 'ws-own', endpointHost: 'x', message: 'failed just now', at: new Date() })
+    expect((await cache.read('ws-own')).lastError).toBe('failed just now')
+  })
+
   test('the listener reconnects after its connection is killed, and notifications flow again', async () => {
     const [writer, reader] = [newCache(), newCache()]
     await waitUntil(() => reader.listening(), 'the listener')

@@ -50,9 +50,14 @@ export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
   const listeners = new Set<(workspaceId: string) => void>()
   let generation = 0
 
-  const changed = (workspaceId: string): void => {
+  /** Drops a workspace from memory; a read in flight from before will not store its answer. */
+  const forget = (workspaceId: string): void => {
     generation += 1
     memory.delete(workspaceId)
+  }
+
+  const changed = (workspaceId: string): void => {
+    forget(workspaceId)
     for (const listener of [...listeners]) {
       try {
         listener(workspaceId)
@@ -96,7 +101,9 @@ export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
     fingerprint: (apiKey) => keyFingerprint({ secret, apiKey }),
     publish: async ({ workspaceId, endpointHost, listing, apiKey, fetchedAt }) => {
       await publishCatalog(db, { workspaceId, endpointHost, listing, readerFingerprint: keyFingerprint({ secret, apiKey }), fetchedAt })
-      if (channel?.connected() !== true) changed(workspaceId) // no NOTIFY will reach us: tell our own subscribers
+      // Our own NOTIFY arrives later: a read right after the publish must already see it.
+      if (channel?.connected() === true) forget(workspaceId)
+      else changed(workspaceId)
     },
     recordFailure: async ({ workspaceId, endpointHost, message, at, revokeApiKey }) => {
       await recordCatalogFailure(db, {
@@ -106,7 +113,8 @@ export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
         at,
         revokeFingerprint: revokeApiKey === undefined ? undefined : keyFingerprint({ secret, apiKey: revokeApiKey }),
       })
-      if (channel?.connected() !== true) changed(workspaceId)
+      if (channel?.connected() === true) forget(workspaceId)
+      else changed(workspaceId)
     },
     subscribe: (listener) => {
       listeners.add(listener)
