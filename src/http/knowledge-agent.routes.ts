@@ -4,7 +4,8 @@ import { Schema } from 'effect'
 import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
-import { badRequest, HttpError } from './http-errors.ts'
+import { decodeBody } from './decode-request.ts'
+import { HttpError } from './http-errors.ts'
 import { runExplicitCommand } from './explicit-command.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, jsonTurnProjector, streamTurn } from './turn-stream.ts'
@@ -18,18 +19,6 @@ export const CommandRequest = Schema.Struct({
   limit: Schema.optional(Schema.Int.check(Schema.isGreaterThan(0))),
   query: Schema.optional(Schema.String),
 })
-
-/** Decodes a request body with Schema; failures are a 400 that says what is wrong. */
-export function decodeBody<S extends Schema.Top & { readonly DecodingServices: never }>(schema: S, body: unknown): S['Type'] {
-  if (body === undefined || body === null || typeof body !== 'object') {
-    throw badRequest('expected a JSON object body (Content-Type: application/json)', 'invalid_body')
-  }
-  try {
-    return Schema.decodeUnknownSync(schema as never)(body, { errors: 'all', onExcessProperty: 'error' }) as S['Type']
-  } catch (error) {
-    throw badRequest(`invalid request: ${(error as Error).message.replace(/\n\s*/g, ' ')}`, 'invalid_request')
-  }
-}
 
 /** Safe metadata only: never a key, endpoint or header. */
 export function buildOptions(ctx: AppContext) {
