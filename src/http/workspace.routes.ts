@@ -18,6 +18,7 @@ import { requireAuth } from './authenticate.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { badRequest, forbidden } from './http-errors.ts'
 import { readMultipartFiles } from './multipart-upload.ts'
+import { retrievalNav } from './retrieval.routes.ts'
 
 const PREVIEW_CHARS = 200_000
 const MAX_FILES_PER_UPLOAD = 32
@@ -95,6 +96,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
       await renderPage(
         WorkspacePage({
           login: user.login,
+          nav: retrievalNav(ctx.retrieval),
           csrfToken: req.auth!.csrfToken,
           rootUri: rootUriOf(user),
           tree: await buildTree(user, directory),

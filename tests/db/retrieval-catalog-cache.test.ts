@@ -27,7 +27,7 @@ function newCache({ listen = true }: { listen?: boolean } = {}): CatalogCache {
     db: database.db,
     secret: SECRET,
     logger: silentLogger,
-    listenConnectionString: listen ? database.url : undefined,
+    listenConnection: listen ? { connectionString: database.url } : undefined,
     reconnectDelayMs: { initial: 10, max: 50 },
   })
   caches.push(cache)

@@ -72,7 +72,7 @@ function newFeature(overrides: Partial<RetrievalFeatureOptions> & { configFile?:
     secret: SECRET,
     env: {},
     logger: createLogger({ level: 'debug', write: (line) => logLines.push(line) }),
-    databaseUrl: database.url,
+    listenConnection: { connectionString: database.url },
     blConfigPath: null,
     now: () => clock,
     ...rest,

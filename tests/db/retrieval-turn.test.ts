@@ -43,7 +43,7 @@ beforeAll(async () => {
     secret: SECRET,
     env: {},
     logger: silentLogger,
-    databaseUrl: database.url,
+    listenConnection: { connectionString: database.url },
     blConfigPath: null,
   })!
   await feature.settings.setApiKey(user.id, KEY)

@@ -4,6 +4,7 @@
 // database, and a reconnect forgets everything (notifications may have been missed).
 import { Context, Effect, Layer } from 'effect'
 import type { Kysely } from 'kysely'
+import type pg from 'pg'
 import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { Scene, SceneListing } from './bailian-client.ts'
@@ -39,8 +40,8 @@ export interface CatalogCacheOptions {
   readonly db: Kysely<DB>
   readonly secret: string
   readonly logger: Logger
-  /** The database URL for the LISTEN connection; without it nothing is cached in memory. */
-  readonly listenConnectionString?: string | undefined
+  /** Connection settings for the LISTEN client (`DatabaseHandle.connection`); without them nothing is cached in memory. */
+  readonly listenConnection?: pg.ClientConfig | undefined
   readonly reconnectDelayMs?: { readonly initial: number; readonly max: number } | undefined
 }
 
@@ -68,10 +69,10 @@ export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
   }
 
   const channel: ChannelListener | undefined =
-    options.listenConnectionString === undefined
+    options.listenConnection === undefined
       ? undefined
       : startChannelListener({
-          connectionString: options.listenConnectionString,
+          connection: options.listenConnection,
           channel: CATALOG_CHANNEL,
           onNotify: (workspaceId) => changed(workspaceId),
           onConnect: () => {

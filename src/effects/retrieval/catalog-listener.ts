@@ -14,7 +14,8 @@ export interface ChannelListener {
 }
 
 export interface ChannelListenerOptions {
-  readonly connectionString: string
+  /** The database's connection settings (`DatabaseHandle.connection`); holds the password. */
+  readonly connection: pg.ClientConfig
   readonly channel: string
   readonly onNotify: (payload: string) => void
   /** After the first connect and every reconnect. */
@@ -56,7 +57,7 @@ export function startChannelListener(options: ChannelListenerOptions): ChannelLi
 
   const connect = async (): Promise<void> => {
     if (closed) return
-    const current = new pg.Client({ connectionString: options.connectionString, application_name: LISTENER_APPLICATION_NAME, keepAlive: true })
+    const current = new pg.Client({ ...options.connection, application_name: LISTENER_APPLICATION_NAME, keepAlive: true })
     client = current
     current.on('error', (error) => lost(current, error))
     current.on('end', () => lost(current, 'connection ended'))

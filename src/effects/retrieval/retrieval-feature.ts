@@ -4,6 +4,11 @@
 // tools, no catalog block, no settings page.
 import { Context, Effect, Layer } from 'effect'
 import type { Kysely } from 'kysely'
+import type pg from 'pg'
+import { AppConfigService } from '../config/app-config.ts'
+import { AppSecret } from '../config/secret.ts'
+import { Database } from '../db/database.ts'
+import { LoggerService } from '../logging/logger.ts'
 import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { AnyToolDefinition } from '../tools/tool-definition.ts'
@@ -47,8 +52,8 @@ export interface RetrievalFeatureOptions {
   /** Read at call time (usually `process.env`). */
   readonly env: Readonly<Record<string, string | undefined>>
   readonly logger: Logger
-  /** PostgreSQL URL for the catalog's LISTEN connection; without it each read goes to the database. */
-  readonly databaseUrl?: string | undefined
+  /** Connection settings for the catalog's LISTEN client (`DatabaseHandle.connection`); without them each read goes to the database. */
+  readonly listenConnection?: pg.ClientConfig | undefined
   /** Default ~/.bailian/config.json; null disables the one-time import. */
   readonly blConfigPath?: string | null | undefined
   readonly client?: BailianClient | undefined
@@ -68,7 +73,7 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
     blConfigPath: options.blConfigPath === undefined ? defaultBlConfigPath() : options.blConfigPath,
     logger,
   })
-  const cache = makeCatalogCache({ db: options.db, secret: options.secret, logger, listenConnectionString: options.databaseUrl })
+  const cache = makeCatalogCache({ db: options.db, secret: options.secret, logger, listenConnection: options.listenConnection })
   const refresher = makeCatalogRefresher({ client, settings, cache, logger, now: options.now })
   const calls = makeKnowledgeCalls({ client, settings, cache, refresher })
 
@@ -122,4 +127,28 @@ export class RetrievalFeatureService extends Context.Service<RetrievalFeatureSer
         (feature) => Effect.promise(async () => feature?.close()),
       ),
     )
+
+  /** Built from the core services (config, database, secret, logger), as the composition root has them. */
+  static readonly layerFromCore: Layer.Layer<RetrievalFeatureService, never, AppConfigService | Database | AppSecret | LoggerService> = Layer.effect(
+    RetrievalFeatureService,
+    Effect.gen(function* () {
+      const config = yield* AppConfigService
+      const database = yield* Database
+      const secret = yield* AppSecret
+      const logger = yield* LoggerService
+      return yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          makeRetrievalFeature({
+            config: config.retrievalBailian,
+            db: database.db,
+            secret,
+            env: config.env,
+            logger,
+            listenConnection: database.connection,
+          }),
+        ),
+        (feature) => Effect.promise(async () => feature?.close()),
+      )
+    }),
+  )
 }
