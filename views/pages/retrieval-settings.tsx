@@ -109,7 +109,7 @@ export function RetrievalSettingsPage(props: RetrievalSettingsProps) {
                   </datalist>
                 ) : null}
                 <p class="setting-source" id={`${field.name}_source`}>
-                  From: <span data-testid={`${field.name}-source`}>{field.source}</span>. {field.hint}
+                  Source: <span data-testid={`${field.name}-source`}>{field.source}</span>. {field.hint}
                   {field.fromUser ? ' Clear the field and save to use the next source.' : ''}
                 </p>
               </div>
