@@ -329,7 +329,7 @@ describe('kb_search and kb_chat', () => {
     const outcome = await runTool(feature, 'kb_chat', { question: 'How much leave?', agent_id: 'chat-product' }, { progress: (text) => progress.push(text) })
     expect(outcome.ok).toBe(true)
     expect(outcome.result).toMatchObject({ agent_id: 'chat-product', answer: 'Twenty days of paid leave.', finish_reason: 'stop' })
-    expect(progress.join('')).toBe('Planning the retrieval…\nSearching the knowledge base…\nWriting the answer:\nTwenty days of paid leave.')
+    expect(progress.join('')).toBe('Searching the knowledge base…\nPlanning…\nWriting the answer:\nTwenty days of paid leave.')
     expect(progress.length).toBeGreaterThan(4)
   })
 

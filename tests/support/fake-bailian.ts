@@ -227,11 +227,18 @@ function defaultScript({
         return bailianError(400, 'InvalidParameter', 'input.messages and stream: true are required', requestId)
       }
       const answer = workspace.chatAnswers?.[service.agent_id] ?? `Answer from ${service.agent_name}.`
+      // The documented lifecycle: tool_calling → tool_return → plan_start → planning → plan_end →
+      // generation_start → generating → generation_end.
       return chatStream(
         [
-          { step: 'planning', text: 'Planning the retrieval.' },
           { step: 'tool_calling', text: 'search(query)' },
+          { step: 'tool_return', text: '3 passages' },
+          { step: 'plan_start' },
+          { step: 'planning', text: 'Answer from the passages.' },
+          { step: 'plan_end' },
+          { step: 'generation_start' },
           ...splitText(answer, 12).map((text) => ({ answer: text })),
+          { step: 'generation_end' },
           { finish: 'stop' },
         ],
         { requestId },
@@ -320,7 +327,7 @@ export type ChatFrameSpec =
   | { readonly step: string; readonly text?: string }
   /** A piece of answer text (`extra.step = "generating"`). */
   | { readonly answer: string }
-  /** The last frame: empty content with this finish reason. */
+  /** The last frame: empty content with this finish reason (step generation_end). */
   | { readonly finish: string }
   /** An `event: error` frame. */
   | { readonly error: { readonly code: string; readonly message: string } }
@@ -338,7 +345,7 @@ export function chatFrames(specs: ReadonlyArray<ChatFrameSpec>, { requestId = 'r
     .map((spec) => {
       if ('step' in spec) return frame(spec.text ?? '', spec.step)
       if ('answer' in spec) return frame(spec.answer, 'generating')
-      if ('finish' in spec) return frame('', 'generating', spec.finish)
+      if ('finish' in spec) return frame('', 'generation_end', spec.finish)
       if ('error' in spec) return `event: error\ndata: ${JSON.stringify({ ...spec.error, request_id: requestId })}\n\n`
       return spec.raw
     })

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest'
 import { decideCatalogBlock } from './catalog-pre-step.ts'
-import { chatProgressText } from './kb-chat.tool.ts'
+import { createChatProgress } from './kb-chat.tool.ts'
 
 describe('decideCatalogBlock', () => {
   test.each([
@@ -14,12 +14,26 @@ describe('decideCatalogBlock', () => {
   })
 })
 
-describe('chatProgressText', () => {
-  test('a line per step, the answer as it comes, nothing for the steps\' own content', () => {
-    expect(chatProgressText({ type: 'step', step: 'planning' })).toBe('Planning the retrieval…\n')
-    expect(chatProgressText({ type: 'step', step: 'generating' })).toBe('Writing the answer:\n')
-    expect(chatProgressText({ type: 'step', step: 'odd\nstep' })).toBe('Step: odd step\n')
-    expect(chatProgressText({ type: 'answer', text: 'Twenty' })).toBe('Twenty')
-    expect(chatProgressText({ type: 'progress', step: 'tool_calling', text: 'search(x)' })).toBeUndefined()
+describe('createChatProgress', () => {
+  test('a line per phase (not per step), then the answer as it comes; the steps\' own content stays out', () => {
+    const progress = createChatProgress()
+    const steps = ['tool_calling', 'tool_return', 'tool_calling', 'plan_start', 'planning', 'plan_end', 'generation_start']
+    const texts = [
+      ...steps.map((step) => progress({ type: 'step', step })),
+      progress({ type: 'progress', step: 'planning', text: 'internal plan' }),
+      progress({ type: 'step', step: 'generating' }),
+      progress({ type: 'answer', text: 'Twenty' }),
+      progress({ type: 'answer', text: ' days.' }),
+      progress({ type: 'step', step: 'generation_end' }),
+      progress({ type: 'step', step: 'odd\nstep' }),
+    ]
+    expect(texts.filter((text) => text !== undefined).join('')).toBe(
+      'Searching the knowledge base…\nPlanning…\nWriting the answer:\nTwenty days.Step: odd step\n',
+    )
+  })
+
+  test('answer text without a step announced first still gets its heading', () => {
+    const progress = createChatProgress()
+    expect(progress({ type: 'answer', text: 'Plain' })).toBe('Writing the answer:\nPlain')
   })
 })
