@@ -186,12 +186,16 @@ describe('the catalog block before each model step', () => {
     await feature.settings.saveSettings(bob.id, { workspaceId: WS })
     const output = await step(feature, { user: bob })
     expect(catalogOf(output)).toBeUndefined()
-    await waitUntil(() => feature.refresher.lastFailure(WS) !== undefined, 'bob\'s refresh to fail')
+    await waitUntil(() => feature.refresher.lastFailure(WS, bob.id) !== undefined, 'bob\'s refresh to fail')
     const later = await step(feature, { user: bob, turnId: 'turn-bob' })
     expect(catalogOf(later)).toBeUndefined()
     expect(later.warnings?.[0]).toContain('InvalidApiKey')
-    // Alice still sees hers.
-    expect(catalogOf(await step(feature, { turnId: 'turn-alice' }))).toContain('search-hr')
+    // Alice still sees hers, hears nothing of Bob's key, and the shared document records no error.
+    const alices = await step(feature, { turnId: 'turn-alice' })
+    expect(catalogOf(alices)).toContain('search-hr')
+    expect(alices.warnings).toBeUndefined()
+    expect(feature.refresher.lastFailure(WS, alice.id)).toBeUndefined()
+    expect((await feature.cache.read(WS)).lastError).toBeUndefined()
   })
 })
 

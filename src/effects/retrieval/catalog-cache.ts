@@ -9,7 +9,7 @@ import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { Scene, SceneListing } from './bailian-client.ts'
 import { startChannelListener, type ChannelListener } from './catalog-listener.ts'
-import { CATALOG_CHANNEL, type CatalogStatus, keyFingerprint, publishCatalog, readCatalogStatus, recordCatalogFailure } from './catalog-store.ts'
+import { CATALOG_CHANNEL, type CatalogStatus, keyFingerprint, publishCatalog, readCatalogStatus, recordCatalogFailure, revokeCatalogReader } from './catalog-store.ts'
 
 export interface CatalogCache {
   readonly read: (workspaceId: string) => Promise<CatalogStatus>
@@ -22,14 +22,10 @@ export interface CatalogCache {
     readonly apiKey: string
     readonly fetchedAt: Date
   }) => Promise<void>
-  readonly recordFailure: (input: {
-    readonly workspaceId: string
-    readonly endpointHost: string
-    readonly message: string
-    readonly at: Date
-    /** The service refused this key: it no longer reads the shared document. */
-    readonly revokeApiKey?: string | undefined
-  }) => Promise<void>
+  /** A failed refresh of the workspace: recorded on its document, which stays. */
+  readonly recordFailure: (input: { readonly workspaceId: string; readonly endpointHost: string; readonly message: string; readonly at: Date }) => Promise<void>
+  /** The service refused this key: it no longer reads the shared document. */
+  readonly revokeReader: (input: { readonly workspaceId: string; readonly apiKey: string }) => Promise<void>
   /** Called with the workspace id whenever any process changed its catalog. */
   readonly subscribe: (listener: (workspaceId: string) => void) => () => void
   readonly listening: () => boolean
@@ -106,14 +102,13 @@ export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
       if (channel?.connected() === true) forget(workspaceId)
       else changed(workspaceId)
     },
-    recordFailure: async ({ workspaceId, endpointHost, message, at, revokeApiKey }) => {
-      await recordCatalogFailure(db, {
-        workspaceId,
-        endpointHost,
-        message,
-        at,
-        revokeFingerprint: revokeApiKey === undefined ? undefined : keyFingerprint({ secret, apiKey: revokeApiKey }),
-      })
+    recordFailure: async ({ workspaceId, endpointHost, message, at }) => {
+      await recordCatalogFailure(db, { workspaceId, endpointHost, message, at })
+      if (channel?.connected() === true) forget(workspaceId)
+      else changed(workspaceId)
+    },
+    revokeReader: async ({ workspaceId, apiKey }) => {
+      await revokeCatalogReader(db, { workspaceId, fingerprint: keyFingerprint({ secret, apiKey }) })
       if (channel?.connected() === true) forget(workspaceId)
       else changed(workspaceId)
     },

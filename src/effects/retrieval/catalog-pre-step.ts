@@ -93,7 +93,7 @@ export function makeCatalogPreStepHook({
         defaultChatAgentId: snapshot.settings.defaultChatAgentId.value,
       })
       const warnings: string[] = []
-      const failure = refresher.lastFailure(workspaceId)
+      const failure = refresher.lastFailure(workspaceId, caller.id)
       if (failure !== undefined && failure.seq > turn.reportedFailureSeq) {
         turn.reportedFailureSeq = failure.seq
         warnings.push(

@@ -24,9 +24,13 @@ import type { CatalogCache } from './catalog-cache.ts'
 export type RefreshOutcome = { readonly ok: true } | { readonly ok: false; readonly message: string }
 
 export interface RefreshFailure {
-  /** Increases with every failure of this workspace in this process. */
+  /** Increases with every failure in this process. */
   readonly seq: number
   readonly message: string
+  /** The user whose settings the failed fetch used. */
+  readonly userId: string | undefined
+  /** The service refused that user's key (401/403): nobody else needs to hear about it. */
+  readonly keySpecific: boolean
 }
 
 export interface CatalogRefresher {
@@ -34,8 +38,11 @@ export interface CatalogRefresher {
   readonly check: (input: { readonly userId: string; readonly workspaceId: string; readonly fetchedAt: Date | undefined }) => void
   /** Refresh now; resolves when the fetch that answers this trigger has settled. Never rejects. */
   readonly refresh: (input: { readonly userId: string; readonly workspaceId: string; readonly reason: CatalogTriggerReason }) => Promise<RefreshOutcome>
-  /** The last refresh failure of a workspace in this process, if the last fetch failed. */
-  readonly lastFailure: (workspaceId: string) => RefreshFailure | undefined
+  /**
+   * The last refresh failure of a workspace in this process, if the last fetch failed and it
+   * concerns this user (a refused key concerns only its owner).
+   */
+  readonly lastFailure: (workspaceId: string, userId: string) => RefreshFailure | undefined
   readonly stop: () => Promise<void>
 }
 
@@ -68,22 +75,22 @@ export function makeCatalogRefresher(options: CatalogRefresherOptions): CatalogR
     Effect.gen(function* () {
       const snapshot = yield* Effect.promise(() => settings.resolve(input.requester))
       const connection = connectionOf(snapshot)
-      if (connection instanceof BailianMissingCredentials) return { ok: false, at: now(), message: connection.message } as const
-      if (connection.workspaceId !== input.workspaceId) {
-        return { ok: false, at: now(), message: 'the requester no longer uses this workspace' } as const
+      const settingsGone = (message: string) => {
+        failures.set(input.workspaceId, { seq: ++failureSeq, message, userId: input.requester, keySpecific: true })
+        return { ok: false, at: now(), message } as const
       }
+      if (connection instanceof BailianMissingCredentials) return settingsGone(connection.message)
+      if (connection.workspaceId !== input.workspaceId) return settingsGone('the requester no longer uses this workspace')
       const listed = yield* Effect.result(client.listCatalog(connection))
       if (Result.isFailure(listed)) {
         const error = listed.failure
         const refusedKey = error._tag === 'BailianHttpError' && (error.status === 401 || error.status === 403)
+        failures.set(input.workspaceId, { seq: ++failureSeq, message: error.message, userId: input.requester, keySpecific: refusedKey })
+        // A refused key stops reading the shared document; it is not the workspace's error to show others.
         yield* Effect.promise(() =>
-          cache.recordFailure({
-            workspaceId: input.workspaceId,
-            endpointHost: connection.endpointHost,
-            message: error.message,
-            at: new Date(now()),
-            revokeApiKey: refusedKey ? connection.apiKey : undefined,
-          }),
+          refusedKey
+            ? cache.revokeReader({ workspaceId: input.workspaceId, apiKey: connection.apiKey })
+            : cache.recordFailure({ workspaceId: input.workspaceId, endpointHost: connection.endpointHost, message: error.message, at: new Date(now()) }),
         )
         return { ok: false, at: now(), message: error.message } as const
       }
@@ -111,7 +118,10 @@ export function makeCatalogRefresher(options: CatalogRefresherOptions): CatalogR
       case 'refresh.settled': {
         if (event.ok) failures.delete(workspaceId)
         else {
-          failures.set(workspaceId, { seq: ++failureSeq, message: event.message ?? 'the catalog refresh failed' })
+          // A crashed fetch recorded nothing itself.
+          if (failures.get(workspaceId)?.message !== event.message) {
+            failures.set(workspaceId, { seq: ++failureSeq, message: event.message ?? 'the catalog refresh failed', userId: undefined, keySpecific: false })
+          }
           logger.warn('retrieval catalog refresh failed; keeping the previous catalog', { workspaceId, reason: event.message })
         }
         for (const [ticket, waiter] of waiters) {
@@ -171,7 +181,10 @@ export function makeCatalogRefresher(options: CatalogRefresherOptions): CatalogR
       machine.send({ type: 'catalog.refresh', requester: userId, now: now(), reason, ticket })
       return outcome
     },
-    lastFailure: (workspaceId) => failures.get(workspaceId),
+    lastFailure: (workspaceId, userId) => {
+      const failure = failures.get(workspaceId)
+      return failure === undefined || (failure.keySpecific && failure.userId !== userId) ? undefined : failure
+    },
     stop: async () => {
       stopping.abort('shutdown')
       await Promise.all([...machines.values()].map((machine) => machine.finished))

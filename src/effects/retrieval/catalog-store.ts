@@ -151,25 +151,10 @@ export async function publishCatalog(
   })
 }
 
-/**
- * Records a failed refresh; the document (if any) stays. `revokeFingerprint` removes a key that the
- * service refused (401/403), so its holder no longer sees a document it cannot reach.
- */
+/** Records a failed refresh; the document (if any) stays. */
 export async function recordCatalogFailure(
   db: Kysely<DB>,
-  {
-    workspaceId,
-    endpointHost,
-    message,
-    at,
-    revokeFingerprint,
-  }: {
-    readonly workspaceId: string
-    readonly endpointHost: string
-    readonly message: string
-    readonly at: Date
-    readonly revokeFingerprint?: string | undefined
-  },
+  { workspaceId, endpointHost, message, at }: { readonly workspaceId: string; readonly endpointHost: string; readonly message: string; readonly at: Date },
 ): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await trx
@@ -177,9 +162,14 @@ export async function recordCatalogFailure(
       .values({ workspace_id: workspaceId, endpoint_host: endpointHost, fetched_at: null, last_attempt_at: at, last_error: message, last_error_at: at })
       .onConflict((conflict) => conflict.column('workspace_id').doUpdateSet({ last_attempt_at: at, last_error: message, last_error_at: at }))
       .execute()
-    if (revokeFingerprint !== undefined) {
-      await trx.deleteFrom('retrieval_catalog_readers').where('workspace_id', '=', workspaceId).where('key_fingerprint', '=', revokeFingerprint).execute()
-    }
     await sql`select pg_notify(${CATALOG_CHANNEL}, ${workspaceId})`.execute(trx)
+  })
+}
+
+/** The service refused this key (401/403): its holder no longer sees a document it cannot reach. */
+export async function revokeCatalogReader(db: Kysely<DB>, { workspaceId, fingerprint }: { readonly workspaceId: string; readonly fingerprint: string }): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const removed = await trx.deleteFrom('retrieval_catalog_readers').where('workspace_id', '=', workspaceId).where('key_fingerprint', '=', fingerprint).executeTakeFirst()
+    if (Number(removed.numDeletedRows) > 0) await sql`select pg_notify(${CATALOG_CHANNEL}, ${workspaceId})`.execute(trx)
   })
 }
