@@ -28,6 +28,8 @@ export function retrievalNav(feature: RetrievalFeature | undefined): NavLink[] {
 const NOTICES: Record<string, string> = {
   saved: 'Saved.',
   'key-removed': 'Your stored API key was removed.',
+  refreshed: 'The list of services was refreshed.',
+  'refresh-failed': 'The refresh failed; the last error is shown under Service cache.',
 }
 
 const FIELDS: ReadonlyArray<{ name: SettingField['name']; key: EditableKey; label: string; hint: string; scene?: Scene }> = [
@@ -171,7 +173,9 @@ export function retrievalRoutes(ctx: AppContext, feature: RetrievalFeature): Rou
       const outcome = await feature.refresher.refresh({ userId: user.id, workspaceId: connection.workspaceId, reason: 'force' })
       message = outcome.ok ? { kind: 'ok', text: 'Refreshed just now.' } : { kind: 'error', text: `The refresh failed: ${outcome.message}` }
     }
-    if (req.get('hx-request') !== 'true') return res.redirect(303, RETRIEVAL_SETTINGS_PATH)
+    if (req.get('hx-request') !== 'true') {
+      return res.redirect(303, `${RETRIEVAL_SETTINGS_PATH}?notice=${message.kind === 'ok' ? 'refreshed' : 'refresh-failed'}`)
+    }
     const { view } = await cacheView(snapshot, message)
     res.type('html').set('Cache-Control', 'no-store').send(await renderFragment(CacheSection({ cache: view, csrfToken: req.auth!.csrfToken })))
   })

@@ -133,6 +133,7 @@ describe('enabled (the default)', () => {
       body: form({ _csrf: session.csrf }),
     })
     expect(plain.status).toBe(303)
+    expect(plain.headers.get('location')).toBe('/settings/retrieval?notice=refreshed')
   })
 
   test('a stream shows the model the catalog block and the kb_* tools', async () => {
