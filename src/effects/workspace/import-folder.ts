@@ -4,7 +4,7 @@ import { lstat, readdir, readFile } from 'node:fs/promises'
 import { join, relative, sep } from 'node:path'
 import type { Kysely } from 'kysely'
 import type { DB } from '../db/schema.ts'
-import { parseDocument } from './parse.ts'
+import { parseDocument } from './parse/index.ts'
 import { formatKbUri, validateSegment } from './uri.ts'
 import { makeDirectories, type Owner, putFile } from './store.ts'
 

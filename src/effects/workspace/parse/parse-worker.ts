@@ -1,0 +1,57 @@
+// The worker-thread side of document-parser.ts (a piscina task module): one document per task.
+// V8 bounds this thread's heap (`resourceLimits`), but not the memory behind ArrayBuffers,
+// which is where decompressed data lives; the watchdog below bounds both together. Every parser
+// here yields to the event loop while it works (pdf.js between operators, mammoth between zip
+// and XML steps), so the watchdog gets its turn.
+import { readFile, stat } from 'node:fs/promises'
+import { parentPort, workerData } from 'node:worker_threads'
+import { mimeFromName } from '../mime.ts'
+import { parseDocument } from './parse-document.ts'
+import { inputTooLarge, type ParseLimits, type ParseOutcome } from './parse-outcome.ts'
+
+export interface ParseTask {
+  readonly id: number
+  readonly name: string
+  readonly mime?: string | undefined
+  /** The document, or the path of a file holding it (read here, so it is never copied between threads). */
+  readonly bytes?: Uint8Array | undefined
+  readonly path?: string | undefined
+  readonly limits: ParseLimits
+}
+
+export interface ParseWorkerData {
+  readonly memoryLimitBytes: number
+  readonly watchdogIntervalMs: number
+}
+
+/** Exit code of a worker stopped by its memory watchdog. */
+export const MEMORY_LIMIT_EXIT_CODE = 86
+
+/** Posted when a task starts running (its time limit starts then, not while it waits in the queue). */
+export interface RunningMessage {
+  readonly type: 'knowagent.parse.running'
+  readonly id: number
+}
+
+const data = workerData as ParseWorkerData | undefined
+if (data !== undefined && parentPort !== null) {
+  setInterval(() => {
+    const { heapUsed, external } = process.memoryUsage()
+    if (heapUsed + external > data.memoryLimitBytes) process.exit(MEMORY_LIMIT_EXIT_CODE)
+  }, data.watchdogIntervalMs).unref()
+}
+
+const readDocument = async (task: ParseTask): Promise<Uint8Array | ParseOutcome> => {
+  if (task.bytes !== undefined) return task.bytes
+  if (task.path === undefined) throw new Error('a parse task needs bytes or a path')
+  const { size } = await stat(task.path)
+  if (size > task.limits.maxBytes) return inputTooLarge(mimeFromName(task.name), size, task.limits.maxBytes)
+  return new Uint8Array(await readFile(task.path))
+}
+
+export default async function parseTask(task: ParseTask): Promise<ParseOutcome> {
+  parentPort?.postMessage({ type: 'knowagent.parse.running', id: task.id } satisfies RunningMessage)
+  const bytes = await readDocument(task)
+  if (!(bytes instanceof Uint8Array)) return bytes
+  return parseDocument({ name: task.name, mime: task.mime, bytes, limits: task.limits })
+}
