@@ -7,6 +7,7 @@ import { migrateToLatest } from './effects/db/migrate.ts'
 import { generatePassword } from './effects/auth/passwords.ts'
 import { createApiTokenFor, createUser, findUserByLogin, setPassword, UserError } from './effects/auth/users.ts'
 import { formatImportReport, importFolder } from './effects/workspace/import-folder.ts'
+import { makeDocumentParser } from './effects/workspace/parse/index.ts'
 import { parseKbUri } from './effects/workspace/uri.ts'
 
 export const USAGE = `usage: knowagent <command> [options]
@@ -122,7 +123,12 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
           const user = await findUserByLogin(db, login)
           if (!user) throw new UserError(`no user "${login}"`)
           const target = parseKbUri({ uri: uri!, callerLogin: user.login })
-          return importFolder(db, { owner: user, folder: folder!, targetSegments: target.segments, maxFileBytes: config.maxFileBytes })
+          const parser = makeDocumentParser(config.parsing)
+          try {
+            return await importFolder(db, { owner: user, folder: folder!, targetSegments: target.segments, maxFileBytes: config.maxFileBytes, parser })
+          } finally {
+            await parser.close()
+          }
         })
         io.out(formatImportReport(report))
         return report.failed.length > 0 ? 1 : 0

@@ -11,6 +11,7 @@ import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import { createApp } from './http/create-app.ts'
 import { makeModelRegistry } from './effects/llm/model-registry.ts'
 import { failOrphanedTurns } from './effects/turn/turn-records.ts'
+import { makeDocumentParser } from './effects/workspace/parse/index.ts'
 
 export interface RunningServer {
   readonly url: string
@@ -26,18 +27,19 @@ export async function startServer({
 }: { config?: AppConfig; logger?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
   const secret = resolveSecret({ secretFromEnv: config.secretFromEnv, dataDir: config.dataDir })
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const parser = makeDocumentParser(config.parsing)
   let server: Server | undefined
   try {
     const { applied } = await migrateToLatest(database.db)
     if (applied.length > 0) logger.info('migrations applied', { applied })
     const orphaned = await failOrphanedTurns(database.db)
     if (orphaned > 0) logger.warn('closed turns left running by a stopped process', { turns: orphaned })
-    const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes })
+    const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
     const shutdownController = new AbortController()
     const models = makeModelRegistry({ models: config.file.models ?? [], env: config.env })
-    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, models, shutdownSignal: shutdownController.signal })
+    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, models, parser, shutdownSignal: shutdownController.signal })
     const sockets = new Set<Socket>()
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)))
@@ -77,12 +79,14 @@ export async function startServer({
             for (const socket of sockets) socket.destroy()
           }, 2000).unref()
         })
+        await parser.close()
         await database.close()
         logger.info('stopped')
       })())
     return { url, server, database, shutdown }
   } catch (error) {
     server?.close()
+    await parser.close()
     await database.close()
     throw error
   }

@@ -4,6 +4,7 @@ import type { DB } from '../effects/db/schema.ts'
 import type { Logger } from '../effects/logging/logger.ts'
 import type { User } from '../effects/auth/users.ts'
 import type { ModelRegistry } from '../effects/llm/model-registry.ts'
+import type { DocumentParser } from '../effects/workspace/parse/index.ts'
 
 /** Everything a route needs, built once at start-up. */
 export interface AppContext {
@@ -13,6 +14,8 @@ export interface AppContext {
   readonly secret: string
   readonly logger: Logger
   readonly models: ModelRegistry
+  /** Parses uploads off the event loop (worker threads); closed at shutdown. */
+  readonly parser: DocumentParser
   /** Keep-alive comment interval on idle SSE streams (default 15 s). */
   readonly sseKeepAliveMs?: number | undefined
   /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */

@@ -12,7 +12,7 @@ let server: TestServer
 let browser: Browser
 beforeAll(async () => {
   ;[server, browser] = await Promise.all([startTestServer(), launchBrowser()])
-  const demo = await bootstrapDemo(server.database.db, { demoPassword: PASSWORD, maxFileBytes: server.ctx.config.maxFileBytes })
+  const demo = await bootstrapDemo(server.database.db, { demoPassword: PASSWORD, maxFileBytes: server.ctx.config.maxFileBytes, parser: server.ctx.parser })
   expect(demo.created).toBe(true)
 })
 afterAll(async () => {

@@ -8,13 +8,15 @@ import { makeLocalChatModel } from '../../src/effects/llm/local-model.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { COMPACTION_SUMMARY_PREFIX, estimateMessagesBytes, type ChatMessage, type TurnEmitted } from '../../src/machines/index.ts'
+import { makeDocumentParser } from '../../src/effects/workspace/parse/index.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) => {
   let database: TestDatabase
   beforeAll(async () => {
     database = await openTestDatabase(kind)
-    const demo = await bootstrapDemo(database.db, { demoPassword: 'demo-password-1', maxFileBytes: 50 * 1024 * 1024 })
+    const parser = makeDocumentParser({ threads: 1 })
+    const demo = await bootstrapDemo(database.db, { demoPassword: 'demo-password-1', maxFileBytes: 50 * 1024 * 1024, parser }).finally(() => parser.close())
     expect(demo.report!.failed).toEqual([])
     expect(demo.report!.added.length).toBeGreaterThanOrEqual(8)
   })

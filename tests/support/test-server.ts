@@ -5,6 +5,7 @@ import { createApiTokenFor, createUser } from '../../src/effects/auth/users.ts'
 import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
 import { createApp } from '../../src/http/create-app.ts'
 import { makeModelRegistry, type ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
+import { makeDocumentParser } from '../../src/effects/workspace/parse/index.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
 import { openTestDatabase, type DatabaseKind, type TestDatabase } from './test-database.ts'
 
@@ -39,7 +40,8 @@ export async function startTestServer({
   if (configure) config = configure(config)
   const shutdownController = new AbortController()
   const registry = makeModelRegistry({ models: config.file.models ?? [], env: config.env, local: { deltaDelayMs: 0 }, ...models })
-  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, sseKeepAliveMs, shutdownSignal: shutdownController.signal }
+  const parser = makeDocumentParser(config.parsing)
+  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, parser, sseKeepAliveMs, shutdownSignal: shutdownController.signal }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
@@ -56,6 +58,7 @@ export async function startTestServer({
       shutdownController.abort()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
+      await parser.close()
       await database.close()
     },
   }

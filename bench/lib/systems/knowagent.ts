@@ -10,6 +10,7 @@ import pg from 'pg'
 import { migrateToLatest } from '../../../src/effects/db/migrate.ts'
 import { makeModelRegistry } from '../../../src/effects/llm/model-registry.ts'
 import { createLogger } from '../../../src/effects/logging/logger.ts'
+import { makeDocumentParser } from '../../../src/effects/workspace/parse/index.ts'
 import { putFile } from '../../../src/effects/workspace/store.ts'
 import type { AppContext } from '../../../src/http/app-context.ts'
 import { createApp } from '../../../src/http/create-app.ts'
@@ -71,6 +72,7 @@ export async function startKnowagentServer({
     secret: SECRET,
     logger,
     models,
+    parser: makeDocumentParser(config.parsing), // no worker starts until a parse
     shutdownSignal: new AbortController().signal,
   }
   const user = await createUser(database.db, { login: BENCH_LOGIN, password: 'bench-password-0123' })
