@@ -43,7 +43,7 @@ describe('DOCX', () => {
 
   it('reads a DOCX whose parts total exactly the inflation budget, and refuses one byte less', async () => {
     const bytes = fixture('sample.docx')
-    const total = readZipEntries(bytes, { maxInflatedBytes: Number.MAX_SAFE_INTEGER, include: (name) => /\.(xml|rels)$/i.test(name) })
+    const total = await readZipEntries(bytes, { maxInflatedBytes: Number.MAX_SAFE_INTEGER, include: (name) => /\.(xml|rels)$/i.test(name) })
     if (!total.ok) throw new Error(total.detail)
     const size = total.entries.reduce((sum, entry) => sum + entry.data.length, 0)
     expect((await parseDocument({ name: 'a.docx', bytes, limits: { maxInflatedBytes: size } })).ok).toBe(true)

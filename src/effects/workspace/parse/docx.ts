@@ -16,7 +16,7 @@ const corrupt = (mime: string, detail: string): ParseOutcome =>
 
 export const parseDocx = async ({ bytes, mime, limits, signal }: FormatInput): Promise<ParseOutcome> => {
   if (startsWith(bytes, OLE_MAGIC)) return failure(mime, 'encrypted', ENCRYPTED)
-  const zip = readZipEntries(bytes, { maxInflatedBytes: limits.maxInflatedBytes, include: (name) => TEXT_PARTS.test(name) })
+  const zip = await readZipEntries(bytes, { maxInflatedBytes: limits.maxInflatedBytes, include: (name) => TEXT_PARTS.test(name) })
   if (!zip.ok) {
     switch (zip.problem) {
       case 'inflated_too_large':

@@ -1,7 +1,7 @@
 // Just enough of the zip format for DOCX: the central directory is read, the sizes it declares
 // are never trusted, and every entry is inflated against one running byte budget, so a small
 // archive cannot unpack to gigabytes. `writeStoredZip` writes entries back uncompressed.
-import { crc32, inflateRawSync } from 'node:zlib'
+import { crc32, createInflateRaw } from 'node:zlib'
 
 export interface ZipEntry {
   readonly name: string
@@ -27,18 +27,47 @@ const findEndOfCentralDirectory = (view: DataView): number | undefined => {
   return undefined
 }
 
-const isBufferTooLarge = (cause: unknown): boolean =>
-  cause instanceof RangeError && (cause as RangeError & { code?: string }).code === 'ERR_BUFFER_TOO_LARGE'
+type Inflated = { readonly ok: true; readonly data: Buffer } | { readonly ok: false; readonly tooLarge: boolean; readonly detail: string }
+
+/**
+ * Inflates through a stream, counting output as it comes and stopping the inflater past `cap`.
+ * Asynchronous on purpose: zlib works off this thread in 64 KB steps, so the worker's memory
+ * watchdog and a termination still get their turn (the synchronous inflater took 60 s for 1 GB).
+ */
+const inflateCapped = (compressed: Uint8Array, cap: number): Promise<Inflated> =>
+  new Promise((resolve) => {
+    const inflater = createInflateRaw({ chunkSize: 64 * 1024 })
+    const chunks: Buffer[] = []
+    let total = 0
+    let settled = false
+    const settle = (result: Inflated): void => {
+      if (settled) return
+      settled = true
+      resolve(result)
+    }
+    inflater.on('data', (chunk: Buffer) => {
+      total += chunk.length
+      if (total > cap) {
+        settle({ ok: false, tooLarge: true, detail: `more than ${cap} bytes` })
+        inflater.destroy()
+        return
+      }
+      chunks.push(chunk)
+    })
+    inflater.on('end', () => settle({ ok: true, data: Buffer.concat(chunks, total) }))
+    inflater.on('error', (error: Error) => settle({ ok: false, tooLarge: false, detail: error.message }))
+    inflater.end(compressed)
+  })
 
 /**
  * The entries whose names `include` accepts, inflated. Fails as soon as the running total of
- * inflated bytes would pass `maxInflatedBytes`: zlib stops producing output at that point, so
- * memory stays bounded by the budget whatever the archive declares.
+ * inflated bytes passes `maxInflatedBytes`: the inflater is stopped at that point, so memory
+ * stays bounded by the budget whatever the archive declares.
  */
-export const readZipEntries = (
+export const readZipEntries = async (
   bytes: Uint8Array,
   { maxInflatedBytes, include }: { maxInflatedBytes: number; include: (name: string) => boolean },
-): ZipRead => {
+): Promise<ZipRead> => {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   const end = findEndOfCentralDirectory(view)
   if (end === undefined) return corrupt('not a zip archive (no end of central directory)')
@@ -79,13 +108,9 @@ export const readZipEntries = (
       if (stored.length > remaining) return { ok: false, problem: 'inflated_too_large', detail: name }
       data = stored
     } else if (method === 8) {
-      try {
-        data = inflateRawSync(stored, { maxOutputLength: Math.max(1, remaining) })
-      } catch (cause) {
-        if (isBufferTooLarge(cause)) return { ok: false, problem: 'inflated_too_large', detail: name }
-        return corrupt(`entry ${name} does not inflate: ${cause instanceof Error ? cause.message : String(cause)}`)
-      }
-      if (data.length > remaining) return { ok: false, problem: 'inflated_too_large', detail: name }
+      const inflated = await inflateCapped(stored, remaining)
+      if (!inflated.ok) return inflated.tooLarge ? { ok: false, problem: 'inflated_too_large', detail: name } : corrupt(`entry ${name} does not inflate: ${inflated.detail}`)
+      data = inflated.data
     } else {
       return corrupt(`entry ${name} uses compression method ${method}, which is not supported`)
     }
