@@ -16,32 +16,38 @@ export interface BombShape {
   readonly inflatedBytes: number
   readonly byte?: number
   readonly prefix?: Uint8Array
+  readonly suffix?: Uint8Array
 }
 
-/** Raw deflate data (no header) that inflates to `prefix` then `inflatedBytes` bytes of `byte`. */
-export const deflateBomb = ({ inflatedBytes, byte = 0x20, prefix }: BombShape): Buffer => {
+/** Raw deflate data (no header) that inflates to `prefix`, `inflatedBytes` bytes of `byte`, `suffix`. */
+export const deflateBomb = ({ inflatedBytes, byte = 0x20, prefix, suffix }: BombShape): Buffer => {
   const whole = Math.floor(inflatedBytes / MiB)
   const rest = inflatedBytes % MiB
   const block = whole > 0 ? flushedBlock(MiB, byte) : Buffer.alloc(0)
   const parts: Buffer[] = new Array<Buffer>(whole).fill(block)
   if (prefix !== undefined && prefix.length > 0) parts.unshift(deflateRawSync(prefix, { finishFlush: constants.Z_SYNC_FLUSH }))
   if (rest > 0) parts.push(flushedBlock(rest, byte))
+  if (suffix !== undefined && suffix.length > 0) parts.push(deflateRawSync(suffix, { finishFlush: constants.Z_SYNC_FLUSH }))
   parts.push(FINAL_EMPTY_BLOCK)
   return Buffer.concat(parts)
 }
 
-const adler32 = ({ inflatedBytes, byte = 0x20, prefix = new Uint8Array() }: BombShape): number => {
+const adler32 = ({ inflatedBytes, byte = 0x20, prefix = new Uint8Array(), suffix = new Uint8Array() }: BombShape): number => {
   let a = 1n
   let b = 0n
-  for (const value of prefix) {
-    a = (a + BigInt(value)) % 65521n
-    b = (b + a) % 65521n
+  const add = (bytes: Uint8Array): void => {
+    for (const value of bytes) {
+      a = (a + BigInt(value)) % 65521n
+      b = (b + a) % 65521n
+    }
   }
+  add(prefix)
   // Then `n` copies of `c`, in closed form.
   const n = BigInt(inflatedBytes)
   const c = BigInt(byte)
   b = (b + n * a + (c * n * (n + 1n)) / 2n) % 65521n
   a = (a + n * c) % 65521n
+  add(suffix)
   return Number((b << 16n) | a)
 }
 
@@ -52,11 +58,11 @@ export const zlibBomb = (shape: BombShape): Buffer => {
   return Buffer.concat([Buffer.from([0x78, 0xda]), deflateBomb(shape), trailer])
 }
 
-const crc32OfRepeated = (length: number, byte: number): number => {
-  const chunk = Buffer.alloc(Math.min(length, MiB), byte)
-  let crc = 0
-  for (let done = 0; done < length; done += chunk.length) crc = crc32(chunk.subarray(0, Math.min(chunk.length, length - done)), crc)
-  return crc
+const crc32Of = ({ inflatedBytes, byte = 0x20, prefix = new Uint8Array(), suffix = new Uint8Array() }: BombShape): number => {
+  const chunk = Buffer.alloc(Math.min(inflatedBytes, MiB), byte)
+  let crc = crc32(prefix)
+  for (let done = 0; done < inflatedBytes; done += chunk.length) crc = crc32(chunk.subarray(0, Math.min(chunk.length, inflatedBytes - done)), crc)
+  return crc32(suffix, crc)
 }
 
 /** A one-page PDF whose content stream (FlateDecode) inflates to `inflatedBytes`. */
@@ -91,8 +97,8 @@ export const pdfBomb = ({ inflatedBytes }: { inflatedBytes: number }): Buffer =>
 
 export interface BombEntry {
   readonly name: string
-  /** Stored text, or a deflated run of `inflatedBytes` spaces whose size the archive states as `declaredBytes`. */
-  readonly data: string | { readonly inflatedBytes: number; readonly declaredBytes?: number }
+  /** Stored text, or a deflated bomb whose size the archive states as `declaredBytes` (default: the truth). */
+  readonly data: string | (BombShape & { readonly declaredBytes?: number })
 }
 
 /** A zip whose deflated entries may lie about their size (the central directory declares `declaredBytes`). */
@@ -103,9 +109,10 @@ export const zipWithBombs = (entries: ReadonlyArray<BombEntry>): Buffer => {
   for (const entry of entries) {
     const name = Buffer.from(entry.name, 'utf8')
     const bomb = typeof entry.data === 'string' ? undefined : entry.data
-    const body = bomb === undefined ? Buffer.from(entry.data as string, 'utf8') : deflateBomb({ inflatedBytes: bomb.inflatedBytes })
-    const size = bomb === undefined ? body.length : (bomb.declaredBytes ?? bomb.inflatedBytes)
-    const crc = bomb === undefined ? crc32(body) : crc32OfRepeated(bomb.inflatedBytes, 0x20)
+    const body = bomb === undefined ? Buffer.from(entry.data as string, 'utf8') : deflateBomb(bomb)
+    const trueSize = bomb === undefined ? body.length : (bomb.prefix?.length ?? 0) + bomb.inflatedBytes + (bomb.suffix?.length ?? 0)
+    const size = bomb?.declaredBytes ?? trueSize
+    const crc = bomb === undefined ? crc32(body) : crc32Of(bomb)
     const method = bomb === undefined ? 0 : 8
     const local = Buffer.alloc(30)
     local.writeUInt32LE(0x04034b50, 0)
@@ -143,7 +150,7 @@ export const zipWithBombs = (entries: ReadonlyArray<BombEntry>): Buffer => {
 
 const W_NS = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main'
 
-/** A DOCX (just the parts mammoth needs) with one more XML part that is a bomb. */
+/** A DOCX (just the parts mammoth needs) whose main document part is a bomb: one word, then spaces. */
 export const docxBomb = ({ inflatedBytes, declaredBytes }: { inflatedBytes: number; declaredBytes?: number }): Buffer =>
   zipWithBombs([
     {
@@ -160,6 +167,13 @@ export const docxBomb = ({ inflatedBytes, declaredBytes }: { inflatedBytes: numb
         '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
         '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>',
     },
-    { name: 'word/document.xml', data: `<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="${W_NS}"><w:body><w:p><w:r><w:t>bomb</w:t></w:r></w:p></w:body></w:document>` },
-    { name: 'customXml/item1.xml', data: { inflatedBytes, ...(declaredBytes === undefined ? {} : { declaredBytes }) } },
+    {
+      name: 'word/document.xml',
+      data: {
+        prefix: Buffer.from(`<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="${W_NS}"><w:body><w:p><w:r><w:t>bomb</w:t></w:r></w:p>`),
+        inflatedBytes,
+        suffix: Buffer.from('</w:body></w:document>'),
+        ...(declaredBytes === undefined ? {} : { declaredBytes }),
+      },
+    },
   ])

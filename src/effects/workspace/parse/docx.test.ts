@@ -66,7 +66,7 @@ describe('DOCX', () => {
 
   it('refuses a part whose inflated size differs from the size it declares, within the budget', async () => {
     const bytes = docxBomb({ inflatedBytes: 4096, declaredBytes: 1000 })
-    expect(expectFailure(await parseDocument({ name: 'liar.docx', bytes }), 'corrupt')).toContain('customXml/item1.xml declares 1000 bytes but holds 4096')
+    expect(expectFailure(await parseDocument({ name: 'liar.docx', bytes }), 'corrupt')).toMatch(/word\/document.xml declares 1000 bytes but holds \d+/)
   })
 
   it('builds DOCX documents that round-trip through the parser', async () => {
