@@ -144,6 +144,12 @@ describe('hostile multipart uploads', () => {
       expect(await nodeStatus('kb://me/never.txt')).toBe(404)
     })
 
+    it('resolves a target directory given in the query first: a missing one is refused while the body is still coming', async () => {
+      const missing = `${server.url}/api/v1/workspace/upload?uri=${encodeURIComponent('kb://me/no-such-folder/')}`
+      const response = await postNeverEnding(missing, { headers: { 'content-type': MULTIPART_TYPE, ...bearer() }, head: fileHead })
+      expect(response.status).toBe(404)
+    })
+
     it('refuses the HTML form too, and accepts it when _csrf comes first', async () => {
       const form = `${server.url}/workspace/upload?uri=${encodeURIComponent('kb://me/')}`
       const refused = await postNeverEnding(form, { headers: { 'content-type': MULTIPART_TYPE, cookie: session.cookie }, head: fileHead })
