@@ -76,10 +76,17 @@ describe('hostile multipart uploads', () => {
     alice = await addUserWithToken(server, 'alice')
     session = await signIn(server, 'alice', alice.password)
   })
+  // An unhandled 'error' event would kill a real server; here it would only be reported, so
+  // every test checks none happened.
+  const crashes: unknown[] = []
+  const recordCrash = (error: unknown): void => void crashes.push(error)
+  process.on('uncaughtExceptionMonitor', recordCrash)
   afterEach(() => {
+    expect(crashes).toEqual([])
     expect(readdirSync(spool)).toEqual([]) // no spool folder survives a request, whatever its end
   })
   afterAll(async () => {
+    process.off('uncaughtExceptionMonitor', recordCrash)
     await server?.close()
     await provider?.close()
     rmSync(spool, { recursive: true, force: true })
