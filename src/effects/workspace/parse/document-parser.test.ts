@@ -7,7 +7,8 @@ import type { Worker } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { pdfBomb } from '../../../../tests/support/bombs.ts'
 import { expectFailure, expectText, fixture, utf8 } from '../../../../tests/support/documents.ts'
-import { makeDocumentParser, type DocumentParser, type DocumentParserOptions, type ParserActivity } from './document-parser.ts'
+import { Effect } from 'effect'
+import { DocumentParserService, makeDocumentParser, type DocumentParser, type DocumentParserOptions, type ParserActivity } from './document-parser.ts'
 import { parseDocument } from './parse-document.ts'
 
 const MB = 1024 * 1024
@@ -144,5 +145,41 @@ describe('makeDocumentParser', () => {
     expect(workers.map((worker) => worker.threadId)).toEqual(workers.map(() => -1)) // every one has exited
     expect(threadCount()).toBeLessThanOrEqual(before)
     expect(expectFailure(await parser.parse({ name: 'a.md', bytes: utf8('x') }), 'aborted')).toBe('parsing was cancelled: the parser is shut down')
+  })
+
+  it('as an Effect layer: the pool lives as long as its scope, and its workers exit when the scope closes', async () => {
+    const workers: Worker[] = []
+    const onWorker = (message: unknown): void => void workers.push((message as { worker: Worker }).worker)
+    diagnostics.subscribe('worker_threads', onWorker)
+    try {
+      const text = await Effect.runPromise(
+        Effect.scoped(
+          Effect.gen(function* () {
+            const parser = yield* DocumentParserService
+            const outcome = yield* Effect.promise(() => parser.parse({ name: 'a.md', bytes: utf8('# in a scope') }))
+            return expectText(outcome)
+          }).pipe(Effect.provide(DocumentParserService.layer({ threads: 1 }))),
+        ),
+      )
+      expect(text).toBe('# in a scope')
+    } finally {
+      diagnostics.unsubscribe('worker_threads', onWorker)
+    }
+    expect(workers.length).toBeGreaterThan(0)
+    expect(workers.map((worker) => worker.threadId)).toEqual(workers.map(() => -1))
+  })
+
+  it('has a test layer that fails loudly on a parse nobody expected', async () => {
+    const program = Effect.gen(function* () {
+      const parser = yield* DocumentParserService
+      return yield* Effect.promise(async () => parser.parse({ name: 'unexpected.md', bytes: utf8('x') }))
+    })
+    await expect(Effect.runPromise(program.pipe(Effect.provide(DocumentParserService.layerTest())))).rejects.toThrow(
+      'DocumentParserService.layerTest: unexpected parse of unexpected.md',
+    )
+    const stubbed = await Effect.runPromise(
+      program.pipe(Effect.provide(DocumentParserService.layerTest(async () => ({ ok: true, mime: 'text/markdown', parser: 'stub', text: 'stubbed' })))),
+    )
+    expect(stubbed).toEqual({ ok: true, mime: 'text/markdown', parser: 'stub', text: 'stubbed' })
   })
 })
