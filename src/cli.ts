@@ -7,7 +7,6 @@ import { migrateToLatest } from './effects/db/migrate.ts'
 import { generatePassword } from './effects/auth/passwords.ts'
 import { createApiTokenFor, createUser, findUserByLogin, setPassword, UserError } from './effects/auth/users.ts'
 import { formatImportReport, importFolder } from './effects/workspace/import-folder.ts'
-import { makeDocumentParser } from './effects/workspace/parse/index.ts'
 import { parseKbUri } from './effects/workspace/uri.ts'
 
 export const USAGE = `usage: knowagent <command> [options]
@@ -123,6 +122,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
           const user = await findUserByLogin(db, login)
           if (!user) throw new UserError(`no user "${login}"`)
           const target = parseKbUri({ uri: uri!, callerLogin: user.login })
+          const { makeDocumentParser } = await import('./effects/workspace/parse/document-parser.ts') // only this command parses
           const parser = makeDocumentParser(config.parsing)
           try {
             return await importFolder(db, { owner: user, folder: folder!, targetSegments: target.segments, maxFileBytes: config.maxFileBytes, parser })

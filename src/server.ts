@@ -11,7 +11,7 @@ import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import { createApp } from './http/create-app.ts'
 import { makeModelRegistry } from './effects/llm/model-registry.ts'
 import { failOrphanedTurns } from './effects/turn/turn-records.ts'
-import { makeDocumentParser } from './effects/workspace/parse/index.ts'
+import { makeDocumentParser } from './effects/workspace/parse/document-parser.ts'
 
 export interface RunningServer {
   readonly url: string

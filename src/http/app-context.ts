@@ -4,7 +4,7 @@ import type { DB } from '../effects/db/schema.ts'
 import type { Logger } from '../effects/logging/logger.ts'
 import type { User } from '../effects/auth/users.ts'
 import type { ModelRegistry } from '../effects/llm/model-registry.ts'
-import type { DocumentParser } from '../effects/workspace/parse/index.ts'
+import type { DocumentParser } from '../effects/workspace/parse/document-parser.ts'
 
 /** Everything a route needs, built once at start-up. */
 export interface AppContext {

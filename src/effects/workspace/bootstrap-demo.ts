@@ -5,7 +5,7 @@ import type { DB } from '../db/schema.ts'
 import { generatePassword } from '../auth/passwords.ts'
 import { countUsers, createUser } from '../auth/users.ts'
 import { importFolder, type ImportReport } from './import-folder.ts'
-import type { DocumentParser } from './parse/index.ts'
+import type { DocumentParser } from './parse/document-parser.ts'
 
 export const SAMPLES_DIR = fileURLToPath(new URL('../../../samples/', import.meta.url))
 

@@ -4,7 +4,7 @@ import { lstat, readdir, readFile } from 'node:fs/promises'
 import { join, relative, sep } from 'node:path'
 import type { Kysely } from 'kysely'
 import type { DB } from '../db/schema.ts'
-import type { DocumentParser } from './parse/index.ts'
+import type { DocumentParser } from './parse/document-parser.ts'
 import { checkNodeName, formatKbUri } from './uri.ts'
 import { makeDirectories, type Owner, putFile } from './store.ts'
 

@@ -4,12 +4,14 @@
 // (the worker is terminated), a decompression budget and a text cap (enforced by the parsers).
 // A worker that dies is replaced on the next task; `close` terminates them all.
 import { Context, Effect, Layer } from 'effect'
-import { availableParallelism } from 'node:os'
 import { Piscina } from 'piscina'
 import { essenceOf, mimeFromName, OCTET_STREAM } from '../mime.ts'
 import {
   DEFAULT_PARSE_LIMITS,
+  DEFAULT_PARSE_MEMORY_MB,
+  DEFAULT_PARSE_TIMEOUT_MS,
   cancelled,
+  defaultParserThreads,
   failure,
   memoryLimit,
   messageOf,
@@ -17,7 +19,7 @@ import {
   type ParseLimits,
   type ParseOutcome,
 } from './parse-outcome.ts'
-import { MEMORY_LIMIT_EXIT_CODE, type ParseTask, type ParseWorkerData, type RunningMessage } from './parse-worker.ts'
+import { MEMORY_LIMIT_EXIT_CODE, isRunningMessage, type ParseTask, type ParseWorkerData } from './worker-protocol.ts'
 
 export interface DocumentParserOptions {
   /** Worker threads (default: one fewer than the cores, 1 to 4). */
@@ -59,10 +61,6 @@ export interface DocumentParser {
 }
 
 const MB = 1024 * 1024
-export const DEFAULT_PARSE_TIMEOUT_MS = 30_000
-export const DEFAULT_PARSE_MEMORY_MB = 512
-
-export const defaultParserThreads = (): number => Math.max(1, Math.min(4, availableParallelism() - 1))
 
 const WORKER = new URL('./parse-worker.ts', import.meta.url)
 
@@ -74,9 +72,6 @@ const startRealTimer = (ms: number, onTimeout: () => void): (() => void) => {
 const isMemoryFailure = (error: unknown): boolean =>
   (typeof error === 'object' && error !== null && 'code' in error && error.code === 'ERR_WORKER_OUT_OF_MEMORY') ||
   messageOf(error) === `worker exited with code: ${MEMORY_LIMIT_EXIT_CODE}`
-
-const isRunningMessage = (message: unknown): message is RunningMessage =>
-  typeof message === 'object' && message !== null && 'type' in message && message.type === 'knowagent.parse.running'
 
 export function makeDocumentParser(options: DocumentParserOptions = {}): DocumentParser {
   const limits: ParseLimits = { ...DEFAULT_PARSE_LIMITS, ...options.limits }

@@ -1,11 +1,9 @@
 // L2 parsing (SPEC §1, §8): raw file bytes → plain text body, one module per format.
+// The server's main thread imports document-parser.ts directly, which never loads the parsers.
 export * from './parse-outcome.ts'
 export { parseDocument, resolveType, type ParseInput } from './parse-document.ts'
 export {
-  DEFAULT_PARSE_MEMORY_MB,
-  DEFAULT_PARSE_TIMEOUT_MS,
   DocumentParserService,
-  defaultParserThreads,
   makeDocumentParser,
   type DocumentParser,
   type DocumentParserOptions,

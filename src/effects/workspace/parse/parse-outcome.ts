@@ -1,5 +1,7 @@
-// What every parser returns. Parsing never throws: each failure is an `ok: false` outcome with
-// a reason a person can act on, and the caller keeps the raw bytes, so a failed parse loses nothing.
+// What every parser returns, and the limits it works within. Parsing never throws: each failure
+// is an `ok: false` outcome with a reason a person can act on, and the caller keeps the raw
+// bytes, so a failed parse loses nothing.
+import { availableParallelism } from 'node:os'
 
 export type ParseErrorCode =
   | 'too_large' // raw input over `maxBytes`
@@ -41,6 +43,12 @@ export const DEFAULT_PARSE_LIMITS: ParseLimits = {
   maxChars: 5_000_000,
   maxInflatedBytes: 64 * 1024 * 1024,
 }
+
+export const DEFAULT_PARSE_TIMEOUT_MS = 30_000
+export const DEFAULT_PARSE_MEMORY_MB = 512
+
+/** Parser worker threads: one fewer than the cores, from 1 to 4. */
+export const defaultParserThreads = (): number => Math.max(1, Math.min(4, availableParallelism() - 1))
 
 /** Bump when the text produced for the same bytes changes, so cached derivatives are rebuilt. */
 export const PARSE_VERSION = 1

@@ -7,31 +7,8 @@ import { readFile, stat } from 'node:fs/promises'
 import { parentPort, workerData } from 'node:worker_threads'
 import { mimeFromName } from '../mime.ts'
 import { parseDocument } from './parse-document.ts'
-import { inputTooLarge, type ParseLimits, type ParseOutcome } from './parse-outcome.ts'
-
-export interface ParseTask {
-  readonly id: number
-  readonly name: string
-  readonly mime?: string | undefined
-  /** The document, or the path of a file holding it (read here, so it is never copied between threads). */
-  readonly bytes?: Uint8Array | undefined
-  readonly path?: string | undefined
-  readonly limits: ParseLimits
-}
-
-export interface ParseWorkerData {
-  readonly memoryLimitBytes: number
-  readonly watchdogIntervalMs: number
-}
-
-/** Exit code of a worker stopped by its memory watchdog. */
-export const MEMORY_LIMIT_EXIT_CODE = 86
-
-/** Posted when a task starts running (its time limit starts then, not while it waits in the queue). */
-export interface RunningMessage {
-  readonly type: 'knowagent.parse.running'
-  readonly id: number
-}
+import { inputTooLarge, type ParseOutcome } from './parse-outcome.ts'
+import { MEMORY_LIMIT_EXIT_CODE, type ParseTask, type ParseWorkerData, type RunningMessage } from './worker-protocol.ts'
 
 const data = workerData as ParseWorkerData | undefined
 if (data !== undefined && parentPort !== null) {
