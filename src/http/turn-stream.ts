@@ -11,6 +11,7 @@ import type { ChatModel } from '../effects/llm/model.ts'
 import { runTurn } from '../effects/turn/run-turn.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import type { ChatMessage, TurnEmitted, TurnOutput } from '../machines/index.ts'
+import type { TerminalFields } from '../client/wire-events.ts'
 import type { AppContext } from './app-context.ts'
 import { badRequest, HttpError } from './http-errors.ts'
 import { createRateLimiter, type RateLimiter } from './rate-limit.ts'
@@ -19,11 +20,8 @@ import { openSse, type SseWriter } from './sse.ts'
 export type TurnProgressEvent = Exclude<TurnEmitted, { type: 'done' } | { type: 'error' }>
 type TerminalEmitted = Extract<TurnEmitted, { type: 'done' } | { type: 'error' }>
 
-/** The one terminal event of a stream: the runtime's done/error plus the turn id and the history to carry on. */
-export type TurnTerminal = TerminalEmitted & {
-  readonly turn_id: string
-  readonly history?: ReadonlyArray<ChatMessage> | undefined
-}
+/** The one terminal event of a stream: the runtime's done/error plus the turn id and the history to carry on (src/client/wire-events.ts). */
+export type TurnTerminal = TerminalEmitted & TerminalFields
 
 /** Turns runtime events into bytes on one SSE stream. */
 export interface TurnProjector {
@@ -131,6 +129,8 @@ export async function streamTurn(
       db: ctx.db,
       caller: user,
       model,
+      tools: ctx.tools,
+      preStep: ctx.preStep,
       turnId,
       uri: input.uri,
       question: input.message,

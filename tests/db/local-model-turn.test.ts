@@ -3,15 +3,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import { bootstrapDemo } from '../../src/effects/workspace/bootstrap-demo.ts'
+import { makeDocumentParser } from '../../src/effects/workspace/parse/document-parser.ts'
 import { findUserByLogin } from '../../src/effects/auth/users.ts'
 import { makeLocalChatModel } from '../../src/effects/llm/local-model.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { COMPACTION_SUMMARY_PREFIX, estimateMessagesBytes, type ChatMessage, type TurnEmitted } from '../../src/machines/index.ts'
-import { makeDocumentParser } from '../../src/effects/workspace/parse/index.ts'
+import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) => {
+  const tools = makeToolRegistry(WORKSPACE_TOOLS)
   let database: TestDatabase
   beforeAll(async () => {
     database = await openTestDatabase(kind)
@@ -31,6 +34,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     const output = await runTurn({
       db: database.db,
       caller: demo,
+      tools,
       model: makeLocalChatModel({ deltaDelayMs: 0 }),
       turnId,
       uri: 'kb://me/samples/',
@@ -67,6 +71,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     const output = await runTurn({
       db: database.db,
       caller: demo,
+      tools,
       model: makeLocalChatModel({ deltaDelayMs: 20 }),
       turnId,
       uri: 'kb://me/samples/',
@@ -100,7 +105,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     let history: ReadonlyArray<ChatMessage> = []
     for (const question of ['How many tool calls may a single turn make?', 'What does the operations runbook say about shutdown?']) {
       const earlier = await runTurn({
-        db: database.db, caller: demo, model: local, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
+        db: database.db, caller: demo, tools, model: local, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
         onEvent: () => {}, signal: new AbortController().signal,
       })
       expect(earlier.status).toBe('done')
@@ -111,7 +116,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     const small = { ...local, info: { ...local.info, contextWindow: local.info.maxOutputTokens + 1024 + 12_000 + Math.floor(historyBytes / 3) } }
     const events: TurnEmitted[] = []
     const output = await runTurn({
-      db: database.db, caller: demo, model: small, turnId: randomUUID(), uri: 'kb://me/samples/',
+      db: database.db, caller: demo, tools, model: small, turnId: randomUUID(), uri: 'kb://me/samples/',
       question: 'How does the wiki compiler publish the overview?', history,
       onEvent: (event) => events.push(event), signal: new AbortController().signal,
     })

@@ -33,7 +33,6 @@ describe.each([
 
   beforeAll(async () => {
     server = await startTestServer({
-      kind: 'postgres',
       configure: (config) => ({
         ...config,
         uploadTempDir: spool,
@@ -93,7 +92,6 @@ describe('a bomb being parsed', () => {
     // Budgets this large let the parse of a 1 GB stream run for many seconds: the test below
     // acts while it runs, and ends it by aborting the upload.
     server = await startTestServer({
-      kind: 'postgres',
       configure: (config) => ({
         ...config,
         uploadTempDir: spool,

@@ -59,7 +59,6 @@ describe('hostile multipart uploads', () => {
   beforeAll(async () => {
     provider = await startGatedProvider()
     server = await startTestServer({
-      kind: 'postgres',
       configure: (config) => ({
         ...config,
         maxFileBytes: MAX_FILE_BYTES,
