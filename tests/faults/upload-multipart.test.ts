@@ -1,50 +1,21 @@
 // Hostile multipart uploads (issue 11, items 1 and 6): none may crash the server, reach a byte
 // of the body before auth and CSRF, store a file under another name, or leave a spool file behind.
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { brotliCompressSync, constants, deflateSync, gzipSync } from 'node:zlib'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { decodeSseStream } from '../../src/effects/llm/sse-decoder.ts'
 import { MULTIPART_TYPE, multipartBody, partBytes, postNeverEnding, postRaw, type Part } from '../support/raw-http.ts'
-import { chatCompletionSse } from '../support/scripted-provider.ts'
+import { chatCompletionSse, startScriptedProvider, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 
 const MAX_FILE_BYTES = 1024
 const MAX_FILES = 3
 
-/** A model provider that sends one delta, then waits until the test releases the rest. */
-async function startGatedProvider() {
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
-  let firstChunkSent!: () => void
-  const started = new Promise<void>((resolve) => (firstChunkSent = resolve))
-  const server: Server = createServer((req, res) => {
-    req.resume()
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' })
-      res.write(chatCompletionSse([{ text: 'Before the upload, ' }]))
-      firstChunkSent()
-      void released.then(() => res.end(chatCompletionSse([{ text: 'after it.' }, { finish: 'stop' }, 'done'])))
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    started,
-    release,
-    close: () => {
-      server.closeAllConnections()
-      return new Promise<void>((resolve) => server.close(() => resolve()))
-    },
-  }
-}
-
 describe('hostile multipart uploads', () => {
   let server: TestServer
-  let provider: Awaited<ReturnType<typeof startGatedProvider>>
+  let provider: ScriptedProvider
   let alice: Awaited<ReturnType<typeof addUserWithToken>>
   let session: { cookie: string; csrf: string }
   const spool = mkdtempSync(join(tmpdir(), 'knowagent-spool-test-'))
@@ -57,7 +28,7 @@ describe('hostile multipart uploads', () => {
   const errorCode = (body: string): string => (JSON.parse(body) as { error: { code: string } }).error.code
 
   beforeAll(async () => {
-    provider = await startGatedProvider()
+    provider = await startScriptedProvider()
     server = await startTestServer({
       configure: (config) => ({
         ...config,
@@ -92,35 +63,47 @@ describe('hostile multipart uploads', () => {
   })
 
   it('answers a body that ends inside a file part with 400 bad_multipart, and the server and a stream in progress carry on', async () => {
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    provider.enqueue({
+      kind: 'stream',
+      chunks: [
+        { bytes: chatCompletionSse([{ text: 'Before the upload, ' }]) },
+        { bytes: chatCompletionSse([{ text: 'after it.' }, { finish: 'stop' }, 'done']), after: released },
+      ],
+    })
     const stream = await fetch(`${server.url}/api/v1/knowledge-agent/stream`, {
       method: 'POST',
       headers: { ...bearer(), 'content-type': 'application/json' },
       body: JSON.stringify({ uri: 'kb://me/', model_id: 'gated', message: 'hello' }),
     })
     expect(stream.status).toBe(200)
-    await provider.started // the turn is mid-stream
 
     const truncated = Buffer.from('--zz\r\nContent-Disposition: form-data; name="file"; filename="t.txt"\r\n\r\nabc')
     const headers = { 'content-type': 'multipart/form-data; boundary=zz' }
-    const viaApi = await postRaw(api(), { headers: { ...headers, ...bearer() }, body: truncated })
-    expect(viaApi.status).toBe(400)
-    expect(JSON.parse(viaApi.body)).toEqual({ error: { code: 'bad_multipart', message: 'malformed multipart request: Unexpected end of form' } })
-    const viaForm = await postRaw(`${server.url}/workspace/upload?uri=${encodeURIComponent('kb://me/')}`, {
-      headers: { ...headers, cookie: session.cookie, 'x-csrf-token': session.csrf },
-      body: truncated,
+    // Sent while the turn is mid-stream (its first delta has arrived, the rest is held back).
+    const duringTheStream = async (): Promise<void> => {
+      const viaApi = await postRaw(api(), { headers: { ...headers, ...bearer() }, body: truncated })
+      expect(viaApi.status).toBe(400)
+      expect(JSON.parse(viaApi.body)).toEqual({ error: { code: 'bad_multipart', message: 'malformed multipart request: Unexpected end of form' } })
+      const viaForm = await postRaw(`${server.url}/workspace/upload?uri=${encodeURIComponent('kb://me/')}`, {
+        headers: { ...headers, cookie: session.cookie, 'x-csrf-token': session.csrf },
+        body: truncated,
+      })
+      expect(viaForm.status).toBe(400)
+      expect(await nodeStatus('kb://me/t.txt')).toBe(404)
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
+    }
+    let uploads: Promise<void> | undefined
+    const { events } = await readSseEvents(stream, {
+      onEvent: (event) => {
+        if (event.event !== 'delta' || uploads !== undefined) return
+        uploads = duringTheStream().finally(release)
+      },
     })
-    expect(viaForm.status).toBe(400)
-    expect(await nodeStatus('kb://me/t.txt')).toBe(404)
-    expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
-
-    provider.release()
-    const events: Array<{ event: string; data: string }> = []
-    for await (const event of decodeSseStream(stream.body!)) events.push(event)
-    const terminal = events.filter((event) => event.event === 'done' || event.event === 'error')
-    expect(terminal.map((event) => event.event)).toEqual(['done'])
-    expect(events.filter((event) => event.event === 'delta').map((event) => (JSON.parse(event.data) as { text: string }).text).join('')).toBe(
-      'Before the upload, after it.',
-    )
+    await uploads
+    expect(terminalEvents(events).map((event) => event.event)).toEqual(['done'])
+    expect(events.filter((event) => event.event === 'delta').map((event) => event.data.text).join('')).toBe('Before the upload, after it.')
   })
 
   describe('auth and CSRF are checked before any body byte is read (the body never ends, the answer comes anyway)', () => {
