@@ -7,6 +7,7 @@ import type { ModelRegistry } from '../effects/llm/model-registry.ts'
 import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
 import type { PreStepHook } from '../effects/turn/pre-step-hooks.ts'
 import type { RetrievalFeature } from '../effects/retrieval/retrieval-feature.ts'
+import type { DocumentParser } from '../effects/workspace/parse/document-parser.ts'
 
 /** Everything a route needs, built once at start-up. */
 export interface AppContext {
@@ -17,6 +18,8 @@ export interface AppContext {
   readonly logger: Logger
   readonly models: ModelRegistry
   readonly tools: ToolRegistry
+  /** Parses uploads off the event loop (worker threads); released with the runtime. */
+  readonly parser: DocumentParser
   /** Runs before every model step of every turn (features register theirs in the composition root). */
   readonly preStep?: PreStepHook | undefined
   /** Retrieval services (Bailian), when `retrieval.bailian.enabled` is not false: its settings page is mounted. */
