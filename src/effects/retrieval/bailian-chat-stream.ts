@@ -13,7 +13,7 @@
 // - data that is not JSON, or not this shape, is a protocol failure that keeps the text.
 import { Option, Schema } from 'effect'
 import { truncateForDisplay } from '../llm/provider-error-payload.ts'
-import { createSseDecoder, type SseEvent } from '../llm/sse-decoder.ts'
+import { createSseDecoder, type SseEvent } from '../../sse/sse-decoder.ts'
 import { BailianProtocolError, BailianStreamError, BailianStreamIncomplete } from './bailian-errors.ts'
 
 export const GENERATING_STEP = 'generating'
