@@ -3,12 +3,17 @@ import { Schema } from 'effect'
 import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { ModelsConfigSchema } from '../llm/model-config.ts'
+import { CliProfilesSchema, CompileSettingsSchema } from '../compile/compile-config.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 
 export const ConfigFileSchema = Schema.Struct({
   /** OpenAI-compatible model entries (docs/models.md); `local` is always added. */
   models: Schema.optional(ModelsConfigSchema),
+  /** Fixed argument vectors for the CLI compile channel (docs/compile.md). */
+  cliProfiles: Schema.optional(CliProfilesSchema),
+  /** Compile defaults, queue and worker settings (docs/compile.md). */
+  compile: Schema.optional(CompileSettingsSchema),
   server: Schema.optional(
     Schema.Struct({
       /** Trust X-Forwarded-* from a reverse proxy (sets Secure cookies behind https). */
