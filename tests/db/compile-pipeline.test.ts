@@ -1,0 +1,111 @@
+// The compile pipeline end to end on real PostgreSQL: the sample corpus compiled by the built-in
+// local model through the real queue and worker, the artifacts read (and cited) by the agent's
+// tools, the cache, and what a failed semantic step leaves readable.
+import { Effect } from 'effect'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createUser } from '../../src/effects/auth/users.ts'
+import { runWorkspaceTool } from '../../src/effects/tools/workspace-tools.ts'
+import { importFolder } from '../../src/effects/workspace/import-folder.ts'
+import { SAMPLES_DIR } from '../../src/effects/workspace/bootstrap-demo.ts'
+import { findNode, listChildren, type Owner, putFile, readCurrent } from '../../src/effects/workspace/store.ts'
+import { parseKbUri } from '../../src/effects/workspace/uri.ts'
+import { ProviderHttpError } from '../../src/effects/llm/model-errors.ts'
+import { createScriptedModel, textResult } from '../support/scripted-model.ts'
+import { type CompileHarness, registryWith, startCompileHarness } from '../support/compile-harness.ts'
+import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+
+const GUIDES = 'kb://users/demo/samples/guides/'
+
+describe('compiling the sample corpus with the built-in local model', () => {
+  let database: TestDatabase
+  let harness: CompileHarness
+  let demo: Owner
+  const failing = createScriptedModel({
+    info: { id: 'failing', name: 'Failing' },
+    script: () => ({ kind: 'error', error: new ProviderHttpError({ status: 400, code: 'invalid_request', message: 'context too long', retryAfterMs: undefined }) }),
+  })
+
+  beforeAll(async () => {
+    database = await openTestDatabase('postgres')
+    demo = await createUser(database.db, { login: 'demo', password: 'a-long-password' })
+    await importFolder(database.db, { owner: demo, folder: SAMPLES_DIR, targetSegments: ['samples'], maxFileBytes: 10_000_000 })
+    harness = await startCompileHarness({ database, models: registryWith([failing]) })
+    await harness.startWorker()
+  })
+  afterAll(async () => {
+    await harness?.close()
+    await database?.close()
+  })
+
+  const guideUris = async () => {
+    const directory = await findNode(database.db, demo, ['samples', 'guides'])
+    const page = await listChildren(database.db, { owner: demo, parent: directory!, offset: 0, limit: 100 })
+    return page.entries.filter((node) => node.kind === 'file').map((node) => node.uri)
+  }
+  const read = (scope: string, uri: string) =>
+    Effect.runPromise(runWorkspaceTool({ scope: { db: database.db, caller: demo, scope: parseKbUri({ uri: scope, callerLogin: 'demo' }) }, name: 'read', args: { uri } }))
+
+  it('writes a summary per file, the directory overview (L1) and abstract (L0), as generated files', async () => {
+    const uris = await guideUris()
+    expect(uris.length).toBeGreaterThanOrEqual(3)
+    const result = await harness.service.enqueue({ caller: demo, params: { uris, channel: 'llm', modelId: 'local' } })
+    expect(result.refused).toEqual([])
+    expect(result.jobs).toHaveLength(1)
+    const job = await harness.waitForJob(result.jobs[0]!.id, (j) => j.status === 'succeeded' || j.status === 'failed', 'the end')
+    expect(job).toMatchObject({ status: 'succeeded', attempts: 1, failure: null, dead_lettered: false })
+    expect(job.progress).toMatchObject({ stage: 'publishing', filesDone: uris.length - job.result!.skipped.length, callsUsed: job.progress!.filesDone + 2 })
+    expect(job.result!.artifacts).toContain(`${GUIDES}.overview.md`)
+    expect(job.result!.artifacts).toContain(`${GUIDES}.abstract.md`)
+    const summaries = await findNode(database.db, demo, ['samples', 'guides', 'summaries'])
+    const summaryFiles = (await listChildren(database.db, { owner: demo, parent: summaries!, offset: 0, limit: 100 })).entries
+    expect(summaryFiles.map((node) => node.name).sort()).toEqual(
+      uris.filter((uri) => !job.result!.skipped.some((s) => s.uri === uri)).map((uri) => `${uri.split('/').at(-1)!.replace(/\.md$/, '')}.md`).sort(),
+    )
+    const generated = await database.db.selectFrom('nodes').select(['name', 'generated']).where('owner_id', '=', demo.id).where('generated', 'is not', null).execute()
+    expect(generated.filter((row) => row.generated === 'overview').map((row) => row.name)).toEqual(['.overview.md'])
+    expect(generated.filter((row) => row.generated === 'abstract').map((row) => row.name)).toEqual(['.abstract.md'])
+    expect(generated.filter((row) => row.generated === 'summary')).toHaveLength(summaryFiles.length)
+  })
+
+  it('the read tool reads the overview, which cites every compiled file by URI, and the abstract points at it', async () => {
+    const overview = await read(GUIDES, `${GUIDES}.overview.md`)
+    expect(overview.ok).toBe(true)
+    const text = (overview.result as { text: string }).text
+    expect(text).toMatch(/^# Overview: guides/)
+    expect(text).toContain(`${GUIDES}knowagent-guide.md`)
+    expect(text).toContain(`${GUIDES}summaries/knowagent-guide.md`)
+    const abstract = await read(GUIDES, `${GUIDES}.abstract.md`)
+    expect((abstract.result as { text: string }).text).toContain(`Overview: ${GUIDES}.overview.md`)
+    const summary = await read(GUIDES, `${GUIDES}summaries/knowagent-guide.md`)
+    expect((summary.result as { text: string }).text).toContain(`Source: ${GUIDES}knowagent-guide.md`)
+  })
+
+  it('compiling again without changes makes no model call and no new version', async () => {
+    const before = harness.modelCalls.length
+    const overviewNode = await findNode(database.db, demo, ['samples', 'guides', '.overview.md'])
+    const versionBefore = (await readCurrent(database.db, demo, overviewNode!)).versionNo
+    const result = await harness.service.enqueue({ caller: demo, params: { uris: await guideUris().then((uris) => uris.filter((uri) => !uri.includes('/summaries/'))), channel: 'llm', modelId: 'local' } })
+    const job = await harness.waitForJob(result.jobs[0]!.id, (j) => j.status === 'succeeded' || j.status === 'failed', 'the end')
+    expect(job.status).toBe('succeeded')
+    expect(harness.modelCalls.length).toBe(before)
+    expect(job.progress!.callsUsed).toBe(0)
+    expect((await readCurrent(database.db, demo, overviewNode!)).versionNo).toBe(versionBefore)
+  })
+
+  it('refuses generated artifacts as compile inputs', async () => {
+    const result = await harness.service.enqueue({ caller: demo, params: { uris: [`${GUIDES}.overview.md`, `${GUIDES}summaries/knowagent-guide.md`], channel: 'llm', modelId: 'local' } })
+    expect(result.jobs).toEqual([])
+    expect(result.refused.map((refusal) => refusal.code)).toEqual(['generated_artifact', 'generated_artifact'])
+  })
+
+  it('when the semantic step fails, the parsed body stays readable and the job says so', async () => {
+    await putFile(database.db, { owner: demo, segments: ['notes2', 'plan.md'], bytes: new TextEncoder().encode('# Plan\nShip the compile queue.'), parsed: { ok: true, mime: 'text/markdown', text: '# Plan\nShip the compile queue.' } })
+    const result = await harness.service.enqueue({ caller: demo, params: { uris: ['kb://me/notes2/plan.md'], channel: 'llm', modelId: 'failing' } })
+    const job = await harness.waitForJob(result.jobs[0]!.id, (j) => j.status === 'failed', 'failed')
+    expect(job.failure).toMatchObject({ stage: 'summarising', code: 'provider.http', retryable: false, bodyReadable: true, attempt: 1 })
+    expect(job.dead_lettered).toBe(true)
+    const body = await read('kb://me/notes2/', 'kb://me/notes2/plan.md')
+    expect((body.result as { text: string }).text).toContain('Ship the compile queue.')
+    expect(await findNode(database.db, demo, ['notes2', '.overview.md'])).toBeUndefined()
+  })
+})
