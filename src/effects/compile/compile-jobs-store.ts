@@ -347,8 +347,8 @@ export async function finishAttempt(db: Db, { jobId, queueJobId, attempt, output
   return true
 }
 
-/** A person cancels a queued or running job. Returns the job's status after the call. */
-export async function cancelCompileJob(db: Db, { id, ownerId }: { id: string; ownerId: string }): Promise<JobStatus | undefined> {
+/** A person cancels a queued or running job. `cancelled` only when this call cancelled it; otherwise the status it has. */
+export async function cancelCompileJob(db: Db, { id, ownerId }: { id: string; ownerId: string }): Promise<{ cancelled: boolean; status: JobStatus | undefined }> {
   const updated = await db
     .updateTable('jobs')
     .set({ status: 'cancelled', stage: null, finished_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
@@ -361,9 +361,10 @@ export async function cancelCompileJob(db: Db, { id, ownerId }: { id: string; ow
   if (updated) {
     await deactivateFiles(db, id)
     await notifyJob(db, { jobId: id, ownerId })
-    return 'cancelled'
+    return { cancelled: true, status: 'cancelled' }
   }
-  return (await db.selectFrom('jobs').select('status').where('id', '=', id).where('owner_id', '=', ownerId).where('kind', '=', COMPILE_KIND).executeTakeFirst())?.status
+  const row = await db.selectFrom('jobs').select('status').where('id', '=', id).where('owner_id', '=', ownerId).where('kind', '=', COMPILE_KIND).executeTakeFirst()
+  return { cancelled: false, status: row?.status }
 }
 
 /**

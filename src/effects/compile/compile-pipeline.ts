@@ -131,9 +131,37 @@ interface LoadedFile {
   readonly body: string
 }
 
+/**
+ * Effects still running. A stopped actor's Effect is interrupted asynchronously (killing a CLI's
+ * process group and waiting for it takes a moment); the attempt is over only when they are all done.
+ */
+export class InFlightEffects {
+  private readonly running = new Set<Promise<void>>()
+  track<A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> {
+    return Effect.suspend(() => {
+      let finished: () => void = () => {}
+      const settled = new Promise<void>((resolve) => (finished = resolve))
+      this.running.add(settled)
+      return effect.pipe(
+        Effect.ensuring(
+          Effect.sync(() => {
+            this.running.delete(settled)
+            finished()
+          }),
+        ),
+      )
+    })
+  }
+  async settled(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running])
+  }
+}
+
 /** The actors of one attempt, closed over its claim and the bodies parsed so far. */
-export function compileAttemptActors(deps: CompileAttemptDeps) {
+export function compileAttemptActors(deps: CompileAttemptDeps, inFlight: InFlightEffects = new InFlightEffects()) {
   const { db, claim, owner, snapshot } = deps
+  const actor = <TOutput, TInput>(make: Parameters<typeof fromEffect<TOutput, TInput>>[0]) =>
+    fromEffect<TOutput, TInput>((args) => inFlight.track(make(args)))
   const bodies = new Map<string, LoadedFile>()
   let channel: CompileChannel | undefined
   const skill = snapshot.skill ? { name: snapshot.skill.name, body: snapshot.skill.body } : undefined
@@ -163,7 +191,7 @@ export function compileAttemptActors(deps: CompileAttemptDeps) {
       }),
     )
 
-  const begin = fromEffect<BeginOutput, BeginInput>(() =>
+  const begin = actor<BeginOutput, BeginInput>(() =>
     asOutput(
       Effect.gen(function* () {
         const result = yield* fromDatabase('claiming the job', () => beginAttempt(db, claim))
@@ -178,7 +206,7 @@ export function compileAttemptActors(deps: CompileAttemptDeps) {
     ),
   )
 
-  const parse = fromEffect<ParseOutput, ParseInput>(({ input, signal }) =>
+  const parse = actor<ParseOutput, ParseInput>(({ input, signal }) =>
     asOutput(
       Effect.gen(function* () {
         const files: ParsedFile[] = []
@@ -204,13 +232,13 @@ export function compileAttemptActors(deps: CompileAttemptDeps) {
     ),
   )
 
-  const summarise = fromEffect<StepOutput, SummariseInput>(({ input }) => {
+  const summarise = actor<StepOutput, SummariseInput>(({ input }) => {
     const file = bodies.get(input.file.nodeId)
     if (!file) return Effect.succeed(failure('internal_error', `no parsed body for ${input.file.uri}`, true))
     return step(summaryRequest({ name: file.name, uri: file.uri, body: file.body, skill, maxInputChars: channel?.maxInputChars ?? 50_000 }), input.callsLeft)
   })
 
-  const overview = fromEffect<StepOutput, OverviewInput>(({ input }) =>
+  const overview = actor<StepOutput, OverviewInput>(({ input }) =>
     Effect.gen(function* () {
       const others = yield* asOutput(fromDatabase('reading earlier summaries', () => earlierSummaries({ db, owner, parentSegments, except: input.summaries })))
       if ('ok' in others) return others
@@ -219,9 +247,9 @@ export function compileAttemptActors(deps: CompileAttemptDeps) {
     }),
   )
 
-  const abstract = fromEffect<StepOutput, AbstractInput>(({ input }) => step(abstractRequest({ directoryName, overview: input.overview, skill }), input.callsLeft))
+  const abstract = actor<StepOutput, AbstractInput>(({ input }) => step(abstractRequest({ directoryName, overview: input.overview, skill }), input.callsLeft))
 
-  const publish = fromEffect<PublishOutput, PublishInput>(({ input }) =>
+  const publish = actor<PublishOutput, PublishInput>(({ input }) =>
     asOutput(fromDatabase('publishing', () => publishArtifacts({ db, owner, claim, snapshot, input, engine: channel?.engine ?? snapshot.modelId }))),
   )
 
@@ -366,8 +394,9 @@ export async function runCompileAttempt(deps: CompileAttemptDeps & { readonly si
   const { db, claim, job, snapshot } = deps
   const files = job.fileRefs.flatMap((file) => (file.nodeId ? [{ nodeId: file.nodeId, uri: file.uri, name: fileNameOf(file.uri, deps.owner) }] : []))
   let progressWrite = Promise.resolve()
+  const inFlight = new InFlightEffects()
   const output = await runActor({
-    logic: compileJobMachine.provide({ actors: compileAttemptActors(deps) }),
+    logic: compileJobMachine.provide({ actors: compileAttemptActors(deps, inFlight) }),
     input: { jobId: claim.jobId, attempt: claim.attempt, maxAttempts: snapshot.maxAttempts, files, callBudget: snapshot.callBudget, timeoutMs: snapshot.timeoutSeconds * 1000 },
     signal: deps.signal,
     stopEvent: (reason): CompileJobEvent =>
@@ -378,6 +407,7 @@ export async function runCompileAttempt(deps: CompileAttemptDeps & { readonly si
       progressWrite = progressWrite.then(() => recordProgress(db, { ...claim, progress }).catch(() => {}))
     },
   })
+  await inFlight.settled() // a stopped stage's model call aborted, its CLI process tree gone
   await progressWrite
   if (output.status !== 'succeeded') await finishAttempt(db, { ...claim, output })
   return output

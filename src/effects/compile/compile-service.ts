@@ -313,8 +313,8 @@ export function makeCompileService(options: CompileServiceOptions): CompileServi
   const cancel: CompileService['cancel'] = async ({ caller, id }) => {
     const stored = await findCompileJob(db, { id, ownerId: caller.id })
     if (!stored) return { ok: false, status: 404, code: 'job_not_found', message: `no compile job ${id}` }
-    const status = await cancelCompileJob(db, { id, ownerId: caller.id })
-    if (status !== 'cancelled') return { ok: false, status: 409, code: 'job_finished', message: `job ${id} is ${status ?? 'gone'}; only a queued or running job can be cancelled` }
+    const { cancelled, status } = await cancelCompileJob(db, { id, ownerId: caller.id })
+    if (!cancelled) return { ok: false, status: 409, code: 'job_finished', message: `job ${id} is ${status ?? 'gone'}; only a queued or running job can be cancelled` }
     if (stored.queueJobId) await cancelQueueJob(queue, stored.queueJobId).catch(() => {}) // the row is what counts; a running worker hears the NOTIFY
     return { ok: true, job: (await findCompileJob(db, { id, ownerId: caller.id }))!.view }
   }
