@@ -160,10 +160,12 @@ describe('runCliInvocation', () => {
 
   it('kills the whole process tree on timeout and says so', async () => {
     const dir = freshDir()
-    const inv = { ...invocation({ command: [process.execPath, FAKE_CLI, '--mode', 'tree'], cwd: dir }), timeoutMs: 1_500 }
+    // long enough for the three processes to be up on a loaded machine; the tree must be whole when it fires
+    const inv = { ...invocation({ command: [process.execPath, FAKE_CLI, '--mode', 'tree'], cwd: dir }), timeoutMs: 5_000 }
     const failure = failureOf(inv)
     const pids = await readPids(dir)
-    expect(await failure).toMatchObject({ code: 'cli.timeout', retryable: true, message: 'the CLI did not finish within 2 s and was stopped' })
+    expect(Object.values(pids).every(isRunning)).toBe(true)
+    expect(await failure).toMatchObject({ code: 'cli.timeout', retryable: true, message: 'the CLI did not finish within 5 s and was stopped' })
     await vi.waitFor(() => expect(runningInGroup(pids.leader!)).toEqual([]), { timeout: 5_000, interval: 20 })
     expect(Object.values(pids).filter(isRunning)).toEqual([])
   })
