@@ -55,8 +55,8 @@ async function failureOf(inv: CliInvocation): Promise<CliFailure> {
 }
 
 async function readPids(dir: string): Promise<Record<string, number>> {
-  await vi.waitFor(() => expect(existsSync(join(dir, 'pids.json'))).toBe(true), { timeout: 10_000, interval: 20 })
-  return JSON.parse(readFileSync(join(dir, 'pids.json'), 'utf8')) as Record<string, number>
+  // parsed inside the wait: the file may be seen half written
+  return vi.waitFor(() => JSON.parse(readFileSync(join(dir, 'pids.json'), 'utf8')) as Record<string, number>, { timeout: 10_000, interval: 20 })
 }
 
 describe('the CLI profile schema', () => {
