@@ -11,6 +11,8 @@ import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import { createApp } from './http/create-app.ts'
 import { makeModelRegistry } from './effects/llm/model-registry.ts'
 import { failOrphanedTurns } from './effects/turn/turn-records.ts'
+import { makeToolRegistry } from './effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from './effects/tools/workspace-tools.ts'
 
 export interface RunningServer {
   readonly url: string
@@ -37,7 +39,7 @@ export async function startServer({
 
     const shutdownController = new AbortController()
     const models = makeModelRegistry({ models: config.file.models ?? [], env: config.env })
-    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, models, shutdownSignal: shutdownController.signal })
+    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, models, tools: makeToolRegistry(WORKSPACE_TOOLS), shutdownSignal: shutdownController.signal })
     const sockets = new Set<Socket>()
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)))

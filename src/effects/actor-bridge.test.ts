@@ -4,13 +4,8 @@ import { assign, createActor, setup, toPromise } from 'xstate'
 import { createScriptedModel, textResult } from '../../tests/support/scripted-model.ts'
 import { COMPACTION_INSTRUCTION } from '../machines/compaction-plan.ts'
 import type { ModelStreamForwardEvent } from '../machines/turn-contract.ts'
-import {
-  callModelEffect,
-  compactEffect,
-  EffectActorFailure,
-  fromEffect,
-  modelErrorToCallOutput,
-} from './actor-bridge.ts'
+import { EffectActorFailure, fromEffect } from './actor-bridge.ts'
+import { callModelEffect, compactEffect, modelErrorToCallOutput } from './turn/model-actors.ts'
 import {
   ProviderConnectionError,
   ProviderHttpError,

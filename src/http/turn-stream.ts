@@ -131,6 +131,8 @@ export async function streamTurn(
       db: ctx.db,
       caller: user,
       model,
+      tools: ctx.tools,
+      preStep: ctx.preStep,
       turnId,
       uri: input.uri,
       question: input.message,

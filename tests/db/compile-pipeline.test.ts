@@ -4,7 +4,8 @@
 import { Effect } from 'effect'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createUser } from '../../src/effects/auth/users.ts'
-import { runWorkspaceTool } from '../../src/effects/tools/workspace-tools.ts'
+import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 import { importFolder } from '../../src/effects/workspace/import-folder.ts'
 import { SAMPLES_DIR } from '../../src/effects/workspace/bootstrap-demo.ts'
 import { findNode, listChildren, type Owner, putFile, readCurrent } from '../../src/effects/workspace/store.ts'
@@ -42,8 +43,13 @@ describe('compiling the sample corpus with the built-in local model', () => {
     const page = await listChildren(database.db, { owner: demo, parent: directory!, offset: 0, limit: 100 })
     return page.entries.filter((node) => node.kind === 'file').map((node) => node.uri)
   }
-  const read = (scope: string, uri: string) =>
-    Effect.runPromise(runWorkspaceTool({ scope: { db: database.db, caller: demo, scope: parseKbUri({ uri: scope, callerLogin: 'demo' }) }, name: 'read', args: { uri } }))
+  const tools = makeToolRegistry(WORKSPACE_TOOLS)
+  const runTool = async (scope: string, name: string, args: Record<string, unknown>) =>
+    Effect.runPromise(tools.run({ context: { db: database.db, caller: demo, scope: parseKbUri({ uri: scope, callerLogin: 'demo' }), progress: () => {} }, name, args }))
+  const read = async (scope: string, uri: string) => {
+    const outcome = await runTool(scope, 'read', { uri })
+    return { ...outcome, result: outcome.result as { text: string } }
+  }
 
   it('writes a summary per file, the directory overview (L1) and abstract (L0), as generated files', async () => {
     const uris = await guideUris()
@@ -78,6 +84,15 @@ describe('compiling the sample corpus with the built-in local model', () => {
     expect((abstract.result as { text: string }).text).toContain(`Overview: ${GUIDES}.overview.md`)
     const summary = await read(GUIDES, `${GUIDES}summaries/knowagent-guide.md`)
     expect((summary.result as { text: string }).text).toContain(`Source: ${GUIDES}knowagent-guide.md`)
+  })
+
+  it('the status tool reports the latest compile job for the directory and for each of its files', async () => {
+    const forDirectory = await runTool(GUIDES, 'status', {})
+    expect(forDirectory.result).toMatchObject({ uri: GUIDES, compile: { kind: 'compile', status: 'succeeded', uri: GUIDES, error: null } })
+    const forFile = await runTool(GUIDES, 'status', { uri: `${GUIDES}knowagent-guide.md` })
+    expect(forFile.result).toMatchObject({ body: { kind: 'parse', status: 'succeeded' }, compile: { kind: 'compile', status: 'succeeded', uri: GUIDES } })
+    const forOtherFile = await runTool('kb://me/samples/', 'status', { uri: 'kb://me/samples/README.md' })
+    expect(forOtherFile.result).toMatchObject({ compile: null })
   })
 
   it('compiling again without changes makes no model call and no new version', async () => {

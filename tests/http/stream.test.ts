@@ -78,7 +78,7 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
   it.each([
     [{ uri: 'kb://me/', model_id: 'nope', message: 'hi' }, 400, 'unknown_model', 'unknown model id "nope"'],
     [{ uri: 'kb://users/bob/', model_id: 'local', message: 'hi' }, 403, 'outside_scope', "another user's workspace"],
-    [{ uri: 'kb://me/missing/', model_id: 'local', message: 'hi' }, 404, 'node_not_found', 'does not exist'],
+    [{ uri: 'kb://me/missing/', model_id: 'local', message: 'hi' }, 404, 'not_found', 'does not exist'],
     [{ uri: 'kb://me/../x', model_id: 'local', message: 'hi' }, 400, 'invalid_uri', '".." segments'],
     [{ model_id: 'local', message: 'hi' }, 400, 'invalid_request', 'uri'],
     [{ uri: 'kb://me/', model_id: 'local', message: 42 }, 400, 'invalid_request', 'message'],

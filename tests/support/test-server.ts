@@ -7,6 +7,8 @@ import { createApp } from '../../src/http/create-app.ts'
 import { makeModelRegistry, type ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
 import { openTestDatabase, type DatabaseKind, type TestDatabase } from './test-database.ts'
+import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 
 export interface TestServer {
   readonly url: string
@@ -39,7 +41,7 @@ export async function startTestServer({
   if (configure) config = configure(config)
   const shutdownController = new AbortController()
   const registry = makeModelRegistry({ models: config.file.models ?? [], env: config.env, local: { deltaDelayMs: 0 }, ...models })
-  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, sseKeepAliveMs, shutdownSignal: shutdownController.signal }
+  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, tools: makeToolRegistry(WORKSPACE_TOOLS), sseKeepAliveMs, shutdownSignal: shutdownController.signal }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))

@@ -11,6 +11,8 @@ import { migrateToLatest } from '../../../src/effects/db/migrate.ts'
 import { makeModelRegistry } from '../../../src/effects/llm/model-registry.ts'
 import { createLogger } from '../../../src/effects/logging/logger.ts'
 import { putFile } from '../../../src/effects/workspace/store.ts'
+import { makeToolRegistry } from '../../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../../src/effects/tools/workspace-tools.ts'
 import type { AppContext } from '../../../src/http/app-context.ts'
 import { createApp } from '../../../src/http/create-app.ts'
 import { API_PREFIX } from '../../../src/http/knowledge-agent.routes.ts'
@@ -71,6 +73,7 @@ export async function startKnowagentServer({
     secret: SECRET,
     logger,
     models,
+    tools: makeToolRegistry(WORKSPACE_TOOLS),
     shutdownSignal: new AbortController().signal,
   }
   const user = await createUser(database.db, { login: BENCH_LOGIN, password: 'bench-password-0123' })

@@ -48,7 +48,7 @@ import {
   summaryRequest,
 } from './compile-prompts.ts'
 import { type CompileSnapshot, stepFingerprint } from './compile-snapshot.ts'
-import { runActor } from './run-machine.ts'
+import { runActor } from '../actor-host.ts'
 
 export const SUMMARIES_DIR = 'summaries'
 export const OVERVIEW_FILE = '.overview.md'
