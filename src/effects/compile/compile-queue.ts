@@ -49,7 +49,7 @@ export async function startQueue(options: StartQueueOptions): Promise<QueueHandl
     schedule: false,
     useListenNotify: true,
     superviseIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
-    monitorIntervalSeconds: 60,
+    monitorIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
     registerInstance: false,
     persistWarnings: false,
     ...(options.clock ? { clock: options.clock } : {}),
