@@ -8,6 +8,8 @@ export interface LayoutProps {
   readonly bodyClass?: string | undefined
   /** Load the page's own scripts (htmx's SSE extension and /static/js/main.js). */
   readonly interactive?: boolean | undefined
+  /** The page's module instead of /static/js/main.js (the workspace page's). */
+  readonly moduleScript?: string | undefined
   readonly children?: Child
 }
 
@@ -15,7 +17,7 @@ export interface LayoutProps {
 // orphan it); no inline indicator CSS is needed (app.css styles .htmx-request).
 const HTMX_CONFIG = JSON.stringify({ history: 'reload', includeIndicatorCSS: false })
 
-export function Layout({ title, csrfToken, login, bodyClass, interactive, children }: LayoutProps) {
+export function Layout({ title, csrfToken, login, bodyClass, interactive, moduleScript, children }: LayoutProps) {
   // htmx 4 does not inherit attributes implicitly: `:inherited` makes every request send the token.
   const csrfHeaders = csrfToken ? { 'hx-headers:inherited': JSON.stringify({ 'X-CSRF-Token': csrfToken }) } : {}
   return (
@@ -30,7 +32,7 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, childr
         <meta name="htmx-config" content={HTMX_CONFIG} />
         <script src="/static/htmx.min.js" defer></script>
         {interactive ? <script src="/static/hx-sse.js" defer></script> : null}
-        {interactive ? <script type="module" src="/static/js/main.js"></script> : null}
+        {interactive ? <script type="module" src={moduleScript ?? '/static/js/main.js'}></script> : null}
       </head>
       <body class={bodyClass} {...csrfHeaders}>
         <header class="topbar">

@@ -6,6 +6,7 @@ import type { User } from '../effects/auth/users.ts'
 import type { ModelRegistry } from '../effects/llm/model-registry.ts'
 import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
 import type { PreStepHook } from '../effects/turn/pre-step-hooks.ts'
+import type { CompileFeature } from '../effects/compile/compile-service.ts'
 
 /** Everything a route needs, built once at start-up. */
 export interface AppContext {
@@ -18,6 +19,8 @@ export interface AppContext {
   readonly tools: ToolRegistry
   /** Runs before every model step of every turn (features register theirs in the composition root). */
   readonly preStep?: PreStepHook | undefined
+  /** Compile jobs (queueing, the task center, live updates); absent when the server runs without a queue. */
+  readonly compile?: CompileFeature | undefined
   /** Keep-alive comment interval on idle SSE streams (default 15 s). */
   readonly sseKeepAliveMs?: number | undefined
   /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */

@@ -12,6 +12,7 @@ import { HttpError } from './http-errors.ts'
 import { workspaceRoutes } from './workspace.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
+import { compileRoutes } from './compile.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = fileURLToPath(new URL('../../views/static/', import.meta.url))
@@ -66,6 +67,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(workspaceRoutes(ctx))
   app.use(knowledgeAgentRoutes(ctx))
   app.use(chatRoutes(ctx))
+  if (ctx.compile) app.use(compileRoutes(ctx, ctx.compile))
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))
   app.use(createErrorHandler(ctx.logger))

@@ -382,6 +382,12 @@ export function makeCompileService(options: CompileServiceOptions): CompileServi
   }
 }
 
+/** What the HTTP layer needs of the compile feature (AppContext.compile). */
+export interface CompileFeature {
+  readonly service: CompileService
+  readonly events: import('./job-events.ts').JobEvents
+}
+
 /** The compile service of the runtime (queueing needs the queue; workers are a separate service). */
 export class CompileServiceTag extends Context.Service<CompileServiceTag, CompileService>()('knowagent/compile/CompileService') {
   static readonly layer = (options: CompileServiceOptions): Layer.Layer<CompileServiceTag> => Layer.succeed(CompileServiceTag, makeCompileService(options))

@@ -14,6 +14,8 @@ export type JobEventListener = (event: JobEvent) => void
 
 export interface JobEvents {
   readonly subscribe: (listener: JobEventListener) => () => void
+  /** Local subscribers now (each open live stream, each worker's cancel watch). */
+  readonly subscribers: () => number
   /** Resolves once the LISTEN is in place (tests wait for it before causing changes). */
   readonly ready: () => Promise<void>
   readonly close: () => Promise<void>
@@ -90,6 +92,7 @@ export function makeJobEvents({ databaseUrl, logger, retryBaseMs = 500, retryMax
       listeners.add(listener)
       return () => void listeners.delete(listener)
     },
+    subscribers: () => listeners.size,
     ready: () => readyPromise,
     close: async () => {
       closed = true
