@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './effects/logging/logger.ts'
 import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import { createApp } from './http/create-app.ts'
 import { makeModelRegistry } from './effects/llm/model-registry.ts'
+import { type RunningCompileFeature, startCompileFeature } from './effects/compile/compile-feature.ts'
 import { failOrphanedTurns } from './effects/turn/turn-records.ts'
 import { makeToolRegistry } from './effects/tools/tool-registry.ts'
 import { WORKSPACE_TOOLS } from './effects/tools/workspace-tools.ts'
@@ -29,6 +30,7 @@ export async function startServer({
   const secret = resolveSecret({ secretFromEnv: config.secretFromEnv, dataDir: config.dataDir })
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   let server: Server | undefined
+  let compile: RunningCompileFeature | undefined
   try {
     const { applied } = await migrateToLatest(database.db)
     if (applied.length > 0) logger.info('migrations applied', { applied })
@@ -39,7 +41,10 @@ export async function startServer({
 
     const shutdownController = new AbortController()
     const models = makeModelRegistry({ models: config.file.models ?? [], env: config.env })
-    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, models, tools: makeToolRegistry(WORKSPACE_TOOLS), shutdownSignal: shutdownController.signal })
+    // Compile jobs need PostgreSQL (the queue and LISTEN/NOTIFY); the embedded PGlite has neither.
+    compile = config.databaseUrl ? await startCompileFeature({ config, db: database.db, databaseUrl: config.databaseUrl, models, logger }) : undefined
+    if (!compile) logger.info('compile jobs are off: they need PostgreSQL (set DATABASE_URL)')
+    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, models, tools: makeToolRegistry(WORKSPACE_TOOLS), compile: compile?.feature, shutdownSignal: shutdownController.signal })
     const sockets = new Set<Socket>()
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)))
@@ -79,12 +84,14 @@ export async function startServer({
             for (const socket of sockets) socket.destroy()
           }, 2000).unref()
         })
+        await compile?.stop() // running compile attempts are interrupted and released for retry
         await database.close()
         logger.info('stopped')
       })())
     return { url, server, database, shutdown }
   } catch (error) {
     server?.close()
+    await compile?.stop()
     await database.close()
     throw error
   }

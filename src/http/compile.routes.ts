@@ -183,7 +183,7 @@ export function htmlJobProjector(sse: SseWriter): JobStreamProjector {
         }
       } else if (visible) {
         shown.add(job.id)
-        sse.sendText(renderFragmentSync(JobRow({ job, oob: 'afterbegin:#job-rows' })))
+        sse.sendText(renderFragmentSync(JobRow({ job, oob: 'afterbegin target:#job-rows strip:false' })))
       }
     },
   }

@@ -44,10 +44,7 @@ export function TasksPage({ login, csrfToken, jobs, total, directory, status, st
           </label>
           <button type="submit">Filter</button>
         </form>
-        <p class="muted">
-          {total} job{total === 1 ? '' : 's'}
-          {jobs.length < total ? `, the ${jobs.length} most recent shown` : ''}.
-        </p>
+        {jobs.length < total ? <p class="muted">The {jobs.length} most recent of {total} jobs are shown; narrow the filter to see others.</p> : null}
         <JobTable jobs={jobs} streamUrl={streamUrl} caption="Compile jobs (updated live)" empty="No compile jobs match." />
       </div>
     </Layout>

@@ -73,7 +73,7 @@ export function JobRow({ job, oob }: { job: CompileJobView; oob?: string | undef
   const retryable = job.status === 'failed' || job.status === 'cancelled'
   const configuration = job.configuration
   return (
-    <tr id={jobRowId(job.id)} class={`job status-${job.status}`} data-job-id={job.id} data-status={job.status} data-stage={job.progress?.stage ?? ''} hx-swap-oob={oob}>
+    <tr id={jobRowId(job.id)} class={`job status-${job.status}`} data-job-id={job.id} data-status={job.status} data-stage={job.status === 'running' ? (job.progress?.stage ?? '') : ''} hx-swap-oob={oob}>
       <td class="job-what">
         <a href={`/workspace?uri=${encodeURIComponent(job.directory_uri)}`}>{job.directory_uri}</a>
         <div class="muted job-files" title={job.files.map((file) => file.uri).join('\n')}>
