@@ -2,6 +2,10 @@
 // local model through the real queue and worker, the artifacts read (and cited) by the agent's
 // tools, the cache, and what a failed semantic step leaves readable.
 import { Effect } from 'effect'
+import { randomUUID } from 'node:crypto'
+import { makeLocalChatModel } from '../../src/effects/llm/local-model.ts'
+import { runTurn } from '../../src/effects/turn/run-turn.ts'
+import type { TurnEmitted } from '../../src/machines/index.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
@@ -84,6 +88,27 @@ describe('compiling the sample corpus with the built-in local model', () => {
     expect((abstract.result as { text: string }).text).toContain(`Overview: ${GUIDES}.overview.md`)
     const summary = await read(GUIDES, `${GUIDES}summaries/knowagent-guide.md`)
     expect((summary.result as { text: string }).text).toContain(`Source: ${GUIDES}knowagent-guide.md`)
+  })
+
+  it('the local model, asked in the compiled directory, reads an artifact and cites it', async () => {
+    const events: TurnEmitted[] = []
+    const output = await runTurn({
+      db: database.db,
+      caller: demo,
+      tools,
+      model: makeLocalChatModel({ deltaDelayMs: 0 }),
+      turnId: randomUUID(),
+      uri: GUIDES,
+      question: 'What does the compiled overview of guides say?',
+      history: [],
+      onEvent: (event) => events.push(event),
+      signal: new AbortController().signal,
+    })
+    expect(output.status).toBe('done')
+    const reads = output.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : [])).filter((c) => c.function.name === 'read').map((c) => JSON.parse(c.function.arguments).uri as string)
+    const answer = events.filter((e) => e.type === 'delta').map((e) => (e as { text: string }).text).join('')
+    expect(reads).toContain(`${GUIDES}.overview.md`)
+    expect(answer).toContain(`${GUIDES}.overview.md`)
   })
 
   it('the status tool reports the latest compile job for the directory and for each of its files', async () => {
