@@ -159,6 +159,49 @@ describe('compile jobs over HTTP', () => {
     expect((await call(other, alice.token, 'POST', `${API}/jobs/${id}/retry`)).status).toBe(409)
   })
 
+  it("saves a person's compile skill from the form in their own tree, for their jobs only", async () => {
+    const { cookie, csrf } = await signIn(other, 'alice', alice.password)
+    const form = (fields: Record<string, string>) =>
+      fetch(`${other.url}/workspace/compile/skills`, { method: 'POST', headers: { cookie, 'x-csrf-token': csrf, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) })
+    const saved = await form({ skill_name: 'ops-notes', skill_description: 'Notes for <on-call>', skill_audience: 'on-call engineers', skill_language: 'English', skill_keep: 'commands', engine: 'llm|local' })
+    expect(saved.status).toBe(200)
+    const html = await saved.text()
+    expect(html).toContain('<option value="user:ops-notes" selected')
+    expect(html).toContain('Saved your skill &quot;ops-notes&quot;.')
+    const file = await call(other, alice.token, 'POST', `${API}/command`, { command: 'read', uri: 'kb://me/.skills/ops-notes/SKILL.md' })
+    expect(((await file.json()) as { result: { text: string } }).result.text).toMatch(/^---\nname: "ops-notes"\ndescription: "Notes for <on-call>"\n---\nWrite for: on-call engineers\./)
+    const theirs = (await (await call(other, bob.token, 'GET', `${API}/options`)).json()) as { compile: { skills: Array<{ ref: string }> } }
+    expect(theirs.compile.skills.map((skill) => skill.ref)).toEqual(['wiki-default'])
+    const bad = await form({ skill_name: '../x', skill_description: '<script>alert(1)</script>' })
+    expect(bad.status).toBe(400)
+    expect(await bad.text()).not.toContain('<script>')
+    const noCsrf = await fetch(`${other.url}/workspace/compile/skills`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: 'skill_name=x&skill_description=y' })
+    expect(noCsrf.status).toBe(403)
+  })
+
+  it('answers the compile form with the queued job and the refusals, as HTML', async () => {
+    const { cookie, csrf } = await signIn(other, 'alice', alice.password)
+    await put(alice.user, ['form', 'e.md'], 'Echo.')
+    const body = new URLSearchParams([
+      ['directory_uri', 'kb://users/alice/form/'],
+      ['uris', 'kb://users/alice/form/e.md'],
+      ['uris', 'kb://users/alice/docs/a.md'],
+      ['engine', 'llm|local'],
+      ['reasoning_level', 'medium'],
+      ['call_budget', '12'],
+      ['timeout_seconds', '600'],
+      ['skill', 'wiki-default'],
+    ])
+    const res = await fetch(`${other.url}/workspace/compile`, { method: 'POST', headers: { cookie, 'x-csrf-token': csrf, 'content-type': 'application/x-www-form-urlencoded' }, body })
+    expect(res.status).toBe(200)
+    const html = await res.text()
+    expect(html).toMatch(/Queued job <code>[0-9a-f]{8}<\/code> for 1 file/)
+    expect(html).toContain('data-code="other_directory"')
+    const badEngine = await fetch(`${other.url}/workspace/compile`, { method: 'POST', headers: { cookie, 'x-csrf-token': csrf, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ directory_uri: 'kb://me/form/', engine: 'shell|rm -rf /', call_budget: '1', timeout_seconds: '60' }) })
+    expect(badEngine.status).toBe(400)
+    expect(await badEngine.text()).toContain('choose an engine and model from the list')
+  })
+
   it('serves the task center page and its live rows to a signed-in person only', async () => {
     expect((await fetch(`${other.url}/tasks`, { redirect: 'manual' })).status).toBe(303)
     const { cookie } = await signIn(other, 'alice', alice.password)
