@@ -18,10 +18,10 @@ import { runExplicitCommand } from './explicit-command.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { htmlTurnProjector } from './html-turn-projector.tsx'
 import { badRequest } from './http-errors.ts'
-import { decodeBody } from './knowledge-agent.routes.ts'
+import { decodeBody } from './decode-request.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, streamTurn } from './turn-stream.ts'
-import { directoryOf, listDirectory } from './workspace.routes.ts'
+import { directoryOf, listDirectory } from './workspace-listing.ts'
 
 export const CHAT_PREFIX = '/workspace/chat'
 const FORM_LIMIT = '6mb' // the page sends the whole history (at most 1.5 MB of JSON, up to 3× that percent-encoded)

@@ -24,7 +24,7 @@ import { JobRow, JobRowNotice, JobRows, jobRowId } from '../../views/partials/co
 import { renderFragment, renderFragmentSync, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
-import { decodeBody } from './decode-body.ts'
+import { decodeBody } from './decode-request.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { badRequest, HttpError } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'

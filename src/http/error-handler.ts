@@ -13,10 +13,10 @@ export function describeError(error: unknown): { status: number; code: string; m
   const tagged = error as { type?: string; statusCode?: number; message?: string }
   // body-parser errors (invalid JSON, too large)
   if (typeof tagged?.statusCode === 'number' && tagged.statusCode >= 400 && tagged.statusCode < 500) {
-    const code = tagged.type === 'entity.too.large' ? 'payload_too_large' : tagged.type === 'entity.parse.failed' ? 'invalid_json' : 'bad_request'
+    const code = tagged.type === 'entity.too.large' ? 'payload_too_large' : tagged.type === 'entity.parse.failed' ? 'invalid_json' : 'invalid_request'
     return { status: tagged.statusCode, code, message: String(tagged.message), headers: {} }
   }
-  return { status: 500, code: 'internal', message: 'internal server error', headers: {} }
+  return { status: 500, code: 'internal_error', message: 'internal server error', headers: {} }
 }
 
 /**

@@ -5,7 +5,7 @@ import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
 import type { CompileOptions } from '../effects/compile/compile-service.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
-import { decodeBody } from './decode-body.ts'
+import { decodeBody } from './decode-request.ts'
 import { HttpError } from './http-errors.ts'
 import { runExplicitCommand } from './explicit-command.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
@@ -20,8 +20,6 @@ export const CommandRequest = Schema.Struct({
   limit: Schema.optional(Schema.Int.check(Schema.isGreaterThan(0))),
   query: Schema.optional(Schema.String),
 })
-
-export { decodeBody } from './decode-body.ts'
 
 /** Safe metadata only: never a key, endpoint, header or command line. `compile` is null when the server runs without compile jobs. */
 export function buildOptions(ctx: AppContext, compile: CompileOptions | null = null) {

@@ -1,37 +1,26 @@
 // Compile jobs in Chromium: queue from the form, watch the stage advance in the task center
 // without reloading, cancel one, retry one, see a refusal reason — with a real worker running
 // real child processes as the CLI "model".
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Browser, Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
 import { putFile } from '../../src/effects/workspace/store.ts'
-import { launchBrowser, openWorkspace, screenshot, UUID_MODES } from '../support/browser.ts'
+import { screenshot, useBrowserFixture, UUID_MODES, type WorkspaceApp } from '../support/browser.ts'
 import { FAKE_CLI, fakeCliProfile } from '../support/compile-harness.ts'
-import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
+import { addUserWithToken, startTestServer } from '../support/test-server.ts'
 
-const mode = UUID_MODES[0]!
 const DOCS = 'kb://users/alice/docs/'
 
-let server: TestServer
-let browser: Browser
-let alice: Awaited<ReturnType<typeof addUserWithToken>>
-
-beforeAll(async () => {
-  const [started, launched] = await Promise.all([
-    startTestServer({
-      compile: {
-        worker: true,
-        cliProfiles: [
-          // each call takes 400 ms, so every stage is on screen for a moment
-          fakeCliProfile({ id: 'slow', name: 'Slow CLI', command: [process.execPath, FAKE_CLI, '--mode', 'slow', '--delay', '400'], reasoningLevels: [] }),
-          fakeCliProfile({ id: 'stuck', name: 'Stuck CLI', mode: 'tree', reasoningLevels: [] }),
-        ],
-      },
-    }),
-    launchBrowser(),
-  ])
-  server = started
-  browser = launched
-  alice = await addUserWithToken(server, 'alice')
+async function startCompileWorkspace(): Promise<WorkspaceApp> {
+  const server = await startTestServer({
+    compile: {
+      cliProfiles: [
+        // each call takes 400 ms, so every stage is on screen for a moment
+        fakeCliProfile({ id: 'slow', name: 'Slow CLI', command: [process.execPath, FAKE_CLI, '--mode', 'slow', '--delay', '400'], reasoningLevels: [] }),
+        fakeCliProfile({ id: 'stuck', name: 'Stuck CLI', mode: 'tree', reasoningLevels: [] }),
+      ],
+    },
+  })
+  const alice = await addUserWithToken(server, 'alice')
   const files: ReadonlyArray<readonly [string, string]> = [
     ['a.md', '# Alpha\nThe answer is forty-two.'],
     ['b.md', '# Bravo\nStreaming ends with done.'],
@@ -40,11 +29,11 @@ beforeAll(async () => {
   for (const [name, text] of files) {
     await putFile(server.database.db, { owner: alice.user, segments: ['docs', name], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
   }
-})
-afterAll(async () => {
-  await browser?.close()
-  await server?.close()
-})
+  return { server, login: 'alice', password: alice.password, close: () => server.close() }
+}
+
+const ui = useBrowserFixture({ start: startCompileWorkspace })
+const mode = UUID_MODES[0]!
 
 async function openCompileForm(page: Page) {
   const message = page.getByRole('textbox', { name: 'Message' })
@@ -65,9 +54,11 @@ async function pickFiles(dialog: ReturnType<Page['getByRole']>, names: ReadonlyA
 const row = (page: Page, status?: string) => page.locator(`#job-rows tr.job${status ? `[data-status="${status}"]` : ''}`)
 
 describe('compile jobs in the browser', () => {
+  const workspace = ui.workspace(mode)
+  const compile = () => ui.app.server.compile!.feature
   it('queues from the form; the task center shows the stages advance live, no reload', async () => {
-    const session = await openWorkspace(browser, { server, login: 'alice', password: alice.password, mode, uri: DOCS })
-    const tasks = await session.context.newPage()
+    const page = await workspace.open({ uri: DOCS })
+    const tasks = await page.context().newPage()
     await tasks.goto('/tasks')
     await tasks.locator('body[data-tasks-ready="true"]').waitFor()
     await tasks.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true))
@@ -87,7 +78,6 @@ describe('compile jobs in the browser', () => {
         }),
     )
 
-    const { page } = session
     const dialog = await openCompileForm(page)
     await expect(dialog.locator('.compile-count').textContent()).resolves.toBe('3 of at most 32 files picked')
     await pickFiles(dialog, ['a.md', 'b.md'])
@@ -107,13 +97,11 @@ describe('compile jobs in the browser', () => {
     await expect(tasks.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).resolves.toBe(true)
     await expect(row(tasks, 'succeeded').locator('.job-progress, .muted').first().textContent()).resolves.toContain('2 files')
     await screenshot(tasks, 'desktop-task-center')
-    expect(session.problems()).toEqual([])
-    await session.close()
+    expect(workspace.problems()).toEqual([])
   })
 
   it('refuses a file another job is compiling differently, with the reason; cancels that job; retries it', async () => {
-    const session = await openWorkspace(browser, { server, login: 'alice', password: alice.password, mode, uri: DOCS })
-    const { page } = session
+    const page = await workspace.open({ uri: DOCS })
     let dialog = await openCompileForm(page)
     await pickFiles(dialog, ['c.md'])
     await dialog.getByLabel('Engine and model').selectOption({ label: 'Stuck CLI · fake-model' })
@@ -147,27 +135,24 @@ describe('compile jobs in the browser', () => {
     await page.locator('#job-rows tr.job[data-status="running"]').waitFor()
     await page.locator('#job-rows tr.job[data-status="running"]').getByRole('button', { name: /^Cancel job/ }).click()
     await row(page, 'cancelled').first().waitFor()
-    expect(session.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
 
     // the compile dialog's stream is closed with the dialog
     await page.goto(`/workspace?uri=${encodeURIComponent(DOCS)}`)
     await page.locator('#chat-form[data-htmx-powered]').waitFor({ state: 'attached' })
-    const before = server.ctx.compile!.events.subscribers()
+    const before = compile().events.subscribers()
     dialog = await openCompileForm(page)
-    await expect.poll(() => server.ctx.compile!.events.subscribers()).toBe(before + 1)
+    await expect.poll(() => compile().events.subscribers()).toBe(before + 1)
     await page.keyboard.press('Escape')
-    await expect.poll(() => server.ctx.compile!.events.subscribers()).toBe(before)
-    await session.close()
+    await expect.poll(() => compile().events.subscribers()).toBe(before)
   })
 
   it('fits a phone-width screen', async () => {
-    const session = await openWorkspace(browser, { server, login: 'alice', password: alice.password, mode, uri: DOCS, viewport: { width: 390, height: 844 } })
-    const { page } = session
+    const page = await workspace.open({ uri: DOCS, viewport: { width: 390, height: 844 } })
     await page.goto('/tasks')
     await row(page).first().waitFor()
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)
     expect(overflow).toBeLessThanOrEqual(0)
     await screenshot(page, 'phone-task-center')
-    await session.close()
   })
 })

@@ -25,7 +25,7 @@ describe('compile jobs over HTTP', () => {
   beforeAll(async () => {
     const cliProfiles = [fakeCliProfile()]
     withWorker = await startTestServer({ compile: { worker: true, cliProfiles } })
-    other = await startTestServer({ compile: { cliProfiles }, database: withWorker.database })
+    other = await startTestServer({ compile: { worker: false, cliProfiles }, databaseUrl: withWorker.database.url })
     alice = await addUserWithToken(withWorker, 'alice')
     bob = await addUserWithToken(withWorker, 'bob')
     await put(alice.user, ['docs', 'a.md'], 'Alpha notes about the queue. The queue retries failed jobs.')

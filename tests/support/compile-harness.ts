@@ -74,8 +74,9 @@ export async function startCompileHarness(options: HarnessOptions): Promise<Comp
   const settings = { ...TEST_QUEUE_SETTINGS, ...options.settings }
   const models = options.models ?? registryWith()
   const engines: CompileEngines = { models, cliProfiles: options.cliProfiles ?? [], serverEnv: process.env, extraEnv: options.extraEnv }
-  const queue = await startQueue({ databaseUrl: url, settings, logger, supervise: false, instanceName: 'enqueuer' })
-  const events = makeJobEvents({ databaseUrl: url, logger })
+  const connection = { connectionString: url }
+  const queue = await startQueue({ connection, settings, logger, supervise: false, instanceName: 'enqueuer' })
+  const events = makeJobEvents({ connection, logger })
   await events.ready()
   const service = makeCompileService({
     db: options.database.db,
@@ -97,7 +98,7 @@ export async function startCompileHarness(options: HarnessOptions): Promise<Comp
     startWorker: async ({ clock, engines: workerEngines, name } = {}) => {
       const worker = await startCompileWorker({
         db: options.database.db,
-        databaseUrl: url,
+        connection,
         engines: workerEngines ?? engines,
         settings,
         events,

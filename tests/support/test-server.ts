@@ -1,94 +1,83 @@
-// The real app on 127.0.0.1 port 0 over a fresh test database.
+// The real app on 127.0.0.1 port 0, built from the composition root (src/effects/app-layer.ts)
+// over a fresh database on the test PostgreSQL — the services the server itself would have.
 import type { Server } from 'node:http'
+import { startCoreRuntime } from '../../src/effects/app-layer.ts'
 import { loadConfig, type AppConfig } from '../../src/effects/config/app-config.ts'
 import { createApiTokenFor, createUser } from '../../src/effects/auth/users.ts'
+import type { DatabaseHandle } from '../../src/effects/db/database.ts'
 import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
-import { createApp } from '../../src/http/create-app.ts'
-import { makeModelRegistry, type ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
+import type { ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
+import type { PreStepHook } from '../../src/effects/turn/pre-step-hooks.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
-import { openTestDatabase, type DatabaseKind, type TestDatabase } from './test-database.ts'
-import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
-import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
-import { type CliProfile, type QueueSettings, resolveCompileDefaults } from '../../src/effects/compile/compile-config.ts'
-import { startQueue } from '../../src/effects/compile/compile-queue.ts'
-import { makeCompileService } from '../../src/effects/compile/compile-service.ts'
-import { type CompileWorker, startCompileWorker } from '../../src/effects/compile/compile-worker.ts'
-import { makeJobEvents } from '../../src/effects/compile/job-events.ts'
-import { loadBundledSkills } from '../../src/effects/compile/skills.ts'
+import { createApp } from '../../src/http/create-app.ts'
+import { appContextOf } from '../../src/server.ts'
+import { createPostgresDatabase } from './test-database.ts'
+import type { CliProfile, QueueSettings } from '../../src/effects/compile/compile-config.ts'
+import { type RunningCompileFeature, startCompileFeature } from '../../src/effects/compile/compile-feature.ts'
 
-/** Compile jobs on the test server: queue, LISTEN connection, service, and (optionally) a worker. */
+/** Compile jobs on the test server (queue, LISTEN connection, service), with a worker unless `worker: false`. */
 export interface TestCompileOptions {
   readonly worker?: boolean
   readonly cliProfiles?: ReadonlyArray<CliProfile>
   readonly settings?: Partial<QueueSettings>
 }
-const TEST_COMPILE_SETTINGS: QueueSettings = { concurrency: 2, heartbeatSeconds: 10, retryDelaySeconds: 1, pollingIntervalSeconds: 0.5, inServe: true }
 
 export interface TestServer {
   readonly url: string
-  readonly database: TestDatabase
+  readonly database: DatabaseHandle & { readonly url: string }
   readonly ctx: AppContext
   readonly logLines: string[]
   readonly shutdownController: AbortController
-  /** Present with the `compile` option and `worker: true`. */
-  readonly worker: CompileWorker | undefined
+  /** Present with the `compile` option. */
+  readonly compile: RunningCompileFeature | undefined
   readonly close: () => Promise<void>
 }
 
 export const TEST_SECRET = 'test-secret-0123456789abcdef'
 
 export async function startTestServer({
-  kind = 'pglite',
   env = {},
   configure,
   models,
   sseKeepAliveMs,
+  preStep,
   compile,
-  database: shared,
+  databaseUrl: sharedUrl,
 }: {
-  kind?: DatabaseKind
-  /** Compile jobs (needs kind 'postgres'). */
+  /** Compile jobs (the queue, live updates and, unless `worker: false`, a worker). */
   compile?: TestCompileOptions
-  /** Another server's database: two servers (two "processes") on one PostgreSQL. Not closed by this server. */
-  database?: TestDatabase
+  /** Another server's database: two servers (two "processes") on one PostgreSQL; not dropped by this one. */
+  databaseUrl?: string
+  /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
+  preStep?: PreStepHook
   env?: Record<string, string>
   configure?: (config: AppConfig) => AppConfig
   models?: Partial<ModelRegistryOptions>
   sseKeepAliveMs?: number
 } = {}): Promise<TestServer> {
-  const database = shared ?? (await openTestDatabase(compile ? 'postgres' : kind))
+  const created = sharedUrl ? { url: sharedUrl, drop: async () => {} } : await createPostgresDatabase()
   const logLines: string[] = []
   const logger: Logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
-  let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, ...env }, cwd: '/' })
-  if (configure) config = configure(config)
-  const shutdownController = new AbortController()
-  const registry = makeModelRegistry({ models: config.file.models ?? [], env: config.env, local: { deltaDelayMs: 0 }, ...models })
-  const closers: Array<() => Promise<void>> = []
-  let worker: CompileWorker | undefined
-  let compileFeature: AppContext['compile']
+  let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, DATABASE_URL: created.url, ...env }, cwd: '/' })
   if (compile) {
-    const url = database.url!
-    const settings = { ...TEST_COMPILE_SETTINGS, ...compile.settings }
-    const queue = await startQueue({ databaseUrl: url, settings, logger, supervise: false })
-    const events = makeJobEvents({ databaseUrl: url, logger })
-    await events.ready()
-    const cliProfiles = compile.cliProfiles ?? []
-    const service = makeCompileService({
-      db: database.db,
-      queue,
-      models: registry,
-      cliProfiles,
-      defaults: resolveCompileDefaults({ settings: config.file.compile, firstModelId: registry.list()[0]?.id ?? 'local' }),
-      bundledSkills: loadBundledSkills(),
-    })
-    if (compile.worker) {
-      worker = await startCompileWorker({ db: database.db, databaseUrl: url, engines: { models: registry, cliProfiles, serverEnv: {} }, settings, events, logger })
-      closers.push(() => worker!.stop())
+    config = {
+      ...config,
+      file: {
+        ...config.file,
+        cliProfiles: compile.cliProfiles ?? config.file.cliProfiles,
+        compile: {
+          ...config.file.compile,
+          queue: { heartbeatSeconds: 10, retryDelaySeconds: 1, pollingIntervalSeconds: 0.5, ...config.file.compile?.queue, ...compile.settings, inServe: compile.worker !== false },
+        },
+      },
     }
-    closers.push(() => queue.stop({ graceful: false, timeoutMs: 1_000 }), () => events.close())
-    compileFeature = { service, events }
   }
-  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, tools: makeToolRegistry(WORKSPACE_TOOLS), compile: compileFeature, sseKeepAliveMs, shutdownSignal: shutdownController.signal }
+  if (configure) config = configure(config)
+  const runtime = await startCoreRuntime({ config, logger, models: { local: { deltaDelayMs: 0 }, ...models } })
+  const shutdownController = new AbortController()
+  const { database } = runtime.services
+  const running = compile ? await startCompileFeature({ config, db: database.db, connection: database.connection, models: runtime.services.models, logger }) : undefined
+  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, compile: running?.feature, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
@@ -97,17 +86,18 @@ export async function startTestServer({
   const port = typeof address === 'object' && address ? address.port : 0
   return {
     url: `http://127.0.0.1:${port}`,
-    database,
+    database: { ...runtime.services.database, url: created.url },
     ctx,
     logLines,
     shutdownController,
-    worker,
+    compile: running,
     close: async () => {
       shutdownController.abort()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      for (const close of closers) await close()
-      if (!shared) await database.close()
+      await running?.stop()
+      await runtime.dispose()
+      await created.drop()
     },
   }
 }

@@ -4,7 +4,7 @@
 import type { AddressInfo } from 'node:net'
 import { createApiTokenFor, createUser } from '../../../src/effects/auth/users.ts'
 import { loadConfig } from '../../../src/effects/config/app-config.ts'
-import { openPglite, openPostgres } from '../../../src/effects/db/database.ts'
+import { openPostgres } from '../../../src/effects/db/database.ts'
 import type { KyselyPlugin } from 'kysely'
 import pg from 'pg'
 import { migrateToLatest } from '../../../src/effects/db/migrate.ts'
@@ -32,7 +32,8 @@ export async function startKnowagentServer({
   providerBaseUrl: string
   databaseUrl?: string | undefined
 }): Promise<SystemServer & { readonly dbQueries: () => number }> {
-  const database = databaseUrl ? await openPostgres({ url: await createDatabase(databaseUrl) }) : await openPglite({ dataDir: undefined })
+  if (!databaseUrl) throw new Error('knowagent runs on PostgreSQL only: pass the admin URL of a PostgreSQL server')
+  const database = await openPostgres({ url: await createDatabase(databaseUrl) })
   await migrateToLatest(database.db)
   const base = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: SECRET }, cwd: '/' })
   const config = {

@@ -5,6 +5,7 @@
 // interrupted and released for retry, then the queue and the LISTEN connection are closed.
 import { Context, Effect, Layer } from 'effect'
 import type { Kysely } from 'kysely'
+import type pg from 'pg'
 import type { AppConfig } from '../config/app-config.ts'
 import type { DB } from '../db/schema.ts'
 import type { ModelRegistry } from '../llm/model-registry.ts'
@@ -27,7 +28,8 @@ export interface RunningCompileFeature {
 export interface CompileFeatureOptions {
   readonly config: AppConfig
   readonly db: Kysely<DB>
-  readonly databaseUrl: string
+  /** The database's connection settings (DatabaseHandle.connection). */
+  readonly connection: pg.ClientConfig
   readonly models: ModelRegistry
   readonly logger: Logger
   /** e.g. BAILIAN_WORKSPACE_ID for a job's owner, exported to its CLI (the retrieval feature provides it). */
@@ -35,12 +37,12 @@ export interface CompileFeatureOptions {
 }
 
 export async function startCompileFeature(options: CompileFeatureOptions): Promise<RunningCompileFeature> {
-  const { config, db, databaseUrl, models, logger } = options
+  const { config, db, connection, models, logger } = options
   const settings = resolveQueueSettings(config.file.compile)
   const cliProfiles = config.file.cliProfiles ?? []
   const bundledSkills = loadBundledSkills()
-  const queue = await startQueue({ databaseUrl, settings, logger, instanceName: 'serve' })
-  const events = makeJobEvents({ databaseUrl, logger })
+  const queue = await startQueue({ connection, settings, logger, instanceName: 'serve' })
+  const events = makeJobEvents({ connection, logger })
   let worker: CompileWorker | undefined
   try {
     await events.ready()
@@ -53,7 +55,7 @@ export async function startCompileFeature(options: CompileFeatureOptions): Promi
       bundledSkills,
     })
     if (settings.inServe) {
-      worker = await startCompileWorker({ db, databaseUrl, engines: { models, cliProfiles, serverEnv: config.env, extraEnv: options.extraEnv }, settings, events, logger, queue })
+      worker = await startCompileWorker({ db, connection, engines: { models, cliProfiles, serverEnv: config.env, extraEnv: options.extraEnv }, settings, events, logger, queue })
     }
     let stopping: Promise<void> | undefined
     return {

@@ -4,7 +4,8 @@
 // past the job's timeout, a heartbeat so a dead worker's job is taken over, and a dead-letter
 // queue for jobs out of attempts. Sent in the same transaction as our row (pg-boss's Kysely
 // adapter), so a job is queued exactly when its row exists.
-import { fromKysely, PgBoss, type Clock } from 'pg-boss'
+import { fromKysely, PgBoss, type Clock, type ConstructorOptions } from 'pg-boss'
+import type pg from 'pg'
 import type { Db } from '../workspace/store.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { QueueSettings } from './compile-config.ts'
@@ -26,7 +27,8 @@ export interface QueueHandle {
 }
 
 export interface StartQueueOptions {
-  readonly databaseUrl: string
+  /** The database's connection settings (DatabaseHandle.connection); pg-boss opens its own small pool. */
+  readonly connection: pg.ClientConfig
   readonly settings: QueueSettings
   readonly logger?: Logger | undefined
   /** Runs pg-boss's supervision (expiring dead workers' jobs, retention) in this process. Default true. */
@@ -38,10 +40,16 @@ export interface StartQueueOptions {
   readonly maxConnections?: number | undefined
 }
 
+/** pg's connection settings as pg-boss takes them (only what both name the same way). */
+export function bossConnection(connection: pg.ClientConfig): Pick<ConstructorOptions, 'connectionString' | 'host' | 'port' | 'user' | 'password' | 'database' | 'ssl'> {
+  const { connectionString, host, port, user, password, database, ssl } = connection
+  return Object.fromEntries(Object.entries({ connectionString, host, port, user, password, database, ssl }).filter(([, value]) => value !== undefined))
+}
+
 /** Starts pg-boss on the shared database (installing or migrating its schema) and makes sure both queues exist. */
 export async function startQueue(options: StartQueueOptions): Promise<QueueHandle> {
   const boss = new PgBoss({
-    connectionString: options.databaseUrl,
+    ...bossConnection(options.connection),
     schema: QUEUE_SCHEMA,
     max: options.maxConnections ?? 4,
     application_name: 'knowagent-queue',

@@ -8,6 +8,7 @@
 // the queue connection closes.
 import { Context, Effect, Layer } from 'effect'
 import type { Kysely } from 'kysely'
+import type pg from 'pg'
 import type { Clock, Job } from 'pg-boss'
 import { randomUUID } from 'node:crypto'
 import type { CompileJobOutput } from '../../machines/index.ts'
@@ -30,7 +31,8 @@ export interface CompileWorker {
 
 export interface CompileWorkerOptions {
   readonly db: Kysely<DB>
-  readonly databaseUrl: string
+  /** The database's connection settings (DatabaseHandle.connection). */
+  readonly connection: pg.ClientConfig
   readonly engines: CompileEngines
   readonly settings: QueueSettings
   /** Cancel notifications (and nothing else) come through here. */
@@ -63,7 +65,7 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
   const id = `worker-${randomUUID().slice(0, 8)}`
   const logger = options.logger?.child({ worker: id })
   const ownsQueue = options.queue === undefined
-  const queue = options.queue ?? (await startQueue({ databaseUrl: options.databaseUrl, settings: options.settings, logger, clock: options.clock, instanceName: id }))
+  const queue = options.queue ?? (await startQueue({ connection: options.connection, settings: options.settings, logger, clock: options.clock, instanceName: id }))
   const runs = new Map<string, AbortController>()
   const settled = new Set<Promise<unknown>>()
   let stopping: Promise<void> | undefined

@@ -24,7 +24,18 @@ export interface JobEvents {
 const Payload = Schema.Struct({ job_id: Schema.String, owner_id: Schema.String })
 const decodePayload = Schema.decodeUnknownOption(Schema.fromJsonString(Payload))
 
-export function makeJobEvents({ databaseUrl, logger, retryBaseMs = 500, retryMaxMs = 15_000 }: { databaseUrl: string; logger?: Logger | undefined; retryBaseMs?: number; retryMaxMs?: number }): JobEvents {
+export function makeJobEvents({
+  connection,
+  logger,
+  retryBaseMs = 500,
+  retryMaxMs = 15_000,
+}: {
+  /** The database's connection settings (DatabaseHandle.connection). */
+  connection: pg.ClientConfig
+  logger?: Logger | undefined
+  retryBaseMs?: number
+  retryMaxMs?: number
+}): JobEvents {
   const listeners = new Set<JobEventListener>()
   let client: pg.Client | undefined
   let closed = false
@@ -45,7 +56,7 @@ export function makeJobEvents({ databaseUrl, logger, retryBaseMs = 500, retryMax
 
   const connect = async (): Promise<void> => {
     if (closed) return
-    const next = new pg.Client({ connectionString: databaseUrl, application_name: 'knowagent-job-events' })
+    const next = new pg.Client({ ...connection, application_name: 'knowagent-job-events' })
     next.on('error', () => {}) // reported through 'end'
     next.on('notification', (message) => {
       if (message.channel !== JOBS_CHANNEL) return
@@ -108,7 +119,7 @@ export function makeJobEvents({ databaseUrl, logger, retryBaseMs = 500, retryMax
 
 /** The process's one LISTEN connection, released when the runtime shuts down. */
 export class JobEventsService extends Context.Service<JobEventsService, JobEvents>()('knowagent/compile/JobEvents') {
-  static readonly layer = (options: { databaseUrl: string; logger?: Logger | undefined }): Layer.Layer<JobEventsService> =>
+  static readonly layer = (options: { connection: pg.ClientConfig; logger?: Logger | undefined }): Layer.Layer<JobEventsService> =>
     Layer.effect(
       JobEventsService,
       Effect.acquireRelease(

@@ -69,7 +69,7 @@ export function makeToolRegistry(
       Effect.catch((error: ToolFailure) => Effect.succeed(failureOutcome(error))),
       Effect.catchDefect((defect) => {
         onDefect?.(name, Cause.die(defect))
-        return Effect.succeed(failureOutcome(new ToolError({ code: 'internal', status: 500, message: 'the tool failed unexpectedly' })))
+        return Effect.succeed(failureOutcome(new ToolError({ code: 'internal_error', status: 500, message: 'the tool failed unexpectedly' })))
       }),
     )
   }

@@ -1,4 +1,4 @@
-// Request decoding shared by the route files (routes never import each other).
+// Request decoding shared by every route: Schema at the boundary, a 400 that says what is wrong.
 import { Schema } from 'effect'
 import { badRequest } from './http-errors.ts'
 
