@@ -138,6 +138,19 @@ describe('compiling the sample corpus with the built-in local model', () => {
     expect(result.refused.map((refusal) => refusal.code)).toEqual(['generated_artifact', 'generated_artifact'])
   })
 
+  it('a file you upload over a generated page is yours again: compilable, and never overwritten by a job', async () => {
+    const text = '# My own abstract\nWritten by hand.'
+    await putFile(database.db, { owner: demo, segments: ['samples', 'guides', '.abstract.md'], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    const row = await database.db.selectFrom('nodes').select('generated').where('owner_id', '=', demo.id).where('path', '=', 'samples/guides/.abstract.md').executeTakeFirstOrThrow()
+    expect(row.generated).toBeNull()
+    const result = await harness.service.enqueue({ caller: demo, params: { uris: [`${GUIDES}knowagent-guide.md`], channel: 'llm', modelId: 'local', callBudget: 7 } })
+    const job = await harness.waitForJob(result.jobs[0]!.id, (j) => j.status === 'failed' || j.status === 'succeeded', 'the end')
+    expect(job.failure).toMatchObject({ stage: 'publishing', code: 'artifact_conflict', retryable: false })
+    expect(job.failure!.message).toContain(`${GUIDES}.abstract.md is one of your own files`)
+    const abstract = await read(GUIDES, `${GUIDES}.abstract.md`)
+    expect(abstract.result.text).toBe(text)
+  })
+
   it('when the semantic step fails, the parsed body stays readable and the job says so', async () => {
     await putFile(database.db, { owner: demo, segments: ['notes2', 'plan.md'], bytes: new TextEncoder().encode('# Plan\nShip the compile queue.'), parsed: { ok: true, mime: 'text/markdown', text: '# Plan\nShip the compile queue.' } })
     const result = await harness.service.enqueue({ caller: demo, params: { uris: ['kb://me/notes2/plan.md'], channel: 'llm', modelId: 'failing' } })
