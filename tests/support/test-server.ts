@@ -10,9 +10,6 @@ import type { ModelRegistryOptions } from '../../src/effects/llm/model-registry.
 import type { PreStepHook } from '../../src/effects/turn/pre-step-hooks.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
 import { createApp } from '../../src/http/create-app.ts'
-import { makeRetrievalFeature } from '../../src/effects/retrieval/retrieval-feature.ts'
-import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
-import { composePreStepHooks } from '../../src/effects/turn/pre-step-hooks.ts'
 import { appContextOf } from '../../src/server.ts'
 import { createPostgresDatabase } from './test-database.ts'
 
@@ -38,9 +35,8 @@ export async function startTestServer({
   /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
   preStep?: PreStepHook
   /**
-   * Builds the retrieval feature from the runtime's services as the composition root would (its
-   * tools, pre-step hook and settings page; nothing when `retrieval.bailian.enabled` is false).
-   * The `bl` login import is off.
+   * Runs the retrieval feature in the app's runtime, as serve does (its tools, pre-step hook and
+   * settings page; nothing when `retrieval.bailian.enabled` is false). The `bl` login import is off.
    */
   retrieval?: boolean
   env?: Record<string, string>
@@ -53,28 +49,14 @@ export async function startTestServer({
   const logger: Logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
   let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, DATABASE_URL: created.url, ...env }, cwd: '/' })
   if (configure) config = configure(config)
-  const runtime = await startCoreRuntime({ config, logger, models: { local: { deltaDelayMs: 0 }, ...models } })
+  const runtime = await startCoreRuntime({
+    config,
+    logger,
+    models: { local: { deltaDelayMs: 0 }, ...models },
+    features: { retrieval: retrieval ? { blConfigPath: null } : false },
+  })
   const shutdownController = new AbortController()
-  const base: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, ...(preStep ? { preStep } : {}) }
-  const feature = retrieval
-    ? makeRetrievalFeature({
-        config: config.retrievalBailian,
-        db: runtime.services.database.db,
-        secret: runtime.services.secret,
-        env: config.env,
-        logger,
-        listenConnection: runtime.services.database.connection,
-        blConfigPath: null,
-      })
-    : undefined
-  const ctx: AppContext = feature
-    ? {
-        ...base,
-        retrieval: feature,
-        tools: makeToolRegistry([...base.tools.definitions, ...feature.tools]),
-        preStep: composePreStepHooks([...(base.preStep ? [base.preStep] : []), feature.preStep]),
-      }
-    : base
+  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
@@ -91,7 +73,6 @@ export async function startTestServer({
       shutdownController.abort()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      await feature?.close()
       await runtime.dispose()
       await created.drop()
     },

@@ -129,7 +129,7 @@ export class RetrievalFeatureService extends Context.Service<RetrievalFeatureSer
     )
 
   /** Built from the core services (config, database, secret, logger), as the composition root has them. */
-  static readonly layerFromCore: Layer.Layer<RetrievalFeatureService, never, AppConfigService | Database | AppSecret | LoggerService> = Layer.effect(
+  static readonly layerFromCore = ({ blConfigPath }: { readonly blConfigPath?: string | null | undefined } = {}): Layer.Layer<RetrievalFeatureService, never, AppConfigService | Database | AppSecret | LoggerService> => Layer.effect(
     RetrievalFeatureService,
     Effect.gen(function* () {
       const config = yield* AppConfigService
@@ -145,10 +145,14 @@ export class RetrievalFeatureService extends Context.Service<RetrievalFeatureSer
             env: config.env,
             logger,
             listenConnection: database.connection,
+            blConfigPath,
           }),
         ),
         (feature) => Effect.promise(async () => feature?.close()),
       )
     }),
   )
+
+  /** No retrieval feature (CLI commands, tests that do not exercise it). */
+  static readonly none: Layer.Layer<RetrievalFeatureService> = Layer.succeed(RetrievalFeatureService, undefined)
 }
