@@ -23,8 +23,8 @@ export interface RunningServer {
 
 /** The routes' context from the runtime's services. */
 export function appContextOf(services: CoreServiceValues, shutdownSignal: AbortSignal): AppContext {
-  const { config, logger, secret, database, models, tools, preStep } = services
-  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, shutdownSignal }
+  const { config, logger, secret, database, models, tools, preStep, parser, retrieval } = services
+  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, parser, retrieval, shutdownSignal }
 }
 
 function listen(app: ReturnType<typeof createApp>, config: AppConfig): Promise<Server> {
@@ -39,17 +39,17 @@ export async function startServer({
   logger = createLogger({ level: config.logLevel }),
   announce = (line: string) => process.stderr.write(line + '\n'),
 }: { config?: AppConfig; logger?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
-  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true })
+  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true } })
   const { database } = services
   let server: Server | undefined
   let compile: RunningCompileFeature | undefined
   try {
     const orphaned = await failOrphanedTurns(database.db)
     if (orphaned > 0) logger.warn('closed turns left running by a stopped process', { turns: orphaned })
-    const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes })
+    const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser: services.parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
-    compile = await startCompileFeature({ config, db: database.db, connection: database.connection, models: services.models, logger })
+    compile = await startCompileFeature({ config, db: database.db, connection: database.connection, models: services.models, parser: services.parser, logger })
     const shutdownController = new AbortController()
     const app = createApp({ ...appContextOf(services, shutdownController.signal), compile: compile.feature })
     const sockets = new Set<Socket>()

@@ -22,7 +22,7 @@ export async function startWorkerProcess({ config, logger }: { config: AppConfig
     const worker = await startCompileWorker({
       db: services.database.db,
       connection: services.database.connection,
-      engines: { models: services.models, cliProfiles: config.file.cliProfiles ?? [], serverEnv: config.env },
+      engines: { models: services.models, cliProfiles: config.file.cliProfiles ?? [], serverEnv: config.env, parser: services.parser },
       settings: resolveQueueSettings(config.file.compile),
       events,
       logger,

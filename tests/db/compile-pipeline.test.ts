@@ -12,6 +12,7 @@ import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
 import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 import { importFolder } from '../../src/effects/workspace/import-folder.ts'
 import { SAMPLES_DIR } from '../../src/effects/workspace/bootstrap-demo.ts'
+import { type DocumentParser, makeDocumentParser } from '../../src/effects/workspace/parse/document-parser.ts'
 import { findNode, listChildren, type Owner, putFile, readCurrent } from '../../src/effects/workspace/store.ts'
 import { parseKbUri } from '../../src/effects/workspace/uri.ts'
 import { ProviderHttpError } from '../../src/effects/llm/model-errors.ts'
@@ -25,6 +26,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
   let database: TestDatabase
   let harness: CompileHarness
   let demo: Owner
+  let parser: DocumentParser
   const failing = createScriptedModel({
     info: { id: 'failing', name: 'Failing' },
     script: () => ({ kind: 'error', error: new ProviderHttpError({ status: 400, code: 'invalid_request', message: 'context too long', retryAfterMs: undefined }) }),
@@ -33,12 +35,14 @@ describe('compiling the sample corpus with the built-in local model', () => {
   beforeAll(async () => {
     database = await openTestDatabase('postgres')
     demo = await createUser(database.db, { login: 'demo', password: 'a-long-password' })
-    await importFolder(database.db, { owner: demo, folder: SAMPLES_DIR, targetSegments: ['samples'], maxFileBytes: 10_000_000 })
-    harness = await startCompileHarness({ database, models: registryWith([failing]) })
+    parser = makeDocumentParser({ threads: 1 })
+    await importFolder(database.db, { owner: demo, folder: SAMPLES_DIR, targetSegments: ['samples'], maxFileBytes: 10_000_000, parser })
+    harness = await startCompileHarness({ database, models: registryWith([failing]), parser })
     await harness.startWorker()
   })
   afterAll(async () => {
     await harness?.close()
+    await parser?.close()
     await database?.close()
   })
 
@@ -149,6 +153,18 @@ describe('compiling the sample corpus with the built-in local model', () => {
     expect(job.failure!.message).toContain(`${GUIDES}.abstract.md is one of your own files`)
     const abstract = await read(GUIDES, `${GUIDES}.abstract.md`)
     expect(abstract.result.text).toBe(text)
+  })
+
+  it('parses again a file whose parse had failed, and saves its body before the semantic steps', async () => {
+    const text = '# Retry notes\nParsers improve; a job parses again what failed before.'
+    await putFile(database.db, { owner: demo, segments: ['reparse', 'notes.md'], bytes: new TextEncoder().encode(text), parsed: { ok: false, mime: 'text/markdown', error: 'parser crashed (simulated)' } })
+    const before = await read('kb://me/reparse/', 'kb://me/reparse/notes.md')
+    expect(before.ok).toBe(true)
+    expect(before.result.text).toBe('')
+    const result = await harness.service.enqueue({ caller: demo, params: { uris: ['kb://me/reparse/notes.md'], channel: 'llm', modelId: 'local' } })
+    const job = await harness.waitForJob(result.jobs[0]!.id, (j) => j.status === 'succeeded' || j.status === 'failed', 'the end')
+    expect(job).toMatchObject({ status: 'succeeded', result: { skipped: [] } })
+    expect((await read('kb://me/reparse/', 'kb://me/reparse/notes.md')).result.text).toContain('a job parses again what failed before')
   })
 
   it('when the semantic step fails, the parsed body stays readable and the job says so', async () => {

@@ -169,7 +169,7 @@ describe('compile jobs over HTTP', () => {
     expect(html).toContain('<option value="user:ops-notes" selected')
     expect(html).toContain('Saved your skill &quot;ops-notes&quot;.')
     const file = await call(other, alice.token, 'POST', `${API}/command`, { command: 'read', uri: 'kb://me/.skills/ops-notes/SKILL.md' })
-    expect(((await file.json()) as { result: { text: string } }).result.text).toMatch(/^---\nname: "ops-notes"\ndescription: "Notes for <on-call>"\n---\nWrite for: on-call engineers\./)
+    expect(((await file.json()) as { result: { text: string } }).result.text).toMatch(/^---\nname: "ops-notes"\ndescription: "Notes for <on-call>"\nuse: compile\n---\nWrite for: on-call engineers\./)
     const theirs = (await (await call(other, bob.token, 'GET', `${API}/options`)).json()) as { compile: { skills: Array<{ ref: string }> } }
     expect(theirs.compile.skills.map((skill) => skill.ref)).toEqual(['wiki-default'])
     const bad = await form({ skill_name: '../x', skill_description: '<script>alert(1)</script>' })

@@ -52,6 +52,7 @@ export interface HarnessOptions {
   readonly settings?: Partial<QueueSettings>
   readonly defaults?: Parameters<typeof resolveCompileDefaults>[0]['settings']
   readonly extraEnv?: CompileEngines['extraEnv']
+  readonly parser?: CompileEngines['parser']
 }
 
 export interface CompileHarness {
@@ -73,7 +74,7 @@ export async function startCompileHarness(options: HarnessOptions): Promise<Comp
   const logger: Logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
   const settings = { ...TEST_QUEUE_SETTINGS, ...options.settings }
   const models = options.models ?? registryWith()
-  const engines: CompileEngines = { models, cliProfiles: options.cliProfiles ?? [], serverEnv: process.env, extraEnv: options.extraEnv }
+  const engines: CompileEngines = { models, cliProfiles: options.cliProfiles ?? [], serverEnv: process.env, extraEnv: options.extraEnv, parser: options.parser }
   const connection = { connectionString: url }
   const queue = await startQueue({ connection, settings, logger, supervise: false, instanceName: 'enqueuer' })
   const events = makeJobEvents({ connection, logger })

@@ -43,6 +43,7 @@ export async function startTestServer({
   preStep,
   compile,
   databaseUrl: sharedUrl,
+  retrieval = false,
 }: {
   /** Compile jobs (the queue, live updates and, unless `worker: false`, a worker). */
   compile?: TestCompileOptions
@@ -50,6 +51,11 @@ export async function startTestServer({
   databaseUrl?: string
   /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
   preStep?: PreStepHook
+  /**
+   * Runs the retrieval feature in the app's runtime, as serve does (its tools, pre-step hook and
+   * settings page; nothing when `retrieval.bailian.enabled` is false). The `bl` login import is off.
+   */
+  retrieval?: boolean
   env?: Record<string, string>
   configure?: (config: AppConfig) => AppConfig
   models?: Partial<ModelRegistryOptions>
@@ -73,10 +79,15 @@ export async function startTestServer({
     }
   }
   if (configure) config = configure(config)
-  const runtime = await startCoreRuntime({ config, logger, models: { local: { deltaDelayMs: 0 }, ...models } })
+  const runtime = await startCoreRuntime({
+    config,
+    logger,
+    models: { local: { deltaDelayMs: 0 }, ...models },
+    features: { retrieval: retrieval ? { blConfigPath: null } : false },
+  })
   const shutdownController = new AbortController()
   const { database } = runtime.services
-  const running = compile ? await startCompileFeature({ config, db: database.db, connection: database.connection, models: runtime.services.models, logger }) : undefined
+  const running = compile ? await startCompileFeature({ config, db: database.db, connection: database.connection, models: runtime.services.models, parser: runtime.services.parser, logger }) : undefined
   const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, compile: running?.feature, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {

@@ -10,6 +10,7 @@ import type { AppConfig } from '../config/app-config.ts'
 import type { DB } from '../db/schema.ts'
 import type { ModelRegistry } from '../llm/model-registry.ts'
 import type { Logger } from '../logging/logger.ts'
+import type { DocumentParser } from '../workspace/parse/document-parser.ts'
 import { resolveCompileDefaults, resolveQueueSettings } from './compile-config.ts'
 import type { CompileEnvironmentProvider } from './compile-pipeline.ts'
 import { startQueue } from './compile-queue.ts'
@@ -34,6 +35,8 @@ export interface CompileFeatureOptions {
   readonly logger: Logger
   /** e.g. BAILIAN_WORKSPACE_ID for a job's owner, exported to its CLI (the retrieval feature provides it). */
   readonly extraEnv?: CompileEnvironmentProvider | undefined
+  /** The server's document parser: a job parses again a file whose parse had failed. */
+  readonly parser?: DocumentParser | undefined
 }
 
 export async function startCompileFeature(options: CompileFeatureOptions): Promise<RunningCompileFeature> {
@@ -55,7 +58,7 @@ export async function startCompileFeature(options: CompileFeatureOptions): Promi
       bundledSkills,
     })
     if (settings.inServe) {
-      worker = await startCompileWorker({ db, connection, engines: { models, cliProfiles, serverEnv: config.env, extraEnv: options.extraEnv }, settings, events, logger, queue })
+      worker = await startCompileWorker({ db, connection, engines: { models, cliProfiles, serverEnv: config.env, extraEnv: options.extraEnv, parser: options.parser }, settings, events, logger, queue })
     }
     let stopping: Promise<void> | undefined
     return {

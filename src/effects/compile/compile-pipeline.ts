@@ -31,7 +31,7 @@ import {
 import { fromEffect } from '../actor-bridge.ts'
 import type { DB, GeneratedKind } from '../db/schema.ts'
 import type { ModelRegistry } from '../llm/model-registry.ts'
-import { parseDocument } from '../workspace/parse.ts'
+import type { DocumentParser } from '../workspace/parse/document-parser.ts'
 import { type Db, findNode, listChildren, type Owner, putFileInTransaction, readCurrentBodies, type WorkspaceNode } from '../workspace/store.ts'
 import { formatKbUri, parseKbUri, pathToSegments } from '../workspace/uri.ts'
 import { ChannelFailure, type CompileChannel, channelForModel, makeCliChannel } from './compile-channel.ts'
@@ -63,6 +63,8 @@ export interface CompileEngines {
   readonly cliProfiles: ReadonlyArray<CliProfile>
   readonly serverEnv: Readonly<Record<string, string | undefined>>
   readonly extraEnv?: CompileEnvironmentProvider | undefined
+  /** Parses again a file whose parse had failed (the server's worker pool); without it such files are skipped. */
+  readonly parser?: DocumentParser | undefined
 }
 
 export interface AttemptClaim {
@@ -220,7 +222,7 @@ export function compileAttemptActors(deps: CompileAttemptDeps, inFlight: InFligh
             files.push({ ...file, readable: false, reason: 'a generated artifact is not a compile input' })
             continue
           }
-          const outcome = yield* fromDatabase('parsing a file', () => ensureParsedBody({ db, owner, node: found.node, signal }))
+          const outcome = yield* fromDatabase('parsing a file', () => ensureParsedBody({ db, owner, node: found.node, signal, parser: deps.engines.parser }))
           if (outcome.body === undefined) files.push({ ...file, uri: found.node.uri, readable: false, reason: outcome.reason })
           else {
             bodies.set(file.nodeId, { name: found.node.name, uri: found.node.uri, body: outcome.body })
@@ -257,7 +259,19 @@ export function compileAttemptActors(deps: CompileAttemptDeps, inFlight: InFligh
 }
 
 /** The file's parsed body; a file whose parse had failed is parsed again and, if it now works, saved. */
-async function ensureParsedBody({ db, owner, node, signal }: { db: Kysely<DB>; owner: Owner; node: WorkspaceNode; signal: AbortSignal }): Promise<{ body?: string; reason?: string }> {
+async function ensureParsedBody({
+  db,
+  owner,
+  node,
+  signal,
+  parser,
+}: {
+  db: Kysely<DB>
+  owner: Owner
+  node: WorkspaceNode
+  signal: AbortSignal
+  parser: DocumentParser | undefined
+}): Promise<{ body?: string; reason?: string }> {
   const row = await db
     .selectFrom('nodes')
     .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
@@ -266,13 +280,15 @@ async function ensureParsedBody({ db, owner, node, signal }: { db: Kysely<DB>; o
     .where('nodes.owner_id', '=', owner.id)
     .executeTakeFirst()
   if (!row) return { reason: 'the file has no content' }
-  let body = row.parse_status === 'parsed' ? row.body : null
+  let body: string | null = row.parse_status === 'parsed' ? row.body : null
   if (body === null) {
-    const outcome = await parseDocument({ name: node.name, bytes: row.raw, mime: row.mime, signal })
+    if (!parser) return { reason: `not parseable: ${row.parse_error ?? 'no text body'}` }
+    const outcome = await parser.parse({ name: node.name, bytes: row.raw, mime: row.mime, signal })
     if (!outcome.ok) return { reason: `not parseable: ${outcome.error}` }
-    body = outcome.text
+    const text = outcome.text
+    body = text
     await db.transaction().execute(async (trx) => {
-      await trx.updateTable('file_versions').set({ body, parse_status: 'parsed', parse_error: null }).where('id', '=', row.version_id).execute()
+      await trx.updateTable('file_versions').set({ body: text, parse_status: 'parsed', parse_error: null }).where('id', '=', row.version_id).execute()
       await trx
         .insertInto('jobs')
         .values({ id: randomUUID(), owner_id: owner.id, node_id: node.id, version_id: row.version_id, uri: node.uri, kind: 'parse', status: 'succeeded', started_at: sql<Date>`now()` as unknown as Date, finished_at: sql<Date>`now()` as unknown as Date })

@@ -4,11 +4,11 @@ import { loadBundledSkills, parseSkillFile, renderSkillFile, SkillInvalid } from
 describe('parseSkillFile', () => {
   it('takes name and description from the front matter and strips it from the body', () => {
     const parsed = parseSkillFile({ text: '---\nname: short-notes\ndescription: Short notes\n---\n\nKeep it short.\n', where: 'x' })
-    expect(parsed).toEqual({ name: 'short-notes', description: 'Short notes', body: 'Keep it short.' })
+    expect(parsed).toEqual({ name: 'short-notes', description: 'Short notes', body: 'Keep it short.', use: undefined })
   })
 
   it('accepts CRLF and a BOM', () => {
-    expect(parseSkillFile({ text: '\uFEFF---\r\nname: a\r\ndescription: b\r\n---\r\nBody\r\n', where: 'x' })).toEqual({ name: 'a', description: 'b', body: 'Body' })
+    expect(parseSkillFile({ text: '\uFEFF---\r\nname: a\r\ndescription: b\r\nuse: compile\r\n---\r\nBody\r\n', where: 'x' })).toEqual({ name: 'a', description: 'b', body: 'Body', use: 'compile' })
   })
 
   it.each([
@@ -28,6 +28,12 @@ describe('parseSkillFile', () => {
 })
 
 describe('bundled skills', () => {
+  it('are the skills marked `use: compile` (the agent\'s skills, such as bailian-kb, are not)', () => {
+    const names = loadBundledSkills().map((skill) => skill.name)
+    expect(names).toContain('wiki-default')
+    expect(names).not.toContain('bailian-kb')
+  })
+
   it('ship at least wiki-default, described by its front matter', () => {
     const skills = loadBundledSkills()
     const wiki = skills.find((skill) => skill.name === 'wiki-default')

@@ -1,7 +1,9 @@
 // Compile skills (SPEC §8): a SKILL.md with YAML front matter (`name`, `description` — the single
 // source of both) and a body of instructions the model sees (without the front matter). Bundled
-// skills ship in skills/*/SKILL.md; a person keeps their own in kb://me/.skills/<name>/SKILL.md,
-// read only for that person (a user's skill never reaches another user's jobs).
+// compile skills ship in skills/*/SKILL.md marked `use: compile` (the folder also holds skills for
+// the agent, e.g. bailian-kb, which are not compile skills); a person keeps their own in
+// kb://me/.skills/<name>/SKILL.md, read only for that person (a user's skill never reaches another
+// user's jobs).
 import { createHash } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -27,7 +29,9 @@ export class SkillInvalid extends Data.TaggedError('SkillInvalid')<{ readonly wh
 
 const FrontMatter = Schema.Struct({
   name: Schema.String.check(Schema.isPattern(SKILL_NAME_PATTERN, { message: 'name is 1–64 lowercase letters, digits or "-"' })),
-  description: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(500)),
+  description: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(1024)),
+  /** `compile` marks a bundled compile skill. */
+  use: Schema.optional(Schema.String),
 })
 
 export interface Skill {
@@ -44,7 +48,7 @@ export interface Skill {
 }
 
 /** Splits and validates a SKILL.md; the body is everything after the closing `---`. */
-export function parseSkillFile({ text, where }: { readonly text: string; readonly where: string }): { name: string; description: string; body: string } | SkillInvalid {
+export function parseSkillFile({ text, where }: { readonly text: string; readonly where: string }): { name: string; description: string; body: string; use: string | undefined } | SkillInvalid {
   const normalised = text.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n')
   const match = /^---\n([\s\S]*?)\n---(?:\n|$)([\s\S]*)$/.exec(normalised)
   if (!match) return new SkillInvalid({ where, message: 'a SKILL.md starts with YAML front matter between two "---" lines' })
@@ -65,12 +69,12 @@ export function parseSkillFile({ text, where }: { readonly text: string; readonl
   const body = rest!.trim()
   if (body === '') return new SkillInvalid({ where, message: 'the skill has no instructions after its front matter' })
   if (body.length > MAX_SKILL_BODY_CHARS) return new SkillInvalid({ where, message: `the instructions are longer than ${MAX_SKILL_BODY_CHARS} characters` })
-  return { name: fields.name, description: fields.description.trim(), body }
+  return { name: fields.name, description: fields.description.trim(), body, use: fields.use }
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
-/** The bundled skills; an invalid one is an operator error that stops start-up. */
+/** The bundled compile skills (`use: compile`); an invalid one is an operator error that stops start-up. */
 export function loadBundledSkills(dir: string = BUNDLED_SKILLS_DIR): ReadonlyArray<Skill> {
   if (!existsSync(dir)) return []
   const skills: Skill[] = []
@@ -79,8 +83,9 @@ export function loadBundledSkills(dir: string = BUNDLED_SKILLS_DIR): ReadonlyArr
     if (!existsSync(path)) continue
     const parsed = parseSkillFile({ text: readFileSync(path, 'utf8'), where: path })
     if (parsed instanceof SkillInvalid) throw new Error(`invalid bundled skill ${path}: ${parsed.message}`)
-    if (skills.some((skill) => skill.name === parsed.name)) throw new Error(`two bundled skills are named "${parsed.name}"`)
-    skills.push({ ref: parsed.name, source: 'bundled', ...parsed, sha256: sha256(parsed.body) })
+    if (parsed.use !== 'compile') continue
+    if (skills.some((skill) => skill.name === parsed.name)) throw new Error(`two bundled compile skills are named "${parsed.name}"`)
+    skills.push({ ref: parsed.name, source: 'bundled', name: parsed.name, description: parsed.description, body: parsed.body, sha256: sha256(parsed.body) })
   }
   return skills
 }
@@ -112,7 +117,7 @@ export async function listUserSkills(db: Db, owner: Owner): Promise<UserSkillLis
     } else if (skills.some((skill) => skill.name === parsed.name)) {
       invalid.push({ uri: file.uri, message: `another of your skills is already named "${parsed.name}"` })
     } else {
-      skills.push({ ref: `${USER_SKILL_PREFIX}${parsed.name}`, source: 'user', ...parsed, sha256: sha256(parsed.body), uri: file.uri })
+      skills.push({ ref: `${USER_SKILL_PREFIX}${parsed.name}`, source: 'user', name: parsed.name, description: parsed.description, body: parsed.body, sha256: sha256(parsed.body), uri: file.uri })
     }
   }
   return { skills, invalid }
@@ -145,7 +150,7 @@ export function renderSkillFile(draft: SkillDraft): string {
     'Never invent facts, numbers or sources. Do not add a title or a preamble.',
   ]
   const extra = draft.instructions?.trim()
-  return `---\nname: ${JSON.stringify(draft.name)}\ndescription: ${JSON.stringify(draft.description.trim())}\n---\n${lines.join('\n')}\n${extra ? `\n${extra}\n` : ''}`
+  return `---\nname: ${JSON.stringify(draft.name)}\ndescription: ${JSON.stringify(draft.description.trim())}\nuse: compile\n---\n${lines.join('\n')}\n${extra ? `\n${extra}\n` : ''}`
 }
 
 /** Where a user's skill of this name is stored. */
