@@ -12,7 +12,7 @@ import { failOrphanedTurns } from './effects/turn/turn-records.ts'
 import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import type { AppContext } from './http/app-context.ts'
 import { createApp } from './http/create-app.ts'
-import { type RunningCompileFeature, startCompileFeature } from './effects/compile/compile-feature.ts'
+import { compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from './effects/compile/compile-feature.ts'
 
 export interface RunningServer {
   readonly url: string
@@ -49,7 +49,7 @@ export async function startServer({
     const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser: services.parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
-    compile = await startCompileFeature({ config, db: database.db, connection: database.connection, models: services.models, parser: services.parser, logger })
+    compile = await startCompileFeature(compileFeatureOptionsOf(services))
     const shutdownController = new AbortController()
     const app = createApp({ ...appContextOf(services, shutdownController.signal), compile: compile.feature })
     const sockets = new Set<Socket>()

@@ -8,6 +8,8 @@ import { resolveQueueSettings } from './effects/compile/compile-config.ts'
 import { startCompileWorker, type CompileWorker } from './effects/compile/compile-worker.ts'
 import { makeJobEvents } from './effects/compile/job-events.ts'
 import type { Logger } from './effects/logging/logger.ts'
+import { makeBailianSettings } from './effects/retrieval/bailian-settings.ts'
+import { subprocessEnvOf } from './effects/retrieval/retrieval-feature.ts'
 
 export interface RunningWorker {
   readonly worker: CompileWorker
@@ -19,10 +21,20 @@ export async function startWorkerProcess({ config, logger }: { config: AppConfig
   const events = makeJobEvents({ connection: services.database.connection, logger })
   try {
     await events.ready()
+    // A CLI profile's subprocess sees the owner's Bailian workspace id, resolved as serve resolves it.
+    const bailian = config.retrievalBailian.enabled
+      ? subprocessEnvOf(makeBailianSettings({ db: services.database.db, secret: services.secret, config: config.retrievalBailian, env: config.env, blConfigPath: null, logger }))
+      : undefined
     const worker = await startCompileWorker({
       db: services.database.db,
       connection: services.database.connection,
-      engines: { models: services.models, cliProfiles: config.file.cliProfiles ?? [], serverEnv: config.env, parser: services.parser },
+      engines: {
+        models: services.models,
+        cliProfiles: config.file.cliProfiles ?? [],
+        serverEnv: config.env,
+        parser: services.parser,
+        extraEnv: bailian ? (owner) => bailian(owner.id) : undefined,
+      },
       settings: resolveQueueSettings(config.file.compile),
       events,
       logger,

@@ -13,7 +13,7 @@ import { createApp } from '../../src/http/create-app.ts'
 import { appContextOf } from '../../src/server.ts'
 import { createPostgresDatabase } from './test-database.ts'
 import type { CliProfile, QueueSettings } from '../../src/effects/compile/compile-config.ts'
-import { type RunningCompileFeature, startCompileFeature } from '../../src/effects/compile/compile-feature.ts'
+import { compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from '../../src/effects/compile/compile-feature.ts'
 
 /** Compile jobs on the test server (queue, LISTEN connection, service), with a worker unless `worker: false`. */
 export interface TestCompileOptions {
@@ -87,7 +87,7 @@ export async function startTestServer({
   })
   const shutdownController = new AbortController()
   const { database } = runtime.services
-  const running = compile ? await startCompileFeature({ config, db: database.db, connection: database.connection, models: runtime.services.models, parser: runtime.services.parser, logger }) : undefined
+  const running = compile ? await startCompileFeature(compileFeatureOptionsOf(runtime.services)) : undefined
   const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, compile: running?.feature, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {

@@ -6,6 +6,7 @@
 import { Context, Effect, Layer } from 'effect'
 import type { Kysely } from 'kysely'
 import type pg from 'pg'
+import type { CoreServiceValues } from '../app-layer.ts'
 import type { AppConfig } from '../config/app-config.ts'
 import type { DB } from '../db/schema.ts'
 import type { ModelRegistry } from '../llm/model-registry.ts'
@@ -37,6 +38,23 @@ export interface CompileFeatureOptions {
   readonly extraEnv?: CompileEnvironmentProvider | undefined
   /** The server's document parser: a job parses again a file whose parse had failed. */
   readonly parser?: DocumentParser | undefined
+}
+
+/**
+ * The feature's options from the runtime's services (serve and the test server): a CLI profile's
+ * subprocess sees its owner's resolved Bailian workspace id when the retrieval feature runs.
+ */
+export function compileFeatureOptionsOf(services: CoreServiceValues): CompileFeatureOptions {
+  const { config, logger, database, models, parser, retrieval } = services
+  return {
+    config,
+    logger,
+    db: database.db,
+    connection: database.connection,
+    models,
+    parser,
+    extraEnv: retrieval ? (owner) => retrieval.subprocessEnvFor(owner.id) : undefined,
+  }
 }
 
 export async function startCompileFeature(options: CompileFeatureOptions): Promise<RunningCompileFeature> {
