@@ -10,11 +10,17 @@ import type { ModelRegistryOptions } from '../../src/effects/llm/model-registry.
 import type { PreStepHook } from '../../src/effects/turn/pre-step-hooks.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
 import { createApp } from '../../src/http/create-app.ts'
-import { makeRetrievalFeature } from '../../src/effects/retrieval/retrieval-feature.ts'
-import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
-import { composePreStepHooks } from '../../src/effects/turn/pre-step-hooks.ts'
 import { appContextOf } from '../../src/server.ts'
 import { createPostgresDatabase } from './test-database.ts'
+import type { CliProfile, QueueSettings } from '../../src/effects/compile/compile-config.ts'
+import { compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from '../../src/effects/compile/compile-feature.ts'
+
+/** Compile jobs on the test server (queue, LISTEN connection, service), with a worker unless `worker: false`. */
+export interface TestCompileOptions {
+  readonly worker?: boolean
+  readonly cliProfiles?: ReadonlyArray<CliProfile>
+  readonly settings?: Partial<QueueSettings>
+}
 
 export interface TestServer {
   readonly url: string
@@ -22,6 +28,8 @@ export interface TestServer {
   readonly ctx: AppContext
   readonly logLines: string[]
   readonly shutdownController: AbortController
+  /** Present with the `compile` option. */
+  readonly compile: RunningCompileFeature | undefined
   readonly close: () => Promise<void>
 }
 
@@ -33,14 +41,19 @@ export async function startTestServer({
   models,
   sseKeepAliveMs,
   preStep,
+  compile,
+  databaseUrl: sharedUrl,
   retrieval = false,
 }: {
+  /** Compile jobs (the queue, live updates and, unless `worker: false`, a worker). */
+  compile?: TestCompileOptions
+  /** Another server's database: two servers (two "processes") on one PostgreSQL; not dropped by this one. */
+  databaseUrl?: string
   /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
   preStep?: PreStepHook
   /**
-   * Builds the retrieval feature from the runtime's services as the composition root would (its
-   * tools, pre-step hook and settings page; nothing when `retrieval.bailian.enabled` is false).
-   * The `bl` login import is off.
+   * Runs the retrieval feature in the app's runtime, as serve does (its tools, pre-step hook and
+   * settings page; nothing when `retrieval.bailian.enabled` is false). The `bl` login import is off.
    */
   retrieval?: boolean
   env?: Record<string, string>
@@ -48,33 +61,34 @@ export async function startTestServer({
   models?: Partial<ModelRegistryOptions>
   sseKeepAliveMs?: number
 } = {}): Promise<TestServer> {
-  const created = await createPostgresDatabase()
+  const created = sharedUrl ? { url: sharedUrl, drop: async () => {} } : await createPostgresDatabase()
   const logLines: string[] = []
   const logger: Logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
   let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, DATABASE_URL: created.url, ...env }, cwd: '/' })
+  if (compile) {
+    config = {
+      ...config,
+      file: {
+        ...config.file,
+        cliProfiles: compile.cliProfiles ?? config.file.cliProfiles,
+        compile: {
+          ...config.file.compile,
+          queue: { heartbeatSeconds: 10, retryDelaySeconds: 1, pollingIntervalSeconds: 0.5, ...config.file.compile?.queue, ...compile.settings, inServe: compile.worker !== false },
+        },
+      },
+    }
+  }
   if (configure) config = configure(config)
-  const runtime = await startCoreRuntime({ config, logger, models: { local: { deltaDelayMs: 0 }, ...models } })
+  const runtime = await startCoreRuntime({
+    config,
+    logger,
+    models: { local: { deltaDelayMs: 0 }, ...models },
+    features: { retrieval: retrieval ? { blConfigPath: null } : false },
+  })
   const shutdownController = new AbortController()
-  const base: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, ...(preStep ? { preStep } : {}) }
-  const feature = retrieval
-    ? makeRetrievalFeature({
-        config: config.retrievalBailian,
-        db: runtime.services.database.db,
-        secret: runtime.services.secret,
-        env: config.env,
-        logger,
-        listenConnection: runtime.services.database.connection,
-        blConfigPath: null,
-      })
-    : undefined
-  const ctx: AppContext = feature
-    ? {
-        ...base,
-        retrieval: feature,
-        tools: makeToolRegistry([...base.tools.definitions, ...feature.tools]),
-        preStep: composePreStepHooks([...(base.preStep ? [base.preStep] : []), feature.preStep]),
-      }
-    : base
+  const { database } = runtime.services
+  const running = compile ? await startCompileFeature(compileFeatureOptionsOf(runtime.services)) : undefined
+  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, compile: running?.feature, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
@@ -87,11 +101,12 @@ export async function startTestServer({
     ctx,
     logLines,
     shutdownController,
+    compile: running,
     close: async () => {
       shutdownController.abort()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      await feature?.close()
+      await running?.stop()
       await runtime.dispose()
       await created.drop()
     },

@@ -60,6 +60,14 @@ export interface RetrievalFeatureOptions {
   readonly now?: (() => number) | undefined
 }
 
+/** `{ BAILIAN_WORKSPACE_ID }` for a CLI-profile subprocess of this user: the id resolved through every layer (empty when unset). */
+export function subprocessEnvOf(settings: BailianSettings): (userId: string) => Promise<Record<string, string>> {
+  return async (userId): Promise<Record<string, string>> => {
+    const workspaceId = (await settings.resolve(userId)).settings.workspaceId.value
+    return workspaceId === undefined ? {} : { BAILIAN_WORKSPACE_ID: workspaceId }
+  }
+}
+
 /** The feature, or undefined when `retrieval.bailian.enabled` is false. */
 export function makeRetrievalFeature(options: RetrievalFeatureOptions): RetrievalFeature | undefined {
   if (!options.config.enabled) return undefined
@@ -100,10 +108,7 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
     refresher,
     calls,
     workspaceIdFor,
-    subprocessEnvFor: async (userId): Promise<Record<string, string>> => {
-      const workspaceId = await workspaceIdFor(userId)
-      return workspaceId === undefined ? {} : { BAILIAN_WORKSPACE_ID: workspaceId }
-    },
+    subprocessEnvFor: subprocessEnvOf(settings),
     close: async () => {
       unsubscribe()
       await refresher.stop()
@@ -129,7 +134,7 @@ export class RetrievalFeatureService extends Context.Service<RetrievalFeatureSer
     )
 
   /** Built from the core services (config, database, secret, logger), as the composition root has them. */
-  static readonly layerFromCore: Layer.Layer<RetrievalFeatureService, never, AppConfigService | Database | AppSecret | LoggerService> = Layer.effect(
+  static readonly layerFromCore = ({ blConfigPath }: { readonly blConfigPath?: string | null | undefined } = {}): Layer.Layer<RetrievalFeatureService, never, AppConfigService | Database | AppSecret | LoggerService> => Layer.effect(
     RetrievalFeatureService,
     Effect.gen(function* () {
       const config = yield* AppConfigService
@@ -145,10 +150,14 @@ export class RetrievalFeatureService extends Context.Service<RetrievalFeatureSer
             env: config.env,
             logger,
             listenConnection: database.connection,
+            blConfigPath,
           }),
         ),
         (feature) => Effect.promise(async () => feature?.close()),
       )
     }),
   )
+
+  /** No retrieval feature (CLI commands, tests that do not exercise it). */
+  static readonly none: Layer.Layer<RetrievalFeatureService> = Layer.succeed(RetrievalFeatureService, undefined)
 }
