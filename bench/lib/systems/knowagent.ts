@@ -1,27 +1,28 @@
-// knowagent itself: the real express app (createApp) on the embedded PostgreSQL of a fresh data
-// dir, opened as `knowagent serve` opens it (openDatabase, so its postmaster and backends are this
-// process's children and count in the tree's memory), with one user, an API token, a small
-// workspace (so the `ls` tool has something to list) and one model whose baseUrl is the bench
-// provider. Streams go to POST /api/v1/knowledge-agent/stream.
-import type { AddressInfo } from 'node:net'
-import { createApiTokenFor, createUser } from '../../../src/effects/auth/users.ts'
-import { loadConfig } from '../../../src/effects/config/app-config.ts'
-import { openDatabase, openPostgres } from '../../../src/effects/db/database.ts'
+// knowagent itself, assembled as `knowagent serve` assembles it (src/server.ts): the composition
+// root (startCoreRuntime: configuration, the embedded PostgreSQL of a fresh data dir — initdb,
+// start, migrations — the document parser, the retrieval feature with its pre-step hook, the model
+// registry, the tool registry), the compile feature (pg-boss queue, LISTEN/NOTIFY, a worker) and
+// the express app. The embedded postmaster and its backends are this process's children, so they
+// count in the tree's memory. One bench user with an API token and a small workspace (so the `ls`
+// tool has something to list); one model whose baseUrl is the bench provider. Streams go to
+// POST /api/v1/knowledge-agent/stream. Not done here (it is not on the stream path): the demo
+// workspace import of a first start; `knowagent serve` itself is measured by serve-start.ts.
 import { mkdtempSync, rmSync } from 'node:fs'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { KyselyPlugin } from 'kysely'
 import pg from 'pg'
-import { migrateToLatest } from '../../../src/effects/db/migrate.ts'
-import { makeModelRegistry } from '../../../src/effects/llm/model-registry.ts'
+import { startCoreRuntime } from '../../../src/effects/app-layer.ts'
+import { createApiTokenFor, createUser } from '../../../src/effects/auth/users.ts'
+import { compileFeatureOptionsOf, startCompileFeature } from '../../../src/effects/compile/compile-feature.ts'
+import { loadConfig } from '../../../src/effects/config/app-config.ts'
 import { createLogger } from '../../../src/effects/logging/logger.ts'
-import { makeDocumentParser } from '../../../src/effects/workspace/parse/document-parser.ts'
 import { putFile } from '../../../src/effects/workspace/store.ts'
-import { makeToolRegistry } from '../../../src/effects/tools/tool-registry.ts'
-import { WORKSPACE_TOOLS } from '../../../src/effects/tools/workspace-tools.ts'
-import type { AppContext } from '../../../src/http/app-context.ts'
 import { createApp } from '../../../src/http/create-app.ts'
 import { API_PREFIX } from '../../../src/http/knowledge-agent.routes.ts'
+import { appContextOf } from '../../../src/server.ts'
 import { BENCH_MODEL, KNOWAGENT_MODEL_ID, type SystemServer } from '../protocol.ts'
 
 const SECRET = 'bench-secret-0123456789abcdef'
@@ -38,12 +39,14 @@ export async function startKnowagentServer({
   providerBaseUrl: string
   databaseUrl?: string | undefined
 }): Promise<SystemServer & { readonly dbQueries: () => number; readonly stop: () => Promise<void> }> {
-  const dataDir = databaseUrl ? undefined : mkdtempSync(join(tmpdir(), 'knowagent-bench-data-'))
-  const database = databaseUrl
-    ? await openPostgres({ url: await createDatabase(databaseUrl) })
-    : await openDatabase({ databaseUrl: undefined, dataDir: dataDir!, exclusive: true })
-  await migrateToLatest(database.db)
-  const base = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: SECRET }, cwd: '/' })
+  const dataDir = mkdtempSync(join(tmpdir(), 'knowagent-bench-data-'))
+  const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true })
+  const env = {
+    KNOWAGENT_DATA_DIR: dataDir,
+    KNOWAGENT_SECRET: SECRET,
+    ...(databaseUrl ? { DATABASE_URL: await createDatabase(databaseUrl) } : {}),
+  }
+  const base = loadConfig({ env, cwd: '/' }) // cwd '/': no knowagent.config.json of the checkout is read
   const config = {
     ...base,
     streamsPerMinute: 1_000_000, // the per-user rate limit is not what is measured
@@ -65,7 +68,19 @@ export async function startKnowagentServer({
     },
   }
   const logger = createLogger({ level: 'warn', write: (line) => process.stderr.write(line + '\n') })
-  const models = makeModelRegistry({ models: config.file.models, env: {} })
+  let runtime: Awaited<ReturnType<typeof startCoreRuntime>>
+  try {
+    // As serve: exclusive, migrated, the retrieval feature on (`blConfigPath: null`: no bl CLI
+    // login of whoever runs the bench is imported).
+    runtime = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: { blConfigPath: null } } })
+  } catch (error) {
+    removeDataDir()
+    throw error
+  }
+  const { services, dispose } = runtime
+  const { db } = services.database
+  const compile = await startCompileFeature(compileFeatureOptionsOf(services))
+  const shutdown = new AbortController()
   // The app gets the same database through a plugin that only counts executed queries.
   let queries = 0
   const counting: KyselyPlugin = {
@@ -75,28 +90,17 @@ export async function startKnowagentServer({
       return args.result
     },
   }
-  const ctx: AppContext = {
-    db: database.db.withPlugin(counting),
-    ping: database.ping,
-    config,
-    secret: SECRET,
-    logger,
-    models,
-    tools: makeToolRegistry(WORKSPACE_TOOLS),
-    parser: makeDocumentParser(config.parsing), // no worker starts until a parse
-    shutdownSignal: new AbortController().signal,
-  }
-  const user = await createUser(database.db, { login: BENCH_LOGIN, password: 'bench-password-0123' })
-  const token = await createApiTokenFor(database.db, { secret: SECRET, login: BENCH_LOGIN })
+  const app = createApp({ ...appContextOf(services, shutdown.signal), db: db.withPlugin(counting), compile: compile.feature })
+  const user = await createUser(db, { login: BENCH_LOGIN, password: 'bench-password-0123' })
+  const token = await createApiTokenFor(db, { secret: services.secret, login: BENCH_LOGIN })
   const note = 'Benchmark note: the workspace the `ls` tool lists.\n'
-  await putFile(database.db, {
+  await putFile(db, {
     owner: user,
     segments: ['notes', 'bench.md'],
     bytes: new TextEncoder().encode(note),
     parsed: { ok: true, mime: 'text/markdown', text: note },
   })
-  const app = createApp(ctx)
-  const server = await new Promise<import('node:http').Server>((resolve) => {
+  const server = await new Promise<Server>((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening))
   })
   queries = 0
@@ -105,10 +109,12 @@ export async function startKnowagentServer({
     headers: { authorization: `Bearer ${token}` },
     dbQueries: () => queries,
     stop: async () => {
+      shutdown.abort(new Error('bench stop'))
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      await database.close() // the embedded PostgreSQL stops with its last user
-      if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+      await compile.stop()
+      await dispose() // the embedded PostgreSQL stops with the runtime
+      removeDataDir()
     },
   }
 }
