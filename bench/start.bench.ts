@@ -27,13 +27,13 @@ try {
   for (const [index, bin] of bins.entries()) {
     const cold = await startOnce({ root: ROOT, kind: 'cold', dataDir: join(base, `data-${index}`), nodeArgs: [], bin, env, timeoutMs: 180_000 })
     results.get(bin)!.push(cold)
-    console.log(`  ${bin} cold: ${formatNumber(cold.readyMs, 0)} ms`)
+    console.log(`  ${bin} cold: ${formatNumber(cold.readyMs, 0)} ms, orphans ${cold.orphans}${cold.orphans > 0 ? ` (${cold.orphanCommands.join(', ')})` : ''}`)
   }
   for (let run = 0; run < runs; run += 1) {
     for (const [index, bin] of bins.entries()) {
       const warm = await startOnce({ root: ROOT, kind: 'warm', dataDir: join(base, `data-${index}`), nodeArgs: [], bin, env, timeoutMs: 180_000 })
       results.get(bin)!.push(warm)
-      console.log(`  ${bin} warm: ${formatNumber(warm.readyMs, 0)} ms, idle ${formatNumber((warm.idleMemory?.totalBytes ?? Number.NaN) / MB, 0)} MB`)
+      console.log(`  ${bin} warm: ${formatNumber(warm.readyMs, 0)} ms, idle ${formatNumber((warm.idleMemory?.totalBytes ?? Number.NaN) / MB, 0)} MB, orphans ${warm.orphans}${warm.orphans > 0 ? ` (${warm.orphanCommands.join(', ')})` : ''}`)
     }
   }
 } finally {

@@ -601,7 +601,7 @@ async function main(): Promise<void> {
     console.log(`\nstart-up of knowagent serve: one cold start, ${options.startRuns} warm (load average ${load()})`)
     try {
       start = await measureServeStart({ root: ROOT, warmRuns: options.startRuns, nodeArgs: options.serveNodeArgs })
-      for (const run of start.runs) console.log(`  ${run.kind}: ready in ${formatNumber(run.readyMs, 0)} ms, idle ${formatNumber((run.idleMemory?.totalBytes ?? Number.NaN) / MB, 0)} MB, orphans ${run.orphans}`)
+      for (const run of start.runs) console.log(`  ${run.kind}: ready in ${formatNumber(run.readyMs, 0)} ms, idle ${formatNumber((run.idleMemory?.totalBytes ?? Number.NaN) / MB, 0)} MB, orphans ${run.orphans}${run.orphans > 0 ? ` (${run.orphanCommands.join(', ')})` : ''}`)
       if (start.runs.some((run) => run.orphans > 0)) failure = new BenchFailure('processes of `knowagent serve` outlived it (orphans after SIGTERM)')
     } catch (error) {
       startError = error instanceof Error ? error.message : String(error)

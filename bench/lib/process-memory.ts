@@ -61,6 +61,27 @@ function childrenOf(pid: number): number[] {
   return children
 }
 
+/**
+ * A process as the kernel identifies it over time: its start time (clock ticks since boot) and
+ * command name, from /proc/<pid>/stat; undefined once it is gone or a zombie (exited, not yet
+ * reaped). Comparing start times tells a process that lives on from a recycled pid.
+ */
+export function processIdentity(pid: number): { readonly startTicks: string; readonly command: string } | undefined {
+  let stat: string
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  } catch {
+    return undefined
+  }
+  // pid (comm) state ppid … — comm may hold spaces and parentheses: split after its last ')'
+  const close = stat.lastIndexOf(')')
+  const command = stat.slice(stat.indexOf('(') + 1, close)
+  const fields = stat.slice(close + 2).split(' ')
+  if (fields[0] === 'Z' || fields[0] === 'X') return undefined
+  const startTicks = fields[19] // field 22 of stat; fields[0] is field 3
+  return startTicks === undefined ? undefined : { startTicks, command }
+}
+
 export function readTreeMemory(rootPid: number): TreeMemory | undefined {
   const root = readRssPss(rootPid)
   if (root === undefined) return undefined

@@ -10,7 +10,7 @@ import { request } from 'node:http'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { descendantsOf, readTreeMemory, type TreeMemory } from './process-memory.ts'
+import { descendantsOf, processIdentity, readTreeMemory, type TreeMemory } from './process-memory.ts'
 
 export interface StartRun {
   readonly kind: 'cold' | 'warm'
@@ -20,6 +20,8 @@ export interface StartRun {
   readonly idleMemory: TreeMemory | undefined
   /** Processes of the tree still alive after the server exited (must be none). */
   readonly orphans: number
+  /** Their command names (e.g. `postgres`). */
+  readonly orphanCommands: ReadonlyArray<string>
   /** SIGTERM → exit of the server process. */
   readonly stopMs: number
 }
@@ -97,7 +99,10 @@ export async function startOnce({
     }
     await sleep(1000)
     const idleMemory = readTreeMemory(child.pid!)
-    const tree = descendantsOf(child.pid!)
+    const tree = descendantsOf(child.pid!).flatMap((pid) => {
+      const identity = processIdentity(pid)
+      return identity ? [{ pid, ...identity }] : []
+    })
     const stopStarted = performance.now()
     child.kill('SIGTERM')
     const killer = setTimeout(() => child.kill('SIGKILL'), 20_000)
@@ -105,8 +110,9 @@ export async function startOnce({
     clearTimeout(killer)
     const stopMs = performance.now() - stopStarted
     await sleep(200)
-    const orphans = tree.filter((pid) => isAlive(pid)).length
-    return { kind, readyMs, idleMemory, orphans, stopMs, output }
+    // The same process (pid and start time) still running after the server exited: a leak, not a recycled pid.
+    const survivors = tree.filter(({ pid, startTicks }) => processIdentity(pid)?.startTicks === startTicks)
+    return { kind, readyMs, idleMemory, orphans: survivors.length, orphanCommands: survivors.map(({ command }) => command), stopMs, output }
   } finally {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL')
@@ -115,14 +121,6 @@ export async function startOnce({
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
 
 /** One cold start on an empty data dir, then `warmRuns` warm starts on the same dir. */
 export async function measureServeStart({
