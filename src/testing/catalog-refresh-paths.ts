@@ -2,7 +2,7 @@
 // may arrive in each resting state (the alphabet: pre-step checks, triggers, the fetch's outcomes,
 // stop), how snapshots are abstracted (serializeState), and the input profiles.
 import { getSimplePaths } from '@xstate/graph'
-import type { AnyEventObject, SnapshotFrom } from 'xstate'
+import type { AnyStateMachine, SnapshotFrom } from 'xstate'
 import {
   CATALOG_FAILURE_BACKOFF_MS,
   type CatalogRefreshEvent,
@@ -134,17 +134,20 @@ export interface CatalogRefreshPathOptions {
   readonly provided?: ReadonlyArray<'fetchCatalog'>
 }
 
+/** The graph steps with actor outcomes too, which the machine's own event type does not list. */
+const steppedByOutcomes: AnyStateMachine = catalogRefreshMachine
+
 /** The simple paths of each profile's graph that end in the final state. */
 export function catalogRefreshPaths({ profiles = CATALOG_REFRESH_PROFILES, provided = [] }: CatalogRefreshPathOptions = {}): CatalogRefreshPath[] {
   return profiles.flatMap((profile) =>
-    getSimplePaths(catalogRefreshMachine, {
+    getSimplePaths(steppedByOutcomes, {
       input: profile.input,
       serializeState: serializeCatalogRefreshState,
-      events: (snapshot) => narrowToProvided(catalogRefreshEventsIn({ snapshot, profile }), provided) as unknown as AnyEventObject[] as never,
+      events: (snapshot) => narrowToProvided(catalogRefreshEventsIn({ snapshot, profile }), provided),
     })
       .filter((path) => path.state.status === 'done')
       .map((path): CatalogRefreshPath => {
-        const events = path.steps.slice(1).map((step) => step.event as unknown as CatalogRefreshPathEvent)
+        const events = path.steps.slice(1).map((step) => step.event)
         return {
           machine: 'catalog-refresh',
           profile,

@@ -2,7 +2,7 @@
 // invoked actor may report in each resting state (the event alphabet), how snapshots are
 // abstracted (serializeState), and the input profiles that make every branch reachable.
 import { getSimplePaths } from '@xstate/graph'
-import type { AnyEventObject, SnapshotFrom } from 'xstate'
+import type { AnyStateMachine, SnapshotFrom } from 'xstate'
 import {
   type ActorFailure,
   type CompileJobInput,
@@ -159,17 +159,20 @@ export interface CompileJobPathOptions {
   readonly provided?: ReadonlyArray<CompileJobActorId>
 }
 
+/** The graph steps with actor outcomes too, which the machine's own event type does not list. */
+const steppedByOutcomes: AnyStateMachine = compileJobMachine
+
 /** The simple paths of each profile's graph that end in a final state. */
 export function compileJobPaths({ profiles = COMPILE_JOB_PROFILES, provided = [] }: CompileJobPathOptions = {}): CompileJobPath[] {
   return profiles.flatMap((profile) =>
-    getSimplePaths(compileJobMachine, {
+    getSimplePaths(steppedByOutcomes, {
       input: profile.input,
       serializeState: (snapshot) => serializeCompileJobState(snapshot),
-      events: (snapshot) => narrowToProvided(compileJobEventsIn({ snapshot, profile }), provided) as unknown as AnyEventObject[] as never,
+      events: (snapshot) => narrowToProvided(compileJobEventsIn({ snapshot, profile }), provided),
     })
       .filter((path) => path.state.status === 'done')
       .map((path): CompileJobPath => {
-        const events = path.steps.slice(1).map((step) => step.event as unknown as CompileJobPathEvent)
+        const events = path.steps.slice(1).map((step) => step.event)
         const output = path.state.output
         return {
           machine: 'compile-job',

@@ -2,7 +2,7 @@
 // them their outcome, provided actors (the host's own) run for real, events from outside are sent
 // when the machine rests in the state the path says. Records what a contract check needs.
 import { Effect } from 'effect'
-import { type AnyActorLogic, type AnyActorRef, type AnyStateMachine, createActor, type InspectionEvent, SimulatedClock, type StateValue } from 'xstate'
+import { type AnyActorLogic, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, createActor, type InspectionEvent, SimulatedClock, type Snapshot, type StateValue } from 'xstate'
 import { fromEffect } from '../effects/actor-bridge.ts'
 import { activeStateNodes, invokedIn, keyOfTaken, type Reached } from './coverage.ts'
 import { type ActorOutcomeEvent, isActorOutcome, outcomeActor } from './paths.ts'
@@ -109,6 +109,8 @@ export interface RunSpec {
 
 export interface ActorRun {
   readonly actorId: string
+  /** `actorId#n`: the n-th actor run of the replay. */
+  readonly owner: string
   readonly provided: boolean
   /** Index of the path event that was next when it started. */
   readonly startedAt: number
@@ -148,7 +150,8 @@ export async function runPath(spec: RunSpec): Promise<RunRecord> {
   const emitted: Array<{ type: string } & Record<string, unknown>> = []
   const runs: ActorRun[] = []
   const maxConcurrent: Record<string, number> = {}
-  const resources = createResourceTracker()
+  // async hooks cost: only runs of provided actors are followed
+  const resources = strict ? undefined : createResourceTracker()
   let cursor = 0
   let diverged: RunRecord['diverged']
   let root: AnyActorRef | undefined
@@ -170,12 +173,11 @@ export async function runPath(spec: RunSpec): Promise<RunRecord> {
   const wrap = (actorId: string, logic: AnyActorLogic, isProvided: boolean): AnyActorLogic => ({
     ...logic,
     start: (snapshot: any, scope: any) => {
-      const run: ActorRun = { actorId, provided: isProvided, startedAt: cursor, settled: false, input: snapshot?.input }
+      const owner = `${actorId}#${runs.length + 1}`
+      const run: ActorRun = { actorId, owner, provided: isProvided, startedAt: cursor, settled: false, input: snapshot?.input }
       runs.push(run)
       maxConcurrent[actorId] = Math.max(maxConcurrent[actorId] ?? 0, running(actorId).length)
-      const owner = `${actorId}#${runs.length}`
-      ;(run as { owner?: string }).owner = owner
-      if (!isProvided) return logic.start?.(snapshot, scope)
+      if (!isProvided || resources === undefined) return logic.start?.(snapshot, scope)
       resources.run(owner, () => logic.start?.(snapshot, scope))
       // The path stops the machine while this actor runs: stop it now, before the actor can finish.
       const next = events[cursor]
@@ -198,7 +200,7 @@ export async function runPath(spec: RunSpec): Promise<RunRecord> {
       if (event.actorRef.sessionId !== event.rootId) return
       if (event.type === '@xstate.microstep') {
         for (const transition of event._transitions) transitions.add(keyOfTaken(transition))
-        recordNodes((event.snapshot as unknown as { value: StateValue }).value)
+        if (isMachineSnapshot(event.snapshot)) recordNodes(event.snapshot.value)
       }
       if (event.type === '@xstate.event') {
         const actorId = outcomeActor(event.event)
@@ -298,7 +300,7 @@ export async function runPath(spec: RunSpec): Promise<RunRecord> {
     const unsettled = runs.filter((run) => run.provided && !run.settled)
     if (unsettled.length > 0) await settleEventLoop()
     const leaks = unsettled
-      .map((run) => ({ run, held: describeHeld(resources.held((run as { owner?: string }).owner ?? '')) }))
+      .map((run) => ({ run, held: describeHeld(resources?.held(run.owner) ?? {}) }))
       .filter((leak) => leak.held !== '')
     return {
       snapshot: actor.getSnapshot(),
@@ -315,8 +317,12 @@ export async function runPath(spec: RunSpec): Promise<RunRecord> {
     }
   } finally {
     actor.stop()
-    resources.dispose()
+    resources?.dispose()
   }
+}
+
+function isMachineSnapshot(snapshot: Snapshot<unknown>): snapshot is AnyMachineSnapshot {
+  return 'value' in snapshot
 }
 
 function withoutLabel(event: { readonly type: string; readonly label: string }): { readonly type: string } {

@@ -57,3 +57,4 @@ export function narrowToProvided<TEvent extends { readonly type: string; readonl
   const representative = events.find((event) => outcomeActor(event) === running && 'output' in event)
   return [...(representative ? [{ ...representative, label: 'provided' }] : []), ...events.filter((event) => outcomeActor(event) !== running)]
 }
+

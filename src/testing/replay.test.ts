@@ -51,7 +51,11 @@ async function violationOf(run: Promise<unknown>): Promise<ContractViolation> {
 describe('replay with provided actors', () => {
   it('catches a runTool that drops its result', async () => {
     const pages = new Map<string, string>()
-    const dropsMissing = fromPromise<RunToolOutput, RunToolInput>(async ({ input }) => pages.get(String(input.call.arguments.uri)) as unknown as RunToolOutput)
+    // a page or nothing: a missing page gets no result at all
+    const dropsMissing = fromPromise<RunToolOutput | undefined, RunToolInput>(async ({ input }) => {
+      const page = pages.get(String(input.call.arguments.uri))
+      return page === undefined ? undefined : { ok: true, content: page, summary: 'read' }
+    })
     const violation = await violationOf(replay(toolAnswered, { actors: { runTool: dropsMissing } }))
     expect(violation.rule).toBe('every tool call has exactly one result')
     expect(violation.path).toBe(toolAnswered.name)

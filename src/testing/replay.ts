@@ -164,7 +164,7 @@ async function replayTurn(path: TurnPath, options: ReplayOptions<string>): Promi
     machine: turnMachine,
     input,
     waiters,
-    scripted: scripted as unknown as Record<string, AnyActorLogic>,
+    scripted: { ...scripted },
     provided: providedOf(options),
     serialize: (snapshot) => serializeTurnState(snapshot, path.profile.detail),
     deliver: ({ actor, event }) => actor.send(event),
@@ -254,7 +254,7 @@ async function replayCompileJob(path: CompileJobPath, options: ReplayOptions<str
   check('limits honoured', output.progress.callsUsed <= input.callBudget, () => `${output.progress.callsUsed} model calls, the budget is ${input.callBudget}`)
   const publishes = record.runs.filter((run) => run.actorId === 'publish').length
   check('terminal record written once', publishes <= 1, () => `publish ran ${publishes} times`)
-  const progress = record.emitted as unknown as ReadonlyArray<{ filesDone: number; callsUsed: number; stage: string }>
+  const progress = record.emitted.map((event) => ({ filesDone: Number(event.filesDone), callsUsed: Number(event.callsUsed), stage: String(event.stage) }))
   progress.forEach((event, index) => {
     const before = progress[index - 1]
     if (before) check('terminal record written once', event.filesDone >= before.filesDone && event.callsUsed >= before.callsUsed, () => `progress went back: ${show(before)} then ${show(event)}`)
@@ -287,7 +287,7 @@ async function replayCatalogRefresh(path: CatalogRefreshPath, options: ReplayOpt
   const check = checker(path.name)
   checkCommon({ record, path, check })
   check('limits honoured', (record.maxConcurrent.fetchCatalog ?? 0) <= 1, () => `${record.maxConcurrent.fetchCatalog} fetches ran at once`)
-  const emitted = record.emitted as unknown as ReadonlyArray<{ type: string; generation: number; ok?: boolean }>
+  const emitted = record.emitted.map((event) => ({ type: event.type, generation: Number(event.generation), ok: event.ok }))
   const started = emitted.filter((event) => event.type === 'refresh.started').map((event) => event.generation)
   const settled = emitted.filter((event) => event.type === 'refresh.settled').map((event) => event.generation)
   const inFlight = record.runs.some((run) => run.actorId === 'fetchCatalog' && !run.settled) ? 1 : 0

@@ -2,7 +2,7 @@
 // invoked actor may report in each state (the event alphabet), how snapshots are abstracted
 // (serializeTurnState), the input profiles that make every branch reachable, and the paths.
 import { getSimplePaths } from '@xstate/graph'
-import type { AnyEventObject, SnapshotFrom } from 'xstate'
+import type { AnyStateMachine, SnapshotFrom } from 'xstate'
 import { modelErrorToCallOutput } from '../effects/turn/model-actors.ts'
 import { StreamIncomplete } from '../effects/llm/model-errors.ts'
 import {
@@ -249,17 +249,20 @@ export interface TurnPathOptions {
   readonly provided?: ReadonlyArray<TurnActorId>
 }
 
+/** The graph steps with actor outcomes too, which the machine's own event type does not list. */
+const steppedByOutcomes: AnyStateMachine = turnMachine
+
 /** The simple paths of each profile's graph that end in a final state. */
 export function turnPaths({ profiles = TURN_PROFILES, provided = [] }: TurnPathOptions = {}): TurnPath[] {
   return profiles.flatMap((profile) =>
-    getSimplePaths(turnMachine, {
+    getSimplePaths(steppedByOutcomes, {
       input: profile.input,
       serializeState: (snapshot) => serializeTurnState(snapshot, profile.detail),
-      events: (snapshot) => turnEventsIn({ snapshot, profile, provided }) as unknown as AnyEventObject[] as never,
+      events: (snapshot) => turnEventsIn({ snapshot, profile, provided }),
     })
       .filter((path) => path.state.status === 'done')
       .map((path): TurnPath => {
-        const events = path.steps.slice(1).map((step) => step.event as unknown as TurnPathEvent)
+        const events = path.steps.slice(1).map((step) => step.event)
         const output = path.state.output
         return {
           machine: 'turn',
