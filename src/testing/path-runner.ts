@@ -297,9 +297,9 @@ export async function runPath(spec: RunSpec): Promise<RunRecord> {
       )
     }
     // A stopped actor gets a few turns of the event loop to let go of what it held.
-    const unsettled = runs.filter((run) => run.provided && !run.settled)
-    if (unsettled.length > 0) await settleEventLoop()
-    const leaks = unsettled
+    if (runs.some((run) => !run.settled)) await settleEventLoop()
+    const leaks = runs
+      .filter((run) => run.provided && !run.settled)
       .map((run) => ({ run, held: describeHeld(resources?.held(run.owner) ?? {}) }))
       .filter((leak) => leak.held !== '')
     return {
