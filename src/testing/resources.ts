@@ -2,6 +2,9 @@
 // inside its own async context; an async hook notes every timer, handle and promise created in
 // that context (directly or by its continuations) and forgets it when it is cleared, closed or
 // settled. What is still there once the machine has stopped the actor is what it failed to release.
+// Promises and timers that Node's own internals create (a web stream's reader waiting for a chunk
+// that an abort made never come) are garbage, not held work: only those the actor's code (or a
+// library it calls) created count; handles count whoever created them.
 import { AsyncLocalStorage, createHook } from 'node:async_hooks'
 
 /** Resource types that keep work alive: timers, sockets and other handles, promises. */
@@ -24,6 +27,21 @@ const TRACKED = new Set([
   'MESSAGEPORT',
 ])
 
+/** Types whose creation site decides whether they count. */
+const SCHEDULED = new Set(['PROMISE', 'Timeout', 'Immediate'])
+
+/** Whether the first frame below the async hook and built-ins is inside Node itself. */
+function createdByNodeInternals(): boolean {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 16
+  const stack = new Error().stack ?? ''
+  Error.stackTraceLimit = limit
+  const frames = stack.split('\n').slice(1)
+  const plumbing = ['node:internal/async_hooks', 'node:internal/timers', 'node:timers', '/testing/resources.ts', '(<anonymous>)', '(native)']
+  const creator = frames.find((frame) => !plumbing.some((part) => frame.includes(part)))
+  return creator !== undefined && creator.includes('node:internal/')
+}
+
 export interface ResourceTracker {
   /** Runs `fn` (and everything it schedules) as `owner`. */
   readonly run: <A>(owner: string, fn: () => A) => A
@@ -39,7 +57,9 @@ export function createResourceTracker(): ResourceTracker {
   const hook = createHook({
     init: (asyncId, type) => {
       const owner = context.getStore()
-      if (owner !== undefined && TRACKED.has(type)) live.set(asyncId, { type, owner })
+      if (owner === undefined || !TRACKED.has(type)) return
+      if (SCHEDULED.has(type) && createdByNodeInternals()) return
+      live.set(asyncId, { type, owner })
     },
     destroy: (asyncId) => {
       live.delete(asyncId)
