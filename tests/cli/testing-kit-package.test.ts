@@ -1,9 +1,10 @@
 // `knowagent/testing` works from a fresh project: the project is packed with `npm pack`, the tarball
 // installed into a temporary directory, and the docs example (docs/examples/prove-own-tool.ts, which
 // imports `knowagent/machines` and `knowagent/testing`) type-checked and run there against the
-// installed copy. The install asks the npm registry only for what its cache lacks.
+// installed copy, where no test runner is installed. The install asks the npm registry only for what
+// its cache lacks.
 import { execFile } from 'node:child_process'
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -43,6 +44,8 @@ describe('knowagent/testing from an installed tarball', () => {
       ].join('\n'),
     )
     await run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: app, maxBuffer: 16 * 1024 * 1024 })
+    expect(existsSync(join(app, 'node_modules/knowagent/src/testing/index.ts'))).toBe(true)
+    expect(existsSync(join(app, 'node_modules/vitest'))).toBe(false) // the kit runs without a test runner
 
     const typecheck = await run(process.execPath, [join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: app }).then(
       () => 'ok',
