@@ -10,7 +10,8 @@ import { createLogger, type Logger } from './effects/logging/logger.ts'
 import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import { createApp } from './http/create-app.ts'
 import { makeModelRegistry } from './effects/llm/model-registry.ts'
-import { failOrphanedTurns } from './effects/turn/turn-records.ts'
+import { registerInstance, type InstanceRegistration } from './effects/turn/instance-registry.ts'
+import { failAllRunningTurns } from './effects/turn/turn-records.ts'
 
 export interface RunningServer {
   readonly url: string
@@ -27,17 +28,23 @@ export async function startServer({
   const secret = resolveSecret({ secretFromEnv: config.secretFromEnv, dataDir: config.dataDir })
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   let server: Server | undefined
+  let instance: InstanceRegistration | undefined
   try {
     const { applied } = await migrateToLatest(database.db)
     if (applied.length > 0) logger.info('migrations applied', { applied })
-    const orphaned = await failOrphanedTurns(database.db)
-    if (orphaned > 0) logger.warn('closed turns left running by a stopped process', { turns: orphaned })
+    // Several processes may share a PostgreSQL: close only dead instances' turns. The embedded
+    // database has one process at a time, so every running turn there is orphaned.
+    if (config.databaseUrl) instance = await registerInstance({ db: database.db, connectionString: config.databaseUrl, logger })
+    else {
+      const orphaned = await failAllRunningTurns(database.db)
+      if (orphaned > 0) logger.warn('closed turns left running by a stopped process', { turns: orphaned })
+    }
     const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
     const shutdownController = new AbortController()
     const models = makeModelRegistry({ models: config.file.models ?? [], env: config.env })
-    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, models, shutdownSignal: shutdownController.signal })
+    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, models, shutdownSignal: shutdownController.signal, instanceId: instance?.instanceId })
     const sockets = new Set<Socket>()
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)))
@@ -77,12 +84,14 @@ export async function startServer({
             for (const socket of sockets) socket.destroy()
           }, 2000).unref()
         })
+        await instance?.release()
         await database.close()
         logger.info('stopped')
       })())
     return { url, server, database, shutdown }
   } catch (error) {
     server?.close()
+    await instance?.release()
     await database.close()
     throw error
   }

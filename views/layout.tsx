@@ -38,11 +38,14 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, childr
             <span class="brand-mark" aria-hidden="true">◆</span> knowagent
           </a>
           {login ? (
-            <form class="signout" method="post" action="/logout">
-              <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
-              <span class="who">{login}</span>
-              <button type="submit" class="ghost">Sign out</button>
-            </form>
+            <div class="topbar-links">
+              <a href="/settings">Settings</a>
+              <form class="signout" method="post" action="/logout">
+                <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
+                <span class="who">{login}</span>
+                <button type="submit" class="ghost">Sign out</button>
+              </form>
+            </div>
           ) : null}
         </header>
         <main>{children}</main>

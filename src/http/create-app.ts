@@ -12,6 +12,7 @@ import { HttpError } from './http-errors.ts'
 import { workspaceRoutes } from './workspace.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
+import { settingsRoutes } from './settings.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = fileURLToPath(new URL('../../views/static/', import.meta.url))
@@ -21,7 +22,7 @@ const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data: https:",
+  "img-src 'self' data:", // never a remote image: a URL can carry data out (docs/security.md)
   "connect-src 'self'",
   "object-src 'none'",
   "base-uri 'none'",
@@ -66,6 +67,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(workspaceRoutes(ctx))
   app.use(knowledgeAgentRoutes(ctx))
   app.use(chatRoutes(ctx))
+  app.use(settingsRoutes(ctx))
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))
   app.use(createErrorHandler(ctx.logger))

@@ -4,7 +4,8 @@ import { Schema } from 'effect'
 import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
-import { badRequest, HttpError } from './http-errors.ts'
+import { HttpError } from './http-errors.ts'
+import { decodeBody, SafeInt } from './request-decoding.ts'
 import { runExplicitCommand, TOOL_ERROR_STATUS, type ToolErrorBody } from './explicit-command.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, jsonTurnProjector, streamTurn } from './turn-stream.ts'
@@ -14,22 +15,10 @@ export const API_PREFIX = '/api/v1/knowledge-agent'
 export const CommandRequest = Schema.Struct({
   command: Schema.Literals(['ls', 'read', 'search', 'status']),
   uri: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096)),
-  offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-  limit: Schema.optional(Schema.Int.check(Schema.isGreaterThan(0))),
+  offset: Schema.optional(SafeInt({ minimum: 0 })),
+  limit: Schema.optional(SafeInt({ minimum: 1 })),
   query: Schema.optional(Schema.String),
 })
-
-/** Decodes a request body with Schema; failures are a 400 that says what is wrong. */
-export function decodeBody<S extends Schema.Top & { readonly DecodingServices: never }>(schema: S, body: unknown): S['Type'] {
-  if (body === undefined || body === null || typeof body !== 'object') {
-    throw badRequest('expected a JSON object body (Content-Type: application/json)', 'invalid_body')
-  }
-  try {
-    return Schema.decodeUnknownSync(schema as never)(body, { errors: 'all', onExcessProperty: 'error' }) as S['Type']
-  } catch (error) {
-    throw badRequest(`invalid request: ${(error as Error).message.replace(/\n\s*/g, ' ')}`, 'invalid_request')
-  }
-}
 
 /** Safe metadata only: never a key, endpoint or header. */
 export function buildOptions(ctx: AppContext) {

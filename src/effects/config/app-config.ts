@@ -26,6 +26,14 @@ export const ConfigFileSchema = Schema.Struct({
       maxMessageChars: Schema.optional(PositiveInt),
       /** Largest uploaded or imported file, in bytes. */
       maxFileBytes: Schema.optional(PositiveInt),
+      /** Failed sign-ins per login before lock-outs start (then 1 s, 2 s, 4 s … up to signInMaxLockoutSeconds). */
+      signInFailuresPerLogin: Schema.optional(PositiveInt),
+      /** Failed sign-ins per client address (IPv6: per /64) before lock-outs start. */
+      signInFailuresPerAddress: Schema.optional(PositiveInt),
+      /** Longest sign-in lock-out, in seconds. */
+      signInMaxLockoutSeconds: Schema.optional(PositiveInt),
+      /** Password checks (scrypt) run at once per process; more wait in a short queue. */
+      concurrentPasswordChecks: Schema.optional(PositiveInt),
     }),
   ),
 })
@@ -48,6 +56,10 @@ export interface AppConfig {
   readonly streamsPerMinute: number
   readonly maxMessageChars: number
   readonly maxFileBytes: number
+  readonly signInFailuresPerLogin: number
+  readonly signInFailuresPerAddress: number
+  readonly signInMaxLockoutSeconds: number
+  readonly concurrentPasswordChecks: number
   /** The whole environment, for API-key lookups at call time (never logged). */
   readonly env: Readonly<Record<string, string | undefined>>
 }
@@ -117,6 +129,10 @@ export function loadConfig({
     streamsPerMinute: file.limits?.streamsPerMinute ?? 30,
     maxMessageChars: file.limits?.maxMessageChars ?? 32_000,
     maxFileBytes: file.limits?.maxFileBytes ?? 50 * 1024 * 1024,
+    signInFailuresPerLogin: file.limits?.signInFailuresPerLogin ?? 5,
+    signInFailuresPerAddress: file.limits?.signInFailuresPerAddress ?? 50,
+    signInMaxLockoutSeconds: file.limits?.signInMaxLockoutSeconds ?? 900,
+    concurrentPasswordChecks: file.limits?.concurrentPasswordChecks ?? 2,
     env,
   }
 }

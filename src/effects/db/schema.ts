@@ -88,6 +88,26 @@ export interface TurnsTable {
   usage: ColumnType<unknown | null, string | null | undefined, string | null>
   created_at: Timestamp
   finished_at: NullableTimestamp
+  /** The server process running the turn (null: recorded before instances existed, or embedded use). */
+  instance_id: ColumnType<string | null, string | null | undefined, string | null>
+}
+
+export interface RateLimitHitsTable {
+  key: string
+  hits: ColumnType<Date[], Date[], Date[]>
+}
+export interface SignInThrottlesTable {
+  key: string
+  failures: Generated<number>
+  blocked_until: NullableTimestamp
+  last_attempt_at: Timestamp
+}
+export interface InstancesTable {
+  id: string
+  lock_key: Generated<number>
+  host: string
+  pid: number
+  started_at: Generated<Date>
 }
 
 export interface DB {
@@ -98,6 +118,9 @@ export interface DB {
   nodes: NodesTable
   file_versions: FileVersionsTable
   jobs: JobsTable
+  rate_limit_hits: RateLimitHitsTable
+  sign_in_throttles: SignInThrottlesTable
+  instances: InstancesTable
 }
 
 export type UserRow = Selectable<UsersTable>

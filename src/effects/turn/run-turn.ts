@@ -45,6 +45,8 @@ export interface RunTurnOptions {
   readonly preStep?: PreStepHook | undefined
   readonly logger?: Logger | undefined
   readonly limits?: TurnInput['limits']
+  /** The server instance running the turn (instance-registry.ts), recorded so a dead one's turns can be closed. */
+  readonly instanceId?: string | undefined
 }
 
 export function stopReasonOf(signal: AbortSignal): TurnStopReason {
@@ -83,7 +85,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
       }),
     },
   })
-  await recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id })
+  await recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id, instanceId: options.instanceId })
   const actor = createActor(machine, {
     input: {
       turnId,
