@@ -25,12 +25,15 @@ export async function startTestServer({
   configure,
   models,
   sseKeepAliveMs,
+  now,
 }: {
   kind?: DatabaseKind
   env?: Record<string, string>
   configure?: (config: AppConfig) => AppConfig
   models?: Partial<ModelRegistryOptions>
   sseKeepAliveMs?: number
+  /** The app's clock (sessions, throttling, rate limits), for tests that move time. */
+  now?: () => number
 } = {}): Promise<TestServer> {
   const database = await openTestDatabase(kind)
   const logLines: string[] = []
@@ -39,7 +42,7 @@ export async function startTestServer({
   if (configure) config = configure(config)
   const shutdownController = new AbortController()
   const registry = makeModelRegistry({ models: config.file.models ?? [], env: config.env, local: { deltaDelayMs: 0 }, ...models })
-  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, sseKeepAliveMs, shutdownSignal: shutdownController.signal }
+  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, sseKeepAliveMs, shutdownSignal: shutdownController.signal, now }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
