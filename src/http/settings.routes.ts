@@ -6,7 +6,7 @@
 // or revoke the owner's others. Forms carry the CSRF token in the `_csrf` field.
 import { Router, urlencoded, type Request, type Response } from 'express'
 import { Schema } from 'effect'
-import { createApiToken, listApiTokens, MAX_TOKEN_LABEL_CHARS, revokeApiTokens } from '../effects/auth/users.ts'
+import { createApiToken, listApiTokens, MAX_TOKEN_LABEL_CHARS, revokeApiTokens, UserError } from '../effects/auth/users.ts'
 import { AccountSettingsPage, type AccountSettingsProps } from '../../views/pages/settings.tsx'
 import { NOTICE_CODES, noticeText } from '../../views/partials/notices.ts'
 import { renderPage } from '../../views/render.ts'
@@ -55,9 +55,8 @@ export function settingsRoutes(ctx: AppContext): Router {
     const id = req.params.id
     if (!Schema.is(TokenId)(id)) throw new HttpError(404, 'not_found', 'no such token')
     const user = req.auth!.user
-    const revoked = await revokeApiTokens(ctx.db, { userId: user.id, tokenId: id }).catch((error: Error) => {
-      if (error.name === 'UserError') throw new HttpError(404, 'not_found', 'no such token')
-      throw error
+    const revoked = await revokeApiTokens(ctx.db, { userId: user.id, tokenId: id }).catch((error: unknown) => {
+      throw error instanceof UserError ? new HttpError(404, 'not_found', 'no such token') : error
     })
     ctx.logger.info('API token revoked', { login: user.login, tokenId: id })
     res.redirect(303, `/settings?notice=${revoked > 0 ? 'token_revoked' : 'token_already_revoked'}`)

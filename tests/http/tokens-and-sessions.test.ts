@@ -176,11 +176,11 @@ describe('browser sessions', () => {
 })
 
 describe('Secure session cookies', () => {
-  const sessionCookieOf = async (target: TestServer, headers: Record<string, string> = {}) => {
-    const page = await fetch(`${target.url}/login`, { headers })
+  const sessionCookieOf = async (baseUrl: string, headers: Record<string, string> = {}) => {
+    const page = await fetch(`${baseUrl}/login`, { headers })
     const loginCookie = page.headers.getSetCookie().find((c) => c.startsWith('ka_login='))!
     const loginCsrf = /name="_login_csrf" value="([^"]+)"/.exec(await page.text())![1]!
-    const res = await fetch(`${target.url}/login`, {
+    const res = await fetch(`${baseUrl}/login`, {
       method: 'POST',
       redirect: 'manual',
       headers: { ...headers, cookie: loginCookie.split(';')[0]!, 'content-type': 'application/x-www-form-urlencoded' },
@@ -192,22 +192,21 @@ describe('Secure session cookies', () => {
   const forwardedHttps = { 'x-forwarded-proto': 'https' }
 
   it('are not Secure on plain HTTP, and X-Forwarded-Proto is ignored without trustProxy', async () => {
-    expect((await sessionCookieOf(server)).session).not.toMatch(/;\s*Secure/i)
-    expect((await sessionCookieOf(server, forwardedHttps)).session).not.toMatch(/;\s*Secure/i)
+    expect((await sessionCookieOf(server.url)).session).not.toMatch(/;\s*Secure/i)
+    expect((await sessionCookieOf(server.url, forwardedHttps)).session).not.toMatch(/;\s*Secure/i)
   })
 
   it.each([
     ['behind a trusted proxy on https', { trustProxy: true }, forwardedHttps],
     ['with secureCookies', { secureCookies: true }, {}],
   ] as const)('are Secure %s', async (_name, settings, headers) => {
-    const target = { ...server, url: '' } as TestServer
     const app = createApp({ ...server.ctx, config: { ...server.ctx.config, ...settings } })
     const listening = await new Promise<Server>((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s))
     })
     try {
       const url = `http://127.0.0.1:${(listening.address() as { port: number }).port}`
-      const cookies = await sessionCookieOf({ ...target, url }, headers)
+      const cookies = await sessionCookieOf(url, headers)
       expect(cookies.session).toMatch(/;\s*Secure/i)
       expect(cookies.login).toMatch(/;\s*Secure/i)
       expect(cookies.session).toMatch(/HttpOnly/i)
