@@ -77,6 +77,7 @@ export function authRoutes(ctx: AppContext): Router {
       user = await passwordChecks.run(() => authenticatePassword(ctx.db, { login: login.trim(), password }))
     } catch (error) {
       if (!(error instanceof GateBusy)) throw error
+      await attempt.notChecked()
       ctx.logger.warn('sign-in refused: too many password checks at once', { login: login.slice(0, 64) })
       res.set('Retry-After', '1')
       return again(503, 'The server is busy checking other sign-ins. Try again in a moment.')

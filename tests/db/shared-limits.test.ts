@@ -79,6 +79,18 @@ describe('sign-in throttling in PostgreSQL', () => {
     for (let i = 0; i < 4; i++) expect((await attempt()).ok).toBe(true) // free failures again
   })
 
+  it('an attempt whose password was never checked (server busy) is not held against the login or the address', async () => {
+    const now = 25_000_000
+    const attempt = () => beginSignInAttempt(database.db, { login: 'busy', address: '198.51.100.3', now, policy })
+    for (let i = 0; i < 10; i++) {
+      const admitted = await attempt()
+      if (!admitted.ok) throw new Error(`attempt ${i} was refused`)
+      await admitted.notChecked()
+    }
+    for (let i = 0; i < 4; i++) expect((await attempt()).ok).toBe(true) // still 3 free failures + 1
+    expect((await attempt()).ok).toBe(false)
+  })
+
   it('counts a client address across logins, with its own threshold', async () => {
     const now = 30_000_000
     const strict = { ...policy, freeFailuresPerAddress: 2, freeFailuresPerLogin: 100 }

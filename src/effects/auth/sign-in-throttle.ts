@@ -56,7 +56,13 @@ export function addressKey(address: string | undefined): string {
 }
 
 export type SignInGate =
-  | { readonly ok: true; readonly succeeded: () => Promise<void> }
+  | {
+      readonly ok: true
+      /** The password was right: clears the login's count and takes back this attempt's count on the address. */
+      readonly succeeded: () => Promise<void>
+      /** The password was never checked (the server was too busy): takes back this attempt's counts. */
+      readonly notChecked: () => Promise<void>
+    }
   | { readonly ok: false; readonly scope: 'login' | 'address'; readonly retryAfterMs: number }
 
 interface KeyRule {
@@ -103,7 +109,8 @@ async function forgetStale(db: Db, { now, policy }: { now: number; policy: SignI
 
 /**
  * Admits one sign-in attempt or says how long the client must wait. On `ok`, call `succeeded()`
- * when the password was right; a wrong password needs nothing more (it was counted up front).
+ * when the password was right, `notChecked()` when it was never checked; a wrong password needs
+ * nothing more (it was counted up front).
  */
 export async function beginSignInAttempt(
   db: Db,
@@ -119,16 +126,25 @@ export async function beginSignInAttempt(
       return { ok: false, scope: rule.scope, retryAfterMs: await retryAfter(db, { key: rule.key, now }) }
     }
   }
-  const [address_, login_] = rules as [KeyRule, KeyRule]
+  const [addressRule, loginRule] = rules as [KeyRule, KeyRule]
   return {
     ok: true,
     succeeded: async () => {
-      await db.deleteFrom('sign_in_throttles').where('key', '=', login_.key).execute()
-      await sql`
-        update sign_in_throttles
-           set failures = greatest(failures - 1, 0),
-               blocked_until = case when failures - 1 > ${address_.free}::int then blocked_until end
-         where key = ${address_.key}`.execute(db)
+      await db.deleteFrom('sign_in_throttles').where('key', '=', loginRule.key).execute()
+      await uncount(db, addressRule)
+    },
+    notChecked: async () => {
+      await uncount(db, loginRule)
+      await uncount(db, addressRule)
     },
   }
+}
+
+/** Takes one counted attempt back; the lock-out stays only if the failures left still call for one. */
+async function uncount(db: Db, rule: KeyRule): Promise<void> {
+  await sql`
+    update sign_in_throttles
+       set failures = greatest(failures - 1, 0),
+           blocked_until = case when failures - 1 > ${rule.free}::int then blocked_until end
+     where key = ${rule.key}`.execute(db)
 }
