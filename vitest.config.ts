@@ -39,6 +39,7 @@ export default defineConfig({
         test: {
           name: 'browser',
           include: ['tests/browser/**/*.test.ts'],
+          globalSetup: ['tests/support/postgres-global-setup.ts'],
           testTimeout: 60_000,
           fileParallelism: false,
         },

@@ -1,9 +1,12 @@
 // The operator CLI (bin: knowagent). Bad arguments print usage and exit 2; failures exit 1.
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './effects/config/app-config.ts'
-import { resolveSecret } from './effects/config/secret.ts'
-import { DatabaseInUse, openDatabase, type DatabaseHandle } from './effects/db/database.ts'
+import { Effect, ManagedRuntime } from 'effect'
+import { databaseLayer, unwrapLayerError } from './effects/app-layer.ts'
+import { AppSecret } from './effects/config/secret.ts'
+import { Database, type DatabaseHandle } from './effects/db/database.ts'
 import { migrateToLatest } from './effects/db/migrate.ts'
+import { silentLogger } from './effects/logging/logger.ts'
 import { generatePassword } from './effects/auth/passwords.ts'
 import { createApiTokenFor, createUser, findUserByLogin, listApiTokens, revokeApiTokens, setPassword, UserError, type ApiTokenInfo } from './effects/auth/users.ts'
 import { formatImportReport, importFolder } from './effects/workspace/import-folder.ts'
@@ -55,14 +58,17 @@ function expectPositionals(positionals: string[], count: number, what: string): 
   return positionals
 }
 
-async function withDatabase<T>(io: Io, run: (db: DatabaseHandle, secret: string) => Promise<T>): Promise<T> {
+/** Runs a command with the database (the embedded one is started, or found running beside a server). */
+async function withDatabase<T>(io: Io, run: (db: DatabaseHandle, secret: string) => Promise<T>, { migrate = true } = {}): Promise<T> {
   const config = loadConfig({ env: io.env })
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const runtime = ManagedRuntime.make(databaseLayer({ config, logger: silentLogger, migrate }))
   try {
-    await migrateToLatest(database.db)
-    return await run(database, resolveSecret({ secretFromEnv: config.secretFromEnv, dataDir: config.dataDir }))
+    const { database, secret } = await runtime.runPromise(Effect.all({ database: Database, secret: AppSecret })).catch((error: unknown) => {
+      throw unwrapLayerError(error)
+    })
+    return await run(database, secret)
   } finally {
-    await database.close()
+    await runtime.dispose()
   }
 }
 
@@ -107,7 +113,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       }
       case 'migrate': {
         parse(rest, {})
-        const applied = await withDatabase(io, async ({ db }) => (await migrateToLatest(db)).applied)
+        const applied = await withDatabase(io, async ({ db }) => (await migrateToLatest(db)).applied, { migrate: false })
         io.out(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date')
         return 0
       }
@@ -188,7 +194,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       io.err(`knowagent: ${error.message}\n\n${USAGE}`)
       return 2
     }
-    if (error instanceof ConfigError || error instanceof UserError || error instanceof DatabaseInUse) {
+    if (error instanceof ConfigError || error instanceof UserError) {
       io.err(`knowagent: ${error.message}`)
       return 1
     }

@@ -4,6 +4,8 @@ import type { DB } from '../effects/db/schema.ts'
 import type { Logger } from '../effects/logging/logger.ts'
 import type { User } from '../effects/auth/users.ts'
 import type { ModelRegistry } from '../effects/llm/model-registry.ts'
+import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
+import type { PreStepHook } from '../effects/turn/pre-step-hooks.ts'
 
 /** Everything a route needs, built once at start-up. */
 export interface AppContext {
@@ -13,6 +15,9 @@ export interface AppContext {
   readonly secret: string
   readonly logger: Logger
   readonly models: ModelRegistry
+  readonly tools: ToolRegistry
+  /** Runs before every model step of every turn (features register theirs in the composition root). */
+  readonly preStep?: PreStepHook | undefined
   /** Keep-alive comment interval on idle SSE streams (default 15 s). */
   readonly sseKeepAliveMs?: number | undefined
   /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */

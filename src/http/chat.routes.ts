@@ -20,10 +20,10 @@ import { runExplicitCommand } from './explicit-command.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { htmlTurnProjector } from './html-turn-projector.tsx'
 import { badRequest } from './http-errors.ts'
-import { decodeBody, decodeQuery, QueryInt } from './request-decoding.ts'
+import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, streamTurn } from './turn-stream.ts'
-import { directoryOf, listDirectory, modelOptions } from './workspace.routes.ts'
+import { directoryOf, listDirectory, modelOptions } from './workspace-listing.ts'
 
 export const CHAT_PREFIX = '/workspace/chat'
 const FORM_LIMIT = '6mb' // the page sends the whole history (at most 1.5 MB of JSON, up to 3× that percent-encoded)

@@ -4,16 +4,16 @@ import { Schema } from 'effect'
 import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
+import { decodeBody, SafeInt } from './decode-request.ts'
 import { HttpError } from './http-errors.ts'
-import { decodeBody, SafeInt } from './request-decoding.ts'
-import { runExplicitCommand, TOOL_ERROR_STATUS, type ToolErrorBody } from './explicit-command.ts'
+import { runExplicitCommand } from './explicit-command.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, jsonTurnProjector, streamTurn } from './turn-stream.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
 
 export const CommandRequest = Schema.Struct({
-  command: Schema.Literals(['ls', 'read', 'search', 'status']),
+  command: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)),
   uri: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096)),
   offset: Schema.optional(SafeInt({ minimum: 0 })),
   limit: Schema.optional(SafeInt({ minimum: 1 })),
@@ -60,10 +60,7 @@ export function knowledgeAgentRoutes(ctx: AppContext): Router {
       user,
       command: { command: body.command, scopeUri: body.uri, targetUri: body.uri, offset: body.offset, limit: body.limit, query: body.query },
     })
-    if (!outcome.ok) {
-      const { error } = outcome.result as ToolErrorBody
-      throw new HttpError(TOOL_ERROR_STATUS[error.code] ?? 400, error.code, error.message)
-    }
+    if (outcome.error) throw new HttpError(outcome.error.status, outcome.error.code, outcome.error.message)
     res.json({ command: body.command, result: outcome.result, summary: outcome.summary })
   })
 

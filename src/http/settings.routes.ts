@@ -13,7 +13,7 @@ import { renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
 import { forbidden, HttpError } from './http-errors.ts'
-import { decodeBody, decodeQuery } from './request-decoding.ts'
+import { decodeBody, decodeQuery } from './decode-request.ts'
 
 const SettingsQuery = Schema.Struct({ notice: Schema.optional(Schema.Literals(NOTICE_CODES)) })
 const CreateTokenForm = Schema.Struct({ label: Schema.optional(Schema.String.check(Schema.isMaxLength(MAX_TOKEN_LABEL_CHARS))) })

@@ -9,11 +9,11 @@ import { randomUUID } from 'node:crypto'
 import type { User } from '../effects/auth/users.ts'
 import type { ChatModel } from '../effects/llm/model.ts'
 import { createRateLimiter } from '../effects/limits/rate-limiter.ts'
-import { WORKSPACE_TOOL_SCHEMAS } from '../effects/tools/workspace-tools.ts'
 import { buildSystemPrompt } from '../effects/turn/prepare-turn.ts'
 import { runTurn } from '../effects/turn/run-turn.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import type { ChatMessage, TurnEmitted, TurnOutput } from '../machines/index.ts'
+import type { TerminalFields } from '../client/wire-events.ts'
 import type { AppContext } from './app-context.ts'
 import { badRequest, HttpError } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'
@@ -22,11 +22,8 @@ import { checkMessageFitsModel } from './stream-request.ts'
 export type TurnProgressEvent = Exclude<TurnEmitted, { type: 'done' } | { type: 'error' }>
 type TerminalEmitted = Extract<TurnEmitted, { type: 'done' } | { type: 'error' }>
 
-/** The one terminal event of a stream: the runtime's done/error plus the turn id and the history to carry on. */
-export type TurnTerminal = TerminalEmitted & {
-  readonly turn_id: string
-  readonly history?: ReadonlyArray<ChatMessage> | undefined
-}
+/** The one terminal event of a stream: the runtime's done/error plus the turn id and the history to carry on (src/client/wire-events.ts). */
+export type TurnTerminal = TerminalEmitted & TerminalFields
 
 /** Turns runtime events into bytes on one SSE stream. */
 export interface TurnProjector {
@@ -63,7 +60,7 @@ export async function admitTurnStream(
     message: input.message,
     model: model.info,
     systemPrompt: buildSystemPrompt({ scopeUri: node.uri, scopeKind: node.kind, nativeTools }),
-    tools: nativeTools ? WORKSPACE_TOOL_SCHEMAS : [],
+    tools: nativeTools ? ctx.tools.schemas : [],
   })
   const limiter = createRateLimiter({ db: ctx.db, limit: ctx.config.streamsPerMinute, windowMs: 60_000, now: ctx.now })
   const waitMs = await limiter.take(`stream:${user.id}`)
@@ -132,6 +129,8 @@ export async function streamTurn(
       db: ctx.db,
       caller: user,
       model,
+      tools: ctx.tools,
+      preStep: ctx.preStep,
       turnId,
       uri: input.uri,
       question: input.message,

@@ -9,27 +9,22 @@ import { formatKbUri, validateSegment } from '../effects/workspace/uri.ts'
 import { InvalidUri, NodeConflict } from '../effects/workspace/workspace-errors.ts'
 import { safeEqual } from '../effects/auth/tokens.ts'
 import { WorkspacePage } from '../../views/pages/workspace.tsx'
-import type { ModelOption } from '../../views/partials/chat-panel.tsx'
 import { ContentError, ContentPane, type ContentPaneProps, type Preview } from '../../views/partials/content-pane.tsx'
 import { TreeError, TreeItems, type TreeEntry } from '../../views/partials/tree.tsx'
 import { renderMarkdown } from '../../views/render-markdown.ts'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
+import { directoryOf, LISTING_PAGE, listDirectory, modelOptions, toEntry } from './workspace-listing.ts'
 import { requireAuth } from './authenticate.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { badRequest, forbidden } from './http-errors.ts'
 import { readMultipartFiles } from './multipart-upload.ts'
-import { decodeQuery, QueryInt } from './request-decoding.ts'
+import { decodeQuery, QueryInt } from './decode-request.ts'
 import { NOTICE_CODES, noticeText, uploadNoticeQuery } from '../../views/partials/notices.ts'
 
 const PREVIEW_CHARS = 200_000
 const MAX_FILES_PER_UPLOAD = 32
 const TREE_PAGE = 200
-const LISTING_PAGE = 500
-
-export function toEntry(node: WorkspaceNode, children?: ReadonlyArray<TreeEntry>): TreeEntry {
-  return { id: node.id, name: node.name, uri: node.uri, kind: node.kind, size: node.size, updated: node.updatedAt.toISOString(), children }
-}
 
 const UriParam = Schema.String.check(Schema.isMaxLength(4096))
 const UriQuery = Schema.Struct({ uri: Schema.optional(UriParam) })
@@ -58,23 +53,8 @@ export interface UploadSummary {
   readonly parse_error?: string | undefined
 }
 
-/** The models the chat offers: safe metadata only (never a key, endpoint or header). */
-export function modelOptions(ctx: AppContext): ModelOption[] {
-  return ctx.models.list().map(({ id, name, profile, contextWindow, supportsNativeToolCalling }) => ({ id, name, profile, contextWindow, supportsNativeToolCalling }))
-}
-
 const rootUriOf = (user: User) => formatKbUri({ login: user.login, segments: [], directory: true })
 const segmentsOf = (node: WorkspaceNode) => (node.path === '' ? [] : node.path.split('/'))
-
-/** A file's parent, or the directory itself. */
-export async function directoryOf(ctx: AppContext, user: User, node: WorkspaceNode): Promise<WorkspaceNode> {
-  return node.kind === 'directory' ? node : getNode(ctx.db, user, segmentsOf(node).slice(0, -1))
-}
-
-export async function listDirectory(ctx: AppContext, user: User, directory: WorkspaceNode, limit = LISTING_PAGE): Promise<TreeEntry[]> {
-  const page = await listChildren(ctx.db, { owner: user, parent: directory, offset: 0, limit })
-  return page.entries.map((node) => toEntry(node))
-}
 
 async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode): Promise<Preview> {
   const content = await readCurrent(ctx.db, user, node)

@@ -18,7 +18,7 @@ afterAll(async () => {
   await database?.close()
 })
 
-const register = () => registerInstance({ db: database.db, connectionString: database.url!, sweepIntervalMs: 3_600_000 })
+const register = () => registerInstance({ db: database.db, connection: { connectionString: database.url! }, sweepIntervalMs: 3_600_000 })
 
 async function startTurn(instanceId: string | undefined): Promise<string> {
   const id = randomUUID()

@@ -8,9 +8,12 @@ import { makeLocalChatModel } from '../../src/effects/llm/local-model.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { COMPACTION_SUMMARY_PREFIX, estimateMessagesBytes, type ChatMessage, type TurnEmitted } from '../../src/machines/index.ts'
+import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) => {
+  const tools = makeToolRegistry(WORKSPACE_TOOLS)
   let database: TestDatabase
   beforeAll(async () => {
     database = await openTestDatabase(kind)
@@ -29,6 +32,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     const output = await runTurn({
       db: database.db,
       caller: demo,
+      tools,
       model: makeLocalChatModel({ deltaDelayMs: 0 }),
       turnId,
       uri: 'kb://me/samples/',
@@ -65,6 +69,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     const output = await runTurn({
       db: database.db,
       caller: demo,
+      tools,
       model: makeLocalChatModel({ deltaDelayMs: 20 }),
       turnId,
       uri: 'kb://me/samples/',
@@ -98,7 +103,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     let history: ReadonlyArray<ChatMessage> = []
     for (const question of ['How many tool calls may a single turn make?', 'What does the operations runbook say about shutdown?']) {
       const earlier = await runTurn({
-        db: database.db, caller: demo, model: local, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
+        db: database.db, caller: demo, tools, model: local, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
         onEvent: () => {}, signal: new AbortController().signal,
       })
       expect(earlier.status).toBe('done')
@@ -109,7 +114,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     const small = { ...local, info: { ...local.info, contextWindow: local.info.maxOutputTokens + 1024 + 12_000 + Math.floor(historyBytes / 3) } }
     const events: TurnEmitted[] = []
     const output = await runTurn({
-      db: database.db, caller: demo, model: small, turnId: randomUUID(), uri: 'kb://me/samples/',
+      db: database.db, caller: demo, tools, model: small, turnId: randomUUID(), uri: 'kb://me/samples/',
       question: 'How does the wiki compiler publish the overview?', history,
       onEvent: (event) => events.push(event), signal: new AbortController().signal,
     })

@@ -12,7 +12,7 @@ let alice: Awaited<ReturnType<typeof addUserWithToken>>
 let session: { cookie: string; csrf: string }
 
 beforeAll(async () => {
-  server = await startTestServer({ kind: 'postgres', configure: (config) => ({ ...config, streamsPerMinute: 1000 }) })
+  server = await startTestServer({ configure: (config) => ({ ...config, streamsPerMinute: 1000 }) })
   alice = await addUserWithToken(server, 'alice')
   for (const name of ['a.md', 'b.md', 'c.md']) {
     await putFile(server.database.db, { owner: alice.user, segments: ['docs', name], bytes: new TextEncoder().encode(name), parsed: { ok: true, mime: 'text/markdown', text: name } })

@@ -9,7 +9,6 @@ let alice: Awaited<ReturnType<typeof addUserWithToken>>
 
 beforeAll(async () => {
   server = await startTestServer({
-    kind: 'postgres',
     now: () => now,
     configure: (config) => ({ ...config, trustProxy: true, signInFailuresPerLogin: 3, signInFailuresPerAddress: 6, signInMaxLockoutSeconds: 60 }),
   })

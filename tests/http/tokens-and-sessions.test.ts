@@ -12,7 +12,7 @@ let alice: Awaited<ReturnType<typeof addUserWithToken>>
 let bob: Awaited<ReturnType<typeof addUserWithToken>>
 
 beforeAll(async () => {
-  server = await startTestServer({ kind: 'postgres', now: () => now, configure: (config) => ({ ...config, sessionTtlHours: 2 }) })
+  server = await startTestServer({ now: () => now, configure: (config) => ({ ...config, sessionTtlHours: 2 }) })
   alice = await addUserWithToken(server, 'alice')
   bob = await addUserWithToken(server, 'bob')
 })

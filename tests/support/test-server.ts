@@ -1,16 +1,21 @@
-// The real app on 127.0.0.1 port 0 over a fresh test database.
+// The real app on 127.0.0.1 port 0, built from the composition root (src/effects/app-layer.ts)
+// over a fresh database on the test PostgreSQL — the services the server itself would have.
 import type { Server } from 'node:http'
+import { startCoreRuntime } from '../../src/effects/app-layer.ts'
 import { loadConfig, type AppConfig } from '../../src/effects/config/app-config.ts'
 import { createApiTokenFor, createUser } from '../../src/effects/auth/users.ts'
+import type { DatabaseHandle } from '../../src/effects/db/database.ts'
 import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
-import { createApp } from '../../src/http/create-app.ts'
-import { makeModelRegistry, type ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
+import type { ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
+import type { PreStepHook } from '../../src/effects/turn/pre-step-hooks.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
-import { openTestDatabase, type DatabaseKind, type TestDatabase } from './test-database.ts'
+import { createApp } from '../../src/http/create-app.ts'
+import { appContextOf } from '../../src/server.ts'
+import { createPostgresDatabase } from './test-database.ts'
 
 export interface TestServer {
   readonly url: string
-  readonly database: TestDatabase
+  readonly database: DatabaseHandle & { readonly url: string }
   readonly ctx: AppContext
   readonly logLines: string[]
   readonly shutdownController: AbortController
@@ -20,14 +25,15 @@ export interface TestServer {
 export const TEST_SECRET = 'test-secret-0123456789abcdef'
 
 export async function startTestServer({
-  kind = 'pglite',
   env = {},
   configure,
   models,
   sseKeepAliveMs,
   now,
+  preStep,
 }: {
-  kind?: DatabaseKind
+  /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
+  preStep?: PreStepHook
   env?: Record<string, string>
   configure?: (config: AppConfig) => AppConfig
   models?: Partial<ModelRegistryOptions>
@@ -35,14 +41,14 @@ export async function startTestServer({
   /** The app's clock (sessions, throttling, rate limits), for tests that move time. */
   now?: () => number
 } = {}): Promise<TestServer> {
-  const database = await openTestDatabase(kind)
+  const created = await createPostgresDatabase()
   const logLines: string[] = []
   const logger: Logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
-  let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, ...env }, cwd: '/' })
+  let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, DATABASE_URL: created.url, ...env }, cwd: '/' })
   if (configure) config = configure(config)
+  const runtime = await startCoreRuntime({ config, logger, models: { local: { deltaDelayMs: 0 }, ...models } })
   const shutdownController = new AbortController()
-  const registry = makeModelRegistry({ models: config.file.models ?? [], env: config.env, local: { deltaDelayMs: 0 }, ...models })
-  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, sseKeepAliveMs, shutdownSignal: shutdownController.signal, now }
+  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, now, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
@@ -51,7 +57,7 @@ export async function startTestServer({
   const port = typeof address === 'object' && address ? address.port : 0
   return {
     url: `http://127.0.0.1:${port}`,
-    database,
+    database: { ...runtime.services.database, url: created.url },
     ctx,
     logLines,
     shutdownController,
@@ -59,7 +65,8 @@ export async function startTestServer({
       shutdownController.abort()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      await database.close()
+      await runtime.dispose()
+      await created.drop()
     },
   }
 }

@@ -133,7 +133,7 @@ export async function listApiTokens(db: Db, { userId, includeRevoked = true }: {
 }
 
 async function revokeTokensWhere(db: Db, { userId, tokenId }: { userId: string; tokenId?: string }): Promise<number> {
-  let query = db.updateTable('api_tokens').set({ revoked_at: sql<Date>`now()` as unknown as Date }).where('user_id', '=', userId).where('revoked_at', 'is', null)
+  let query = db.updateTable('api_tokens').set({ revoked_at: sql<Date>`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null)
   if (tokenId !== undefined) query = query.where('id', '=', tokenId)
   return Number((await query.executeTakeFirst()).numUpdatedRows)
 }

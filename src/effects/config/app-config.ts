@@ -1,5 +1,5 @@
 // Configuration: a JSON file (validated with Schema, errors name the bad key) plus environment.
-import { Schema } from 'effect'
+import { Context, Layer, Schema } from 'effect'
 import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { ModelsConfigSchema } from '../llm/model-config.ts'
@@ -62,6 +62,11 @@ export interface AppConfig {
   readonly concurrentPasswordChecks: number
   /** The whole environment, for API-key lookups at call time (never logged). */
   readonly env: Readonly<Record<string, string | undefined>>
+}
+
+/** The loaded configuration as a service of the composition root. */
+export class AppConfigService extends Context.Service<AppConfigService, AppConfig>()('knowagent/config/AppConfig') {
+  static readonly layer = (config: AppConfig): Layer.Layer<AppConfigService> => Layer.succeed(AppConfigService, config)
 }
 
 export class ConfigError extends Error {

@@ -38,7 +38,7 @@ async function lockInstance(client: pg.Client, { instanceId, host, pid }: { inst
 
 export async function registerInstance({
   db,
-  connectionString,
+  connection,
   logger,
   sweepIntervalMs = 60_000,
   instanceId = randomUUID(),
@@ -46,8 +46,8 @@ export async function registerInstance({
   pid = process.pid,
 }: {
   db: Db
-  /** The same database as `db`; the lock needs a connection outside the pool. */
-  connectionString: string
+  /** Connection settings of the same database as `db` (`DatabaseHandle.connection`): the lock needs a connection outside the pool. */
+  connection: pg.ClientConfig
   logger?: Logger | undefined
   sweepIntervalMs?: number
   instanceId?: string
@@ -58,7 +58,7 @@ export async function registerInstance({
   let released = false
 
   const connect = async () => {
-    const next = new pg.Client({ connectionString, application_name: `knowagent instance ${instanceId}` })
+    const next = new pg.Client({ ...connection, application_name: `knowagent instance ${instanceId}` })
     const lost = (reason: string) => {
       if (client !== next) return
       client = undefined // locked no longer: take it again on the next sweep

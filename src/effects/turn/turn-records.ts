@@ -41,7 +41,7 @@ export async function recordTurnFinished(
       error_message: error?.message?.slice(0, 2000) ?? null,
       counters: counters === undefined ? null : JSON.stringify(counters),
       usage: usage === undefined ? null : JSON.stringify(usage),
-      finished_at: sql<Date>`now()` as unknown as Date,
+      finished_at: sql<Date>`now()`,
     })
     .where('id', '=', id)
     .where('status', '=', 'running')
@@ -53,12 +53,13 @@ export async function findTurn(db: Db, id: string) {
   return db.selectFrom('turns').selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-const INTERRUPTED = {
-  status: 'failed' as const,
-  error_code: 'interrupted',
-  error_message: 'the server stopped while this turn was running',
-  finished_at: sql<Date>`now()` as unknown as Date,
-}
+const interrupted = () =>
+  ({
+    status: 'failed',
+    error_code: 'interrupted',
+    error_message: 'the server stopped while this turn was running',
+    finished_at: sql<Date>`now()`,
+  }) as const
 
 /**
  * The advisory-lock class every server instance locks its `instances.lock_key` under (session
@@ -81,7 +82,7 @@ export const liveInstanceIds = sql`(
 export async function failTurnsOfDeadInstances(db: Db, { self }: { self: string | undefined }): Promise<number> {
   const result = await db
     .updateTable('turns')
-    .set(INTERRUPTED)
+    .set(interrupted())
     .where('status', '=', 'running')
     .where((eb) =>
       eb.or([
@@ -99,11 +100,5 @@ export async function failTurnsOfDeadInstances(db: Db, { self }: { self: string 
     .where(sql<boolean>`id not in ${liveInstanceIds}`)
     .$if(self !== undefined, (q) => q.where('id', '!=', self!))
     .execute()
-  return Number(result.numUpdatedRows)
-}
-
-/** A database only one process can open (the embedded one): every running turn at start is orphaned. */
-export async function failAllRunningTurns(db: Db): Promise<number> {
-  const result = await db.updateTable('turns').set(INTERRUPTED).where('status', '=', 'running').executeTakeFirst()
   return Number(result.numUpdatedRows)
 }

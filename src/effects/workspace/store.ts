@@ -201,8 +201,8 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
       kind: 'parse',
       status: parsed.ok ? 'succeeded' : 'failed',
       error: parsed.ok ? null : (parsed.error ?? 'unknown parse error'),
-      started_at: sql<Date>`now()` as unknown as Date,
-      finished_at: sql<Date>`now()` as unknown as Date,
+      started_at: sql<Date>`now()`,
+      finished_at: sql<Date>`now()`,
     })
     .execute()
   return { outcome: current ? ('updated' as const) : ('added' as const), node: await getNode(trx, owner, segments) }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { Schema } from 'effect'
 import type { Request } from 'express'
-import { decodeBody, decodeQuery, QueryInt, SafeInt } from './request-decoding.ts'
+import { decodeBody, decodeQuery, QueryInt, SafeInt } from './decode-request.ts'
 
 const query = (q: Record<string, unknown>) => ({ query: q }) as unknown as Request
 const Page = Schema.Struct({ offset: Schema.optional(QueryInt({ minimum: 0 })), limit: Schema.optional(QueryInt({ minimum: 1, maximum: 500 })) })

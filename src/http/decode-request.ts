@@ -1,4 +1,4 @@
-// One way to read what a request sends: Schema-decoded bodies and query strings. Anything that
+// Request decoding shared by every route: Schema-decoded bodies and query strings. Anything that
 // does not decode is a 400 `invalid_request` that says what is wrong — never silently corrected
 // (`limit=-1` is not 1) and never a 500 (`offset=1e400` is not a database error).
 import { Schema, SchemaGetter } from 'effect'

@@ -1,0 +1,88 @@
+// The composition root: one place builds the running service from Effect layers —
+// configuration → database (opened, migrated) → model registry → tool registry → pre-step hooks
+// [→ the compile worker and the catalog refresher, as scoped resources] — into a ManagedRuntime.
+// The HTTP server, the CLI and the tests take their services from it; disposing the runtime
+// releases them in reverse order (workers stop, the pool closes, the embedded PostgreSQL stops
+// when this process was its last user).
+import { Context, Effect, Layer, ManagedRuntime } from 'effect'
+import { type AppConfig, AppConfigService } from './config/app-config.ts'
+import { AppSecret } from './config/secret.ts'
+import { Database, type DatabaseHandle, type DatabaseUnavailable } from './db/database.ts'
+import { type ModelRegistry, type ModelRegistryOptions, ModelRegistryService } from './llm/model-registry.ts'
+import { type Logger, LoggerService } from './logging/logger.ts'
+import { type ToolRegistry, ToolRegistryService } from './tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
+import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
+
+/** Hooks that run before every model step (features add theirs here). */
+export class PreStepHooks extends Context.Service<PreStepHooks, PreStepHook>()('knowagent/turn/PreStepHooks') {
+  static readonly none = Layer.succeed(PreStepHooks, composePreStepHooks([]))
+}
+
+export interface CoreLayerOptions {
+  readonly config: AppConfig
+  readonly logger: Logger
+  /** `serve` passes true: a second serve on the same embedded data dir refuses. */
+  readonly exclusiveDatabase?: boolean | undefined
+  /** Apply migrations when the database opens (default true). */
+  readonly migrate?: boolean | undefined
+  /** Model registry overrides (tests: no delta delay, an injected fetch). */
+  readonly models?: Partial<ModelRegistryOptions> | undefined
+}
+
+export type CoreServices = AppConfigService | LoggerService | AppSecret | Database | ModelRegistryService | ToolRegistryService | PreStepHooks
+
+/** Configuration, logger, secret and database: what every CLI command needs. */
+export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger' | 'exclusiveDatabase' | 'migrate'>) {
+  const base = Layer.mergeAll(AppConfigService.layer(options.config), Layer.succeed(LoggerService, options.logger))
+  return Layer.mergeAll(AppSecret.layer, Database.layer({ exclusive: options.exclusiveDatabase ?? false, migrate: options.migrate ?? true })).pipe(
+    Layer.provideMerge(base),
+  )
+}
+
+/** Everything a turn needs, on top of the database. */
+export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, DatabaseUnavailable> {
+  const models = ModelRegistryService.layer({ models: options.config.file.models ?? [], env: options.config.env, ...options.models })
+  return Layer.mergeAll(models, ToolRegistryService.layer(WORKSPACE_TOOLS), PreStepHooks.none).pipe(Layer.provideMerge(databaseLayer(options)))
+}
+
+export interface CoreServiceValues {
+  readonly config: AppConfig
+  readonly logger: Logger
+  readonly secret: string
+  readonly database: DatabaseHandle
+  readonly models: ModelRegistry
+  readonly tools: ToolRegistry
+  readonly preStep: PreStepHook
+}
+
+/** The services as plain values, for code outside Effect (express routes, the CLI). */
+export const coreServiceValues = Effect.gen(function* () {
+  return {
+    config: yield* AppConfigService,
+    logger: yield* LoggerService,
+    secret: yield* AppSecret,
+    database: yield* Database,
+    models: yield* ModelRegistryService,
+    tools: yield* ToolRegistryService,
+    preStep: yield* PreStepHooks,
+  } satisfies CoreServiceValues
+})
+
+/** Builds the runtime and reads the services out of it; `dispose` releases everything. */
+export async function startCoreRuntime(options: CoreLayerOptions): Promise<{ services: CoreServiceValues; dispose: () => Promise<void> }> {
+  const runtime = ManagedRuntime.make(coreLayer(options))
+  try {
+    const services = await runtime.runPromise(coreServiceValues)
+    return { services, dispose: () => runtime.dispose() }
+  } catch (error) {
+    await runtime.dispose()
+    throw unwrapLayerError(error)
+  }
+}
+
+/** A layer that failed to build rejects with Effect's wrapper; callers want the domain error itself. */
+export function unwrapLayerError(error: unknown): unknown {
+  const cause = (error as { cause?: unknown } | null)?.cause
+  return cause && typeof cause === 'object' && '_tag' in cause ? cause : error
+}
