@@ -176,7 +176,13 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
           const user = await findUserByLogin(db, login)
           if (!user) throw new UserError(`no user "${login}"`)
           const target = parseKbUri({ uri: uri!, callerLogin: user.login })
-          return importFolder(db, { owner: user, folder: folder!, targetSegments: target.segments, maxFileBytes: config.maxFileBytes })
+          const { makeDocumentParser } = await import('./effects/workspace/parse/document-parser.ts') // only this command parses
+          const parser = makeDocumentParser(config.parsing)
+          try {
+            return await importFolder(db, { owner: user, folder: folder!, targetSegments: target.segments, maxFileBytes: config.maxFileBytes, parser })
+          } finally {
+            await parser.close()
+          }
         })
         io.out(formatImportReport(report))
         return report.failed.length > 0 ? 1 : 0

@@ -22,8 +22,8 @@ export interface RunningServer {
 
 /** The routes' context from the runtime's services. */
 export function appContextOf(services: CoreServiceValues, shutdownSignal: AbortSignal): AppContext {
-  const { config, logger, secret, database, models, tools, preStep } = services
-  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, shutdownSignal }
+  const { config, logger, secret, database, models, tools, preStep, parser } = services
+  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, parser, shutdownSignal }
 }
 
 function listen(app: ReturnType<typeof createApp>, config: AppConfig): Promise<Server> {
@@ -45,7 +45,7 @@ export async function startServer({
   try {
     // Closes the turns that dead processes left running (ours stay ours while we live).
     instance = await registerInstance({ db: database.db, connection: database.connection, logger })
-    const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes })
+    const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser: services.parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
     const shutdownController = new AbortController()

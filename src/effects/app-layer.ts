@@ -13,6 +13,7 @@ import { type Logger, LoggerService } from './logging/logger.ts'
 import { type ToolRegistry, ToolRegistryService } from './tools/tool-registry.ts'
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
+import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
 
 /** Hooks that run before every model step (features add theirs here). */
 export class PreStepHooks extends Context.Service<PreStepHooks, PreStepHook>()('knowagent/turn/PreStepHooks') {
@@ -30,7 +31,15 @@ export interface CoreLayerOptions {
   readonly models?: Partial<ModelRegistryOptions> | undefined
 }
 
-export type CoreServices = AppConfigService | LoggerService | AppSecret | Database | ModelRegistryService | ToolRegistryService | PreStepHooks
+export type CoreServices =
+  | AppConfigService
+  | LoggerService
+  | AppSecret
+  | Database
+  | ModelRegistryService
+  | ToolRegistryService
+  | PreStepHooks
+  | DocumentParserService
 
 /** Configuration, logger, secret and database: what every CLI command needs. */
 export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger' | 'exclusiveDatabase' | 'migrate'>) {
@@ -43,7 +52,9 @@ export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger
 /** Everything a turn needs, on top of the database. */
 export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, DatabaseUnavailable> {
   const models = ModelRegistryService.layer({ models: options.config.file.models ?? [], env: options.config.env, ...options.models })
-  return Layer.mergeAll(models, ToolRegistryService.layer(WORKSPACE_TOOLS), PreStepHooks.none).pipe(Layer.provideMerge(databaseLayer(options)))
+  // The parser's worker pool is scoped: released (its workers terminated) with the runtime.
+  const parser = DocumentParserService.layer(options.config.parsing)
+  return Layer.mergeAll(models, ToolRegistryService.layer(WORKSPACE_TOOLS), PreStepHooks.none, parser).pipe(Layer.provideMerge(databaseLayer(options)))
 }
 
 export interface CoreServiceValues {
@@ -54,6 +65,7 @@ export interface CoreServiceValues {
   readonly models: ModelRegistry
   readonly tools: ToolRegistry
   readonly preStep: PreStepHook
+  readonly parser: DocumentParser
 }
 
 /** The services as plain values, for code outside Effect (express routes, the CLI). */
@@ -66,6 +78,7 @@ export const coreServiceValues = Effect.gen(function* () {
     models: yield* ModelRegistryService,
     tools: yield* ToolRegistryService,
     preStep: yield* PreStepHooks,
+    parser: yield* DocumentParserService,
   } satisfies CoreServiceValues
 })
 

@@ -6,6 +6,7 @@ import type { User } from '../effects/auth/users.ts'
 import type { ModelRegistry } from '../effects/llm/model-registry.ts'
 import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
 import type { PreStepHook } from '../effects/turn/pre-step-hooks.ts'
+import type { DocumentParser } from '../effects/workspace/parse/document-parser.ts'
 
 /** Everything a route needs, built once at start-up. */
 export interface AppContext {
@@ -16,6 +17,8 @@ export interface AppContext {
   readonly logger: Logger
   readonly models: ModelRegistry
   readonly tools: ToolRegistry
+  /** Parses uploads off the event loop (worker threads); released with the runtime. */
+  readonly parser: DocumentParser
   /** Runs before every model step of every turn (features register theirs in the composition root). */
   readonly preStep?: PreStepHook | undefined
   /** Keep-alive comment interval on idle SSE streams (default 15 s). */

@@ -11,7 +11,7 @@ const PASSWORD = 'demo-password-123'
 const ui = useBrowserFixture({
   start: async () => {
     const server = await startTestServer()
-    const demo = await bootstrapDemo(server.database.db, { demoPassword: PASSWORD, maxFileBytes: server.ctx.config.maxFileBytes })
+    const demo = await bootstrapDemo(server.database.db, { demoPassword: PASSWORD, maxFileBytes: server.ctx.config.maxFileBytes, parser: server.ctx.parser })
     expect(demo.created).toBe(true)
     return { server, login: 'demo', password: PASSWORD, close: () => server.close() }
   },

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import { bootstrapDemo } from '../../src/effects/workspace/bootstrap-demo.ts'
+import { makeDocumentParser } from '../../src/effects/workspace/parse/document-parser.ts'
 import { findUserByLogin } from '../../src/effects/auth/users.ts'
 import { makeLocalChatModel } from '../../src/effects/llm/local-model.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'
@@ -17,7 +18,8 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
   let database: TestDatabase
   beforeAll(async () => {
     database = await openTestDatabase(kind)
-    const demo = await bootstrapDemo(database.db, { demoPassword: 'demo-password-1', maxFileBytes: 50 * 1024 * 1024 })
+    const parser = makeDocumentParser({ threads: 1 })
+    const demo = await bootstrapDemo(database.db, { demoPassword: 'demo-password-1', maxFileBytes: 50 * 1024 * 1024, parser }).finally(() => parser.close())
     expect(demo.report!.failed).toEqual([])
     expect(demo.report!.added.length).toBeGreaterThanOrEqual(8)
   })

@@ -10,6 +10,7 @@ import pg from 'pg'
 import { migrateToLatest } from '../../../src/effects/db/migrate.ts'
 import { makeModelRegistry } from '../../../src/effects/llm/model-registry.ts'
 import { createLogger } from '../../../src/effects/logging/logger.ts'
+import { makeDocumentParser } from '../../../src/effects/workspace/parse/document-parser.ts'
 import { putFile } from '../../../src/effects/workspace/store.ts'
 import { makeToolRegistry } from '../../../src/effects/tools/tool-registry.ts'
 import { WORKSPACE_TOOLS } from '../../../src/effects/tools/workspace-tools.ts'
@@ -75,6 +76,7 @@ export async function startKnowagentServer({
     logger,
     models,
     tools: makeToolRegistry(WORKSPACE_TOOLS),
+    parser: makeDocumentParser(config.parsing), // no worker starts until a parse
     shutdownSignal: new AbortController().signal,
   }
   const user = await createUser(database.db, { login: BENCH_LOGIN, password: 'bench-password-0123' })

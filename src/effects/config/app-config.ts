@@ -1,8 +1,10 @@
 // Configuration: a JSON file (validated with Schema, errors name the bad key) plus environment.
 import { Context, Layer, Schema } from 'effect'
 import { existsSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { resolve } from 'node:path'
 import { ModelsConfigSchema } from '../llm/model-config.ts'
+import { DEFAULT_PARSE_LIMITS, DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_MS, defaultParserThreads } from '../workspace/parse/parse-outcome.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 
@@ -24,8 +26,18 @@ export const ConfigFileSchema = Schema.Struct({
       streamsPerMinute: Schema.optional(PositiveInt),
       /** Largest chat message accepted, in characters. */
       maxMessageChars: Schema.optional(PositiveInt),
-      /** Largest uploaded or imported file, in bytes. */
+      /** Largest uploaded or imported file, in bytes (a file of exactly this size is accepted). */
       maxFileBytes: Schema.optional(PositiveInt),
+      /** Files in one upload request. */
+      maxFilesPerUpload: Schema.optional(PositiveInt),
+      /** Text extracted from one file, in Unicode code points; more fails the parse. */
+      maxParsedChars: Schema.optional(PositiveInt),
+      /** Bytes decompressed while parsing one file (DOCX parts, PDF streams). */
+      maxInflatedBytes: Schema.optional(PositiveInt),
+      parseTimeoutSeconds: Schema.optional(PositiveInt),
+      /** Heap plus ArrayBuffers of one parser worker. */
+      parseMemoryMb: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(32))),
+      parserThreads: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 64 }))),
       /** Failed sign-ins per login before lock-outs start (then 1 s, 2 s, 4 s … up to signInMaxLockoutSeconds). */
       signInFailuresPerLogin: Schema.optional(PositiveInt),
       /** Failed sign-ins per client address (IPv6: per /64) before lock-outs start. */
@@ -56,6 +68,16 @@ export interface AppConfig {
   readonly streamsPerMinute: number
   readonly maxMessageChars: number
   readonly maxFileBytes: number
+  readonly maxFilesPerUpload: number
+  /** The document parser's budgets (its worker pool takes this object as it is). */
+  readonly parsing: {
+    readonly threads: number
+    readonly timeoutMs: number
+    readonly memoryLimitMb: number
+    readonly limits: { readonly maxBytes: number; readonly maxChars: number; readonly maxInflatedBytes: number }
+  }
+  /** Where uploads are spooled while they arrive (each request gets a private folder, always removed). */
+  readonly uploadTempDir: string
   readonly signInFailuresPerLogin: number
   readonly signInFailuresPerAddress: number
   readonly signInMaxLockoutSeconds: number
@@ -118,6 +140,7 @@ export function loadConfig({
   if (secret !== undefined && secret.length < 16) {
     throw new ConfigError('KNOWAGENT_SECRET is too short: use at least 16 characters (32 random bytes recommended)')
   }
+  const maxFileBytes = file.limits?.maxFileBytes ?? 50 * 1024 * 1024
   return {
     file,
     configPath,
@@ -133,7 +156,19 @@ export function loadConfig({
     sessionTtlHours: file.server?.sessionTtlHours ?? 24 * 14,
     streamsPerMinute: file.limits?.streamsPerMinute ?? 30,
     maxMessageChars: file.limits?.maxMessageChars ?? 32_000,
-    maxFileBytes: file.limits?.maxFileBytes ?? 50 * 1024 * 1024,
+    maxFileBytes,
+    maxFilesPerUpload: file.limits?.maxFilesPerUpload ?? 32,
+    parsing: {
+      threads: file.limits?.parserThreads ?? defaultParserThreads(),
+      timeoutMs: (file.limits?.parseTimeoutSeconds ?? DEFAULT_PARSE_TIMEOUT_MS / 1000) * 1000,
+      memoryLimitMb: file.limits?.parseMemoryMb ?? DEFAULT_PARSE_MEMORY_MB,
+      limits: {
+        maxBytes: maxFileBytes,
+        maxChars: file.limits?.maxParsedChars ?? DEFAULT_PARSE_LIMITS.maxChars,
+        maxInflatedBytes: file.limits?.maxInflatedBytes ?? DEFAULT_PARSE_LIMITS.maxInflatedBytes,
+      },
+    },
+    uploadTempDir: resolve(cwd, env.KNOWAGENT_UPLOAD_TMPDIR || tmpdir()),
     signInFailuresPerLogin: file.limits?.signInFailuresPerLogin ?? 5,
     signInFailuresPerAddress: file.limits?.signInFailuresPerAddress ?? 50,
     signInMaxLockoutSeconds: file.limits?.signInMaxLockoutSeconds ?? 900,

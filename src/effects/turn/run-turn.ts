@@ -42,6 +42,8 @@ export interface RunTurnOptions {
   readonly uri: string
   readonly question: string
   readonly history: ReadonlyArray<ChatMessage>
+  /** The client's own instructions, appended to the system prompt under a heading (never replacing it). */
+  readonly preferences?: string | undefined
   readonly onEvent: (event: TurnEmitted) => void
   /** Aborting stops the turn; `reason` on the signal (a TurnStopReason string) is recorded. */
   readonly signal: AbortSignal
@@ -69,7 +71,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   }
   const logic = turnMachine.provide({
     actors: {
-      prepare: fromEffect<PrepareOutput, PrepareInput>(({ input }) => prepareTurn({ db, caller, input, toolSchemas: tools.schemas })),
+      prepare: fromEffect<PrepareOutput, PrepareInput>(({ input }) => prepareTurn({ db, caller, input, toolSchemas: tools.schemas, preferences: options.preferences })),
       preStep: fromEffect<PreStepOutput, PreStepInput>(({ input }) => preStep({ caller, turnId, input })),
       runTool: fromEffect<RunToolOutput, RunToolInput>(({ input }) => {
         const { id, name, arguments: args } = input.call
