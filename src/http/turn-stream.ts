@@ -66,7 +66,7 @@ export async function admitTurnStream(
   checkMessageFitsModel({
     message: input.message,
     model: model.info,
-    systemPrompt: buildSystemPrompt({ scopeUri: node.uri, scopeKind: node.kind, nativeTools }),
+    systemPrompt: buildSystemPrompt({ scopeUri: node.uri, scopeKind: node.kind, nativeTools, preferences: input.preferences }),
     tools: nativeTools ? ctx.tools.schemas : [],
   })
   const limiter = createRateLimiter({ db: ctx.db, limit: ctx.config.streamsPerMinute, windowMs: 60_000, now: ctx.now })
