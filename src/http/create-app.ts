@@ -14,6 +14,7 @@ import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
 import { settingsRoutes } from './settings.routes.ts'
 import { openAiRoutes } from './openai.routes.ts'
+import { retrievalRoutes } from './retrieval.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = fileURLToPath(new URL('../../views/static/', import.meta.url))
@@ -68,6 +69,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(workspaceRoutes(ctx))
   app.use(knowledgeAgentRoutes(ctx))
   app.use(chatRoutes(ctx))
+  if (ctx.retrieval) app.use(retrievalRoutes(ctx, ctx.retrieval))
   app.use(settingsRoutes(ctx))
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 

@@ -3,13 +3,15 @@
 //   POST /settings/tokens                  create a token: the answer shows it once (no-store)
 //   POST /settings/tokens/:id/revoke       revoke one of the caller's tokens
 // A bearer token cannot reach these pages: a stolen token must not be able to mint more tokens
-// or revoke the owner's others. Forms carry the CSRF token in the `_csrf` field.
+// or revoke the owner's others. Forms carry the CSRF token in the `_csrf` field. The guards sit on
+// these routes only: /settings/retrieval (retrieval.routes.ts) has its own.
 import { Router, urlencoded, type Request, type Response } from 'express'
 import { Schema } from 'effect'
 import { createApiToken, listApiTokens, MAX_TOKEN_LABEL_CHARS, revokeApiTokens, UserError } from '../effects/auth/users.ts'
-import { AccountSettingsPage, type AccountSettingsProps } from '../../views/pages/settings.tsx'
+import { AccountSettingsPage, SETTINGS_SECTIONS, type AccountSettingsProps } from '../../views/pages/settings.tsx'
 import { NOTICE_CODES, noticeText } from '../../views/partials/notices.ts'
 import { renderPage } from '../../views/render.ts'
+import { retrievalNav } from './retrieval.routes.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
 import { forbidden, HttpError } from './http-errors.ts'
@@ -26,7 +28,9 @@ function requireSession(req: Request, _res: Response, next: (error?: unknown) =>
 
 export function settingsRoutes(ctx: AppContext): Router {
   const router = Router()
-  router.use('/settings', requireAuth(), requireSession, urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
+  const guard = [requireAuth(), requireSession, urlencoded({ extended: false, limit: '16kb' }), requireCsrf()]
+  const nav = retrievalNav(ctx.retrieval)
+  const sections = [...SETTINGS_SECTIONS, ...nav.map((link) => ({ id: 'retrieval', ...link }))]
 
   async function page(req: Request, res: Response, extra: Partial<AccountSettingsProps> = {}, status = 200) {
     const { user, csrfToken } = req.auth!
@@ -35,15 +39,15 @@ export function settingsRoutes(ctx: AppContext): Router {
       .status(status)
       .set('Cache-Control', 'no-store')
       .type('html')
-      .send(await renderPage(AccountSettingsPage({ login: user.login, csrfToken, tokens, ...extra })))
+      .send(await renderPage(AccountSettingsPage({ login: user.login, csrfToken, tokens, nav, sections, ...extra })))
   }
 
-  router.get('/settings', async (req, res) => {
+  router.get('/settings', ...guard, async (req, res) => {
     const { notice } = decodeQuery(SettingsQuery, req)
     await page(req, res, notice ? { notice: noticeText({ code: notice }) } : {})
   })
 
-  router.post('/settings/tokens', async (req, res) => {
+  router.post('/settings/tokens', ...guard, async (req, res) => {
     const { label } = decodeBody(CreateTokenForm, req.body)
     const user = req.auth!.user
     const created = await createApiToken(ctx.db, { secret: ctx.secret, userId: user.id, label })
@@ -51,7 +55,7 @@ export function settingsRoutes(ctx: AppContext): Router {
     await page(req, res, { newToken: { label: label?.trim() || null, token: created.token } }, 201)
   })
 
-  router.post('/settings/tokens/:id/revoke', async (req, res) => {
+  router.post('/settings/tokens/:id/revoke', ...guard, async (req, res) => {
     const id = req.params.id
     if (!Schema.is(TokenId)(id)) throw new HttpError(404, 'not_found', 'no such token')
     const user = req.auth!.user

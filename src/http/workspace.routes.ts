@@ -24,6 +24,7 @@ import { badRequest, forbidden, HttpError } from './http-errors.ts'
 import { readMultipartUpload } from './multipart-upload.ts'
 import { decodeQuery, QueryInt } from './decode-request.ts'
 import { NOTICE_CODES, noticeText, uploadNoticeQuery } from '../../views/partials/notices.ts'
+import { retrievalNav } from './retrieval.routes.ts'
 
 const PREVIEW_CHARS = 200_000
 const TREE_PAGE = 200
@@ -117,6 +118,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
       await renderPage(
         WorkspacePage({
           login: user.login,
+          nav: retrievalNav(ctx.retrieval),
           csrfToken: req.auth!.csrfToken,
           rootUri: rootUriOf(user),
           tree: await buildTree(user, directory),

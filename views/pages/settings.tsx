@@ -1,7 +1,7 @@
-// Settings pages share one frame: a section nav (Account and API tokens here; "Retrieval
-// services" is added at /settings/retrieval by appending to SETTINGS_SECTIONS) beside the section.
+// Settings pages share one frame: a section nav (Account and API tokens; Retrieval services when
+// that feature is on) beside the section.
 import type { Child } from 'hono/jsx'
-import { Layout } from '../layout.tsx'
+import { Layout, type NavLink } from '../layout.tsx'
 
 export interface SettingsSection {
   readonly id: string
@@ -16,20 +16,25 @@ export function SettingsFrame({
   current,
   login,
   csrfToken,
+  nav,
+  sections = SETTINGS_SECTIONS,
   children,
 }: {
   title: string
   current: string
   login: string
   csrfToken: string | undefined
+  /** The top bar's links (as on every page). */
+  nav?: ReadonlyArray<NavLink> | undefined
+  sections?: ReadonlyArray<SettingsSection> | undefined
   children?: Child
 }) {
   return (
-    <Layout title={title} login={login} csrfToken={csrfToken} bodyClass="page-settings">
+    <Layout title={title} login={login} csrfToken={csrfToken} nav={nav} bodyClass="page-settings">
       <div class="settings">
         <nav class="settings-nav" aria-label="Settings sections">
           <ul>
-            {SETTINGS_SECTIONS.map((section) => (
+            {sections.map((section) => (
               <li>
                 <a href={section.href} aria-current={section.id === current ? 'page' : undefined}>
                   {section.label}
@@ -59,6 +64,8 @@ export interface AccountSettingsProps {
   readonly newToken?: { readonly label: string | null; readonly token: string } | undefined
   readonly notice?: string | undefined
   readonly error?: string | undefined
+  readonly nav?: ReadonlyArray<NavLink> | undefined
+  readonly sections?: ReadonlyArray<SettingsSection> | undefined
 }
 
 /** "2026-12-01 14:05 UTC" */
@@ -70,7 +77,7 @@ const nameOf = (token: { label: string | null }) => token.label ?? '(no name)'
 
 export function AccountSettingsPage(props: AccountSettingsProps) {
   return (
-    <SettingsFrame title="Settings" current="account" login={props.login} csrfToken={props.csrfToken}>
+    <SettingsFrame title="Settings" current="account" login={props.login} csrfToken={props.csrfToken} nav={props.nav} sections={props.sections}>
       <h1>Account and API tokens</h1>
       {props.notice ? (
         <p class="notice" role="status">
