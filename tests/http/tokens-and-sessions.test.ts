@@ -130,6 +130,20 @@ describe('the settings page', () => {
     expect((await fetch(`${server.url}/settings`, { headers: { authorization: `Bearer ${carol.token}` } })).status).toBe(403)
   })
 
+  it('lists Retrieval services among its sections when that feature runs, and leaves that page to its own routes', async () => {
+    const withRetrieval = await startTestServer({ retrieval: true })
+    try {
+      const erin = await addUserWithToken(withRetrieval, 'erin')
+      const { cookie } = await signIn(withRetrieval, 'erin', erin.password)
+      const html = await (await fetch(`${withRetrieval.url}/settings`, { headers: { cookie } })).text()
+      expect(html).toMatch(/<nav class="settings-nav" aria-label="Settings sections"><ul><li><a href="\/settings" aria-current="page">Account and API tokens<\/a><\/li><li><a href="\/settings\/retrieval">Retrieval services<\/a><\/li><\/ul><\/nav>/)
+      expect((await fetch(`${withRetrieval.url}/settings/retrieval`, { headers: { cookie } })).status).toBe(200)
+    } finally {
+      await withRetrieval.close()
+    }
+    expect(await (await fetch(`${server.url}/settings`, { headers: { cookie: (await signIn(server, 'alice', alice.password)).cookie } })).text()).not.toContain('/settings/retrieval')
+  })
+
   it('the workspace header links to the settings', async () => {
     const { cookie } = await signIn(server, 'alice', alice.password)
     expect(await (await asCookie(cookie)).text()).toContain('<a href="/settings">Settings</a>')
