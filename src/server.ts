@@ -12,6 +12,7 @@ import { registerInstance, type InstanceRegistration } from './effects/turn/inst
 import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import type { AppContext } from './http/app-context.ts'
 import { createApp } from './http/create-app.ts'
+import { compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from './effects/compile/compile-feature.ts'
 
 export interface RunningServer {
   readonly url: string
@@ -42,14 +43,16 @@ export async function startServer({
   const { database } = services
   let server: Server | undefined
   let instance: InstanceRegistration | undefined
+  let compile: RunningCompileFeature | undefined
   try {
     // Closes the turns that dead processes left running (ours stay ours while we live).
     instance = await registerInstance({ db: database.db, connection: database.connection, logger })
     const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser: services.parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
+    compile = await startCompileFeature(compileFeatureOptionsOf(services))
     const shutdownController = new AbortController()
-    const app = createApp({ ...appContextOf(services, shutdownController.signal), instanceId: instance.instanceId })
+    const app = createApp({ ...appContextOf(services, shutdownController.signal), instanceId: instance.instanceId, compile: compile.feature })
     const sockets = new Set<Socket>()
     server = await listen(app, config)
     server.on('connection', (socket) => {
@@ -86,6 +89,7 @@ export async function startServer({
             for (const socket of sockets) socket.destroy()
           }, 2000).unref()
         })
+        await compile?.stop() // running compile attempts are interrupted and released for retry
         await instance?.release()
         await dispose()
         logger.info('stopped')
@@ -93,6 +97,7 @@ export async function startServer({
     return { url, server, database, shutdown }
   } catch (error) {
     server?.close()
+    await compile?.stop()
     await instance?.release()
     await dispose()
     throw error

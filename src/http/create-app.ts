@@ -13,6 +13,7 @@ import { workspaceRoutes } from './workspace.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
 import { settingsRoutes } from './settings.routes.ts'
+import { compileRoutes } from './compile.routes.ts'
 import { openAiRoutes } from './openai.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
 
@@ -69,6 +70,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(workspaceRoutes(ctx))
   app.use(knowledgeAgentRoutes(ctx))
   app.use(chatRoutes(ctx))
+  if (ctx.compile) app.use(compileRoutes(ctx, ctx.compile))
   if (ctx.retrieval) app.use(retrievalRoutes(ctx, ctx.retrieval))
   app.use(settingsRoutes(ctx))
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
