@@ -30,6 +30,8 @@ export const ConfigFileSchema = Schema.Struct({
     Schema.Struct({
       /** Streams per user per minute on POST stream. */
       streamsPerMinute: Schema.optional(PositiveInt),
+      /** Compile requests (queue or retry) per user per minute, across every server process. */
+      compileRequestsPerMinute: Schema.optional(PositiveInt),
       /** Largest chat message accepted, in characters. */
       maxMessageChars: Schema.optional(PositiveInt),
       /** Largest uploaded or imported file, in bytes (a file of exactly this size is accepted). */
@@ -74,6 +76,7 @@ export interface AppConfig {
   readonly secureCookies: boolean
   readonly sessionTtlHours: number
   readonly streamsPerMinute: number
+  readonly compileRequestsPerMinute: number
   readonly maxMessageChars: number
   readonly maxFileBytes: number
   /** `retrieval.bailian` with defaults (enabled unless switched off). */
@@ -165,6 +168,7 @@ export function loadConfig({
     secureCookies: file.server?.secureCookies ?? false,
     sessionTtlHours: file.server?.sessionTtlHours ?? 24 * 14,
     streamsPerMinute: file.limits?.streamsPerMinute ?? 30,
+    compileRequestsPerMinute: file.limits?.compileRequestsPerMinute ?? 20,
     maxMessageChars: file.limits?.maxMessageChars ?? 32_000,
     retrievalBailian: resolveBailianConfig(file.retrieval?.bailian),
     maxFileBytes,
