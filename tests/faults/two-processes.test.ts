@@ -1,6 +1,7 @@
 // Two real `knowagent serve` processes on one PostgreSQL database: the per-user stream limit holds
 // across both; a stream on one is unaffected when the other restarts (SIGTERM, start again); and
-// after a kill -9, the restarted process closes only its own dead turns as `interrupted`.
+// after a kill -9, the restarted process closes only its own dead turns as `interrupted` and nothing
+// committed is lost. Both survivors answer /healthz after each fault; every process exits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { createServer, type Server, type ServerResponse } from 'node:http'
@@ -178,6 +179,7 @@ describe('two server processes on one database', () => {
     expect(await b.stop('SIGTERM')).toBe(0)
     expect((await onB.rest()).at(-1)).toMatchObject({ event: 'error', data: { code: 'cancelled' } })
     const b2 = await startServe('b2')
+    expect((await fetch(`${a.url}/healthz`)).status).toBe(200)
     expect(await turnStatus(onA.turnId)).toBe('running')
     expect((await stream(b2, 'local')).status).toBe(429) // the limit outlived B's restart
     provider.releaseAll()
@@ -195,6 +197,8 @@ describe('two server processes on one database', () => {
     const a2 = await startServe('a2')
     expect(await turnStatus(dying.turnId)).toBe('failed:interrupted')
     expect(await turnStatus(living.turnId)).toBe('running')
+    expect(await turnStatus(onA.turnId)).toBe('done') // committed before the kill: kept
+    for (const serve of [a2, b2]) expect((await fetch(`${serve.url}/healthz`)).status).toBe(200)
     provider.releaseAll()
     expect((await living.rest()).at(-1)!.event).toBe('done')
 
