@@ -52,7 +52,6 @@ export const CompileRequest = Schema.Struct({
   skill: Schema.optionalKey(Short),
 })
 
-const FormInt = Schema.String.check(Schema.isPattern(/^\d{1,6}$/, { message: 'a whole number' }))
 const FormString = Schema.String.check(Schema.isMaxLength(4096))
 
 const CompileForm_ = Schema.Struct({
@@ -60,8 +59,8 @@ const CompileForm_ = Schema.Struct({
   uris: Schema.optionalKey(Schema.Union([Uri, Schema.Array(Uri).check(Schema.isMaxLength(MAX_REQUEST_URIS))])),
   engine: Schema.String.check(Schema.isMaxLength(600)),
   reasoning_level: Schema.optionalKey(Short),
-  call_budget: FormInt,
-  timeout_seconds: FormInt,
+  call_budget: QueryInt({ minimum: 1, maximum: MAX_CALL_BUDGET }),
+  timeout_seconds: QueryInt({ minimum: MIN_TIMEOUT_SECONDS, maximum: MAX_TIMEOUT_SECONDS }),
   artifact_parent_uri: Schema.optionalKey(FormString),
   skill: Schema.optionalKey(Short),
   skill_name: Schema.optionalKey(FormString),
@@ -353,8 +352,8 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
       uris,
       ...decodeEngine(form.engine),
       reasoningLevel: form.reasoning_level ?? '',
-      callBudget: Math.min(MAX_CALL_BUDGET, Math.max(1, Number(form.call_budget))),
-      timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, Math.max(MIN_TIMEOUT_SECONDS, Number(form.timeout_seconds))),
+      callBudget: form.call_budget,
+      timeoutSeconds: form.timeout_seconds,
       artifactParentUri: form.artifact_parent_uri?.trim() || undefined,
       skill: form.skill ?? '',
     }

@@ -132,6 +132,23 @@ describe('compile and task routes: the same guards as the rest', () => {
     }
   })
 
+  it.each([
+    ['call_budget', '0'],
+    ['call_budget', '100000'],
+    ['call_budget', '1e3'],
+    ['timeout_seconds', '1'],
+    ['timeout_seconds', '-600'],
+  ])('refuses a compile form with %s=%s (400, never silently corrected)', async (field, value) => {
+    const fields = { directory_uri: 'kb://me/', uris: 'kb://me/missing.md', engine: 'llm|local', call_budget: '5', timeout_seconds: '120', [field]: value }
+    const res = await fetch(`${first.url}/workspace/compile`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: session.cookie, 'x-csrf-token': session.csrf },
+      body: new URLSearchParams(fields),
+    })
+    expect(res.status).toBe(400)
+    expect(await res.text()).toContain(field)
+  })
+
   it('decodes the compile form query: no uri, or two, is 400', async () => {
     for (const query of ['', '?uri=', '?uri=kb://me/&uri=kb://me/x/']) {
       const res = await fetch(`${first.url}/workspace/compile/form${query}`, { headers: { cookie: session.cookie } })
