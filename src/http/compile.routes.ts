@@ -13,7 +13,6 @@ import type { User } from '../effects/auth/users.ts'
 import { MAX_CALL_BUDGET, MAX_TIMEOUT_SECONDS } from '../effects/compile/compile-config.ts'
 import { type CompileJobView, type JobListFilter } from '../effects/compile/compile-jobs-store.ts'
 import { type CompileFeature, type CompileParams, MIN_TIMEOUT_SECONDS } from '../effects/compile/compile-service.ts'
-import { createRateLimiter } from '../effects/limits/rate-limiter.ts'
 import { renderSkillFile, SKILL_NAME_PATTERN, userSkillSegments } from '../effects/compile/skills.ts'
 import type { JobStatus } from '../effects/db/schema.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
@@ -25,6 +24,7 @@ import { JobRow, JobRowNotice, JobRows, jobRowId } from '../../views/partials/co
 import { renderFragment, renderFragmentSync, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
+import { admitCompileRequest, createStreamCap } from './compile-limits.ts'
 import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { badRequest, HttpError } from './http-errors.ts'
@@ -92,9 +92,6 @@ const JobsQuery = (limitMax: number) =>
     limit: Schema.optionalKey(QueryInt({ minimum: 1, maximum: limitMax })),
   })
 
-/** Live job streams one person may hold open at once in one server process (tabs × task center and compile dialog). */
-export const MAX_JOB_STREAMS_PER_USER = 10
-
 function jobId(req: Request): string {
   const id = String(req.params.id ?? '')
   if (!UUID.test(id)) throw new HttpError(404, 'job_not_found', `no compile job ${id.slice(0, 64)}`)
@@ -124,18 +121,6 @@ function listFilter(req: Request, user: User, limitMax = 100): JobListFilter {
     offset: query.offset ?? 0,
     limit: query.limit ?? 20,
   }
-}
-
-/**
- * Queueing or retrying starts model work: at most `limits.compileRequestsPerMinute` per person in
- * any 60 s, counted in PostgreSQL so the limit holds across every server process (429 + Retry-After).
- */
-async function admitCompileRequest(ctx: AppContext, user: User): Promise<void> {
-  const limit = ctx.config.compileRequestsPerMinute
-  const waitMs = await createRateLimiter({ db: ctx.db, limit, windowMs: 60_000, now: ctx.now }).take(`compile:${user.id}`)
-  if (waitMs === 0) return
-  const seconds = Math.ceil(waitMs / 1000)
-  throw new HttpError(429, 'rate_limited', `at most ${limit} compile requests per minute; retry in ${seconds} s`, { 'Retry-After': String(seconds) })
 }
 
 const matches = (filter: JobListFilter, job: CompileJobView) =>
@@ -259,26 +244,10 @@ function modelOptions(ctx: AppContext) {
 export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router {
   const router = Router()
   const { service } = feature
-  const openStreams = new Map<string, number>()
-  /** Counts a live job stream against its person's cap; the returned function gives the place back. */
-  const holdStream = (user: User): (() => void) => {
-    const open = openStreams.get(user.id) ?? 0
-    if (open >= MAX_JOB_STREAMS_PER_USER) {
-      throw new HttpError(429, 'too_many_streams', `at most ${MAX_JOB_STREAMS_PER_USER} live job streams at once; close a task center tab or compile dialog`)
-    }
-    openStreams.set(user.id, open + 1)
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      const left = (openStreams.get(user.id) ?? 1) - 1
-      if (left > 0) openStreams.set(user.id, left)
-      else openStreams.delete(user.id)
-    }
-  }
+  const streams = createStreamCap()
   const liveJobs = async (req: Request, res: Response, filter: JobListFilter, project: (sse: SseWriter) => JobStreamProjector) => {
     const user = req.auth!.user
-    const release = holdStream(user)
+    const release = streams.hold(user.id)
     try {
       await streamJobs(ctx, { res, user, filter, feature, project })
     } finally {
