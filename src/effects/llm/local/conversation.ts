@@ -1,6 +1,6 @@
 // What the local model can learn from the messages it is given (and nothing else): the current
 // question, and the tool calls and results of the current turn (after the last user message).
-import type { ChatMessage, ToolSchema } from './model.ts'
+import type { ChatMessage, ToolSchema } from '../model.ts'
 
 export interface SearchHitView {
   readonly uri: string

@@ -16,8 +16,8 @@ import {
   type SearchHitView,
   type SearchResultView,
   type TurnObservations,
-} from './local-conversation.ts'
-import type { ChatMessage, ToolSchema } from './model.ts'
+} from './conversation.ts'
+import type { ChatMessage, ToolSchema } from '../model.ts'
 import { containsCjk, createKeywordMatcher, extractKeywords, splitSentences, type KeywordMatcher } from './text-relevance.ts'
 
 export const MAX_SEARCH_PAGES = 3

@@ -1,9 +1,9 @@
 import { fc, test as propertyTest } from '@fast-check/vitest'
 import { Cause, Effect, Exit } from 'effect'
 import { describe, expect, test } from 'vitest'
-import { COMPACTION_INSTRUCTION } from '../../machines/compaction-plan.ts'
+import { COMPACTION_INSTRUCTION } from '../../../machines/compaction-plan.ts'
 import { LOCAL_MODEL_INFO, makeLocalChatModel, splitIntoDeltas } from './local-model.ts'
-import type { ChatMessage, ModelResult, ModelStreamEvent, ToolSchema } from './model.ts'
+import type { ChatMessage, ModelResult, ModelStreamEvent, ToolSchema } from '../model.ts'
 
 const tool = (name: string): ToolSchema => ({ type: 'function', function: { name, description: name, parameters: { type: 'object' } } })
 const ALL_TOOLS = ['ls', 'read', 'search', 'status'].map(tool)

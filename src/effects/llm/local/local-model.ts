@@ -3,14 +3,13 @@
 // writes extractive summaries. It implements the same `ChatModel` as a remote model, streams
 // its answers as several `delta` events, and goes through the same turn machine.
 import { Effect } from 'effect'
-import { isCompactionRequest } from '../../machines/compaction-plan.ts'
-import { summariseForCompaction } from './local-compaction.ts'
-import { planLocalStep, type LocalStep } from './local-planner.ts'
-import { validateToolArguments } from './chunk-assembler.ts'
-import { LOCAL_MODEL_ID } from './model-config.ts'
-import type { AssembledToolCall, ChatModel, ModelInfo, ModelRequest, ModelResult, ModelStreamEvent } from './model.ts'
+import { isCompactionRequest } from '../../../machines/compaction-plan.ts'
+import { summariseForCompaction } from './compaction-summary.ts'
+import { planLocalStep, type LocalStep } from './planner.ts'
+import { validateToolArguments } from '../chunk-assembler.ts'
+import { LOCAL_MODEL_ID } from '../model-config.ts'
+import type { AssembledToolCall, ChatModel, ModelInfo, ModelRequest, ModelResult, ModelStreamEvent } from '../model.ts'
 
-export { summariseExtractively } from './extractive-summary.ts'
 
 export const LOCAL_MODEL_INFO: ModelInfo = {
   id: LOCAL_MODEL_ID,

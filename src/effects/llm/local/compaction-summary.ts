@@ -6,9 +6,9 @@
 // reads the instruction; the local model writes an extractive summary that keeps every kb://
 // URI and every offset it saw.
 import { summariseExtractively } from './extractive-summary.ts'
-import { findKbUris, parseObject } from './local-conversation.ts'
-import { COMPACTION_INSTRUCTION, COMPACTION_MARKER } from '../../machines/compaction-plan.ts'
-import type { ChatMessage } from './model.ts'
+import { findKbUris, parseObject } from './conversation.ts'
+import { COMPACTION_INSTRUCTION, COMPACTION_MARKER } from '../../../machines/compaction-plan.ts'
+import type { ChatMessage } from '../model.ts'
 
 
 const USER_CHARS = 300
