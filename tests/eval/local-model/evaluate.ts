@@ -48,6 +48,8 @@ export interface EvalResult {
   readonly outcome: EvalOutcome
   readonly reason: string
   readonly answer: string
+  /** The model's thinking lines, in order (why it read what it read, why it found nothing). */
+  readonly thinking: ReadonlyArray<string>
   readonly ms: number
 }
 
@@ -100,12 +102,13 @@ export async function runLocalModelEval({
     const started = performance.now()
     const turn = await askOnce({ db, caller, model, question })
     const ms = performance.now() - started
-    results.push({ question, ms, answer: turn.answer, ...gradeAnswer({ question, ...turn }) })
+    results.push({ question, ms, answer: turn.answer, thinking: turn.thinking, ...gradeAnswer({ question, ...turn }) })
   }
   return summarise(results)
 }
 
 async function askOnce({ db, caller, model, question }: { db: Db; caller: Owner; model: ChatModel; question: EvalQuestion }) {
+  const thinking: string[] = []
   const output = await runTurn({
     db,
     caller,
@@ -114,7 +117,9 @@ async function askOnce({ db, caller, model, question }: { db: Db; caller: Owner;
     uri: question.scope,
     question: question.question,
     history: [],
-    onEvent: () => {},
+    onEvent: (event) => {
+      if (event.type === 'thinking') thinking.push(event.text)
+    },
     signal: new AbortController().signal,
   })
   const answer = output.messages.findLast((m) => m.role === 'assistant' && (m.tool_calls ?? []).length === 0)
@@ -122,6 +127,7 @@ async function askOnce({ db, caller, model, question }: { db: Db; caller: Owner;
     status: output.status,
     error: output.error?.message,
     answer: answer?.role === 'assistant' ? (answer.content ?? '') : '',
+    thinking,
     messages: output.messages,
   }
 }
@@ -222,8 +228,12 @@ export function gradeAnswer({
   return { outcome: 'wrong', reason: `facts not quoted from an expected source; cited ${[...new Set(citations.map((c) => c.uri))].join(', ')}` }
 }
 
+const CJK = '[\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}\\u3000-\\u303f\\uff00-\\uffef]'
+const SPACE_BETWEEN_CJK = new RegExp(`(?<=${CJK})\\s+(?=${CJK})`, 'gu')
+
+/** Whitespace collapsed, and none kept between CJK characters (a quote may join lines either way). */
 function collapse(text: string): string {
-  return text.replace(/\s+/gu, ' ').trim()
+  return text.replace(SPACE_BETWEEN_CJK, '').replace(/\s+/gu, ' ').trim()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -267,7 +277,9 @@ export function formatEvalReport(report: EvalReport, { verbose = false }: { verb
   if (shown.length > 0) lines.push('')
   for (const result of shown) {
     lines.push(`[${result.outcome}] ${result.question.id} (${result.ms.toFixed(0)} ms): ${result.reason}`)
-    if (verbose || result.outcome !== 'answered') lines.push(...result.answer.split('\n').map((line) => `    ${line}`))
+    if (verbose || result.outcome !== 'answered') {
+      lines.push(...result.thinking.map((line) => `    (thinking) ${line}`), ...result.answer.split('\n').map((line) => `    ${line}`))
+    }
   }
   return lines.join('\n')
 }

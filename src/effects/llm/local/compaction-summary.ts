@@ -5,7 +5,7 @@
 // text after the instruction in the same message, is the material to summarise. A real model
 // reads the instruction; the local model writes an extractive summary that keeps every kb://
 // URI and every offset it saw.
-import { summariseExtractively } from './extractive-summary.ts'
+import { summariseExtractively } from './summaries.ts'
 import { findKbUris, parseObject } from './conversation.ts'
 import { COMPACTION_INSTRUCTION, COMPACTION_MARKER } from '../../../machines/compaction-plan.ts'
 import type { ChatMessage } from '../model.ts'

@@ -1,8 +1,11 @@
 import { fc, test as propertyTest } from '@fast-check/vitest'
 import { Cause, Effect, Exit } from 'effect'
 import { describe, expect, test } from 'vitest'
-import { COMPACTION_INSTRUCTION } from '../../../machines/compaction-plan.ts'
+import { buildSummaryMessage, COMPACTION_INSTRUCTION } from '../../../machines/compaction-plan.ts'
+import { findAll, snippetAround } from '../../workspace/text-paging.ts'
+import { searchTerms } from '../../tools/search-terms.ts'
 import { LOCAL_MODEL_INFO, makeLocalChatModel, splitIntoDeltas } from './local-model.ts'
+import { collapse } from './passages.ts'
 import type { ChatMessage, ModelResult, ModelStreamEvent, ToolSchema } from '../model.ts'
 
 const tool = (name: string): ToolSchema => ({ type: 'function', function: { name, description: name, parameters: { type: 'object' } } })
@@ -33,48 +36,59 @@ function withToolResults(messages: ReadonlyArray<ChatMessage>, result: ModelResu
   ]
 }
 
-// A tiny workspace and real-shaped tools, to run the local model through a whole turn.
+// A tiny workspace and real-shaped tools (the search matches terms as the real tool does), to run
+// the local model through a whole turn without a database.
 const FILES: Record<string, string> = {
   'kb://users/alice/notes/compile.md':
-    '# Compiling\nRaw files are parsed first. The wiki compiler writes one summary per file. ' +
+    '# Compiling\n\nRaw files are parsed first. The wiki compiler writes one summary per file.\n\n' +
     'Then it publishes the directory overview as .overview.md, and the abstract as .abstract.md.\n' +
-    'Every publish is atomic. 编译任务会为每个目录生成概览。',
+    'Every publish is atomic.\n\n编译任务会为每个目录生成概览。',
   'kb://users/alice/notes/cats.md': 'Cats sleep a lot. They like boxes. Nothing here is about compilers.',
-  'kb://users/alice/notes/emoji.md': '🎉🎉 Party notes. The budget for the party is 300 euros. Bring cake.',
+  'kb://users/alice/notes/emoji.md': '🎉🎉 Party notes.\n\nThe budget for the party is 300 euros. Bring cake.',
+  'kb://users/alice/notes/travel-policy.md':
+    '# Travel policy\n\nThis policy applies to every business trip. Book trains and hotels through TripDesk.\n\n' +
+    '## Per diem\n\nYou receive a per diem of 45 EUR per day for domestic trips.',
+  'kb://users/alice/notes/on-call.md':
+    '# On call\n\nA rotation lasts one week.\n\nThe database failover of November 2025 is described in `reviews/incident-2025-11-db-failover.md`.',
+  'kb://users/alice/notes/reviews/incident-2025-11-db-failover.md':
+    '# Incident review\n\n## Summary\n\nThe standby took over, but the application kept connecting to the old address for 14 minutes because of cached DNS answers.',
 }
+const SEARCHABLE = Object.keys(FILES).filter((uri) => !uri.includes('/reviews/'))
 
 function runTool(name: string, args: Record<string, unknown>): unknown {
   if (name === 'search') {
-    const terms = String(args['query']).toLowerCase().split(/\s+/).filter(Boolean)
-    const hits = Object.entries(FILES).flatMap(([uri, text]) => {
-      const lower = text.toLowerCase()
-      const positions = terms.map((term) => lower.indexOf(term)).filter((p) => p >= 0)
-      if (positions.length === 0) return []
-      const offset = Array.from(text.slice(0, Math.min(...positions))).length
-      return [{ uri, offset, snippet: Array.from(text).slice(offset, offset + 60).join('') }]
+    const terms = searchTerms(String(args['query']))
+    const hits = SEARCHABLE.flatMap((uri) => {
+      const text = FILES[uri]!
+      return terms.flatMap((term) =>
+        findAll({ text, query: term, limit: 1 }).map((offset) => ({ uri, offset, snippet: snippetAround({ text, offset, length: Array.from(term).length, radius: 100 }) })),
+      ).slice(0, 3)
     })
-    return { query: args['query'], uri: 'kb://users/alice/notes/', hits, files_scanned: 3, offset: 0, next_offset: null, complete: true }
+    return { query: args['query'], uri: 'kb://users/alice/notes/', hits, files_scanned: SEARCHABLE.length, offset: 0, next_offset: null, complete: true }
   }
   if (name === 'read') {
-    const text = Array.from(FILES[String(args['uri'])] ?? '')
+    const file = FILES[String(args['uri'])]
+    if (file === undefined) return { error: { code: 'not_found', message: `${String(args['uri'])} does not exist` } }
+    const text = Array.from(file)
     const offset = Number(args['offset'] ?? 0)
-    const page = text.slice(offset, offset + 3000).join('')
-    return { uri: args['uri'], offset, next_offset: offset + 3000 < text.length ? offset + 3000 : null, total: text.length, text: page }
+    const limit = Number(args['limit'] ?? 3000)
+    const page = text.slice(offset, offset + limit).join('')
+    return { uri: args['uri'], offset, next_offset: offset + limit < text.length ? offset + limit : null, total: text.length, text: page }
   }
   if (name === 'ls') {
     return {
       uri: 'kb://users/alice/notes/',
-      entries: Object.keys(FILES).map((uri) => ({ name: uri.split('/').at(-1), kind: 'file', uri, size: 10, updated: '2026-01-01' })),
+      entries: SEARCHABLE.map((uri) => ({ name: uri.split('/').at(-1), kind: 'file', uri, size: 10, updated: '2026-01-01' })),
       offset: 0,
       next_offset: null,
-      total: 3,
+      total: SEARCHABLE.length,
     }
   }
   return { error: `unknown tool ${name}` }
 }
 
-async function runTurn(question: string, tools: ReadonlyArray<ToolSchema> = ALL_TOOLS) {
-  let messages: ChatMessage[] = [SYSTEM, { role: 'user', content: question }]
+async function runTurn(question: string, tools: ReadonlyArray<ToolSchema> = ALL_TOOLS, history: ReadonlyArray<ChatMessage> = []) {
+  let messages: ChatMessage[] = [SYSTEM, ...history, { role: 'user', content: question }]
   const calls: string[] = []
   for (let stepNumber = 0; stepNumber < 12; stepNumber += 1) {
     const { result, events } = await step(messages, { tools })
@@ -85,14 +99,23 @@ async function runTurn(question: string, tools: ReadonlyArray<ToolSchema> = ALL_
   throw new Error('the local model did not finish within 12 steps')
 }
 
-/** Every quoted line must be text that really is in the file at the cited offset. */
+/** The quotes of an answer: every `> …` block with its `> — uri (offset N)` line. */
+function quotesOf(answer: string): Array<{ uri: string; offset: number; text: string }> {
+  return [...answer.matchAll(/((?:^> (?!— ).*\n)+)^> — (kb:\/\/\S+) (?:\(offset (\d+)\)|（偏移 (\d+)）)$/gmu)].map((m) => ({
+    text: collapse(m[1]!.replace(/^> ?/gmu, '')),
+    uri: m[2]!,
+    offset: Number(m[3] ?? m[4]),
+  }))
+}
+
+/** Every quote must be the text that really is in the file at the cited offset (whitespace collapsed). */
 function expectQuotesAreReal(answer: string): number {
-  const blocks = [...answer.matchAll(/^> (?!— )(.+)\n> — (kb:\/\/\S+) \(offset (\d+)\)$/gmu)]
-  for (const [, quoted, uri, offset] of blocks) {
-    const file = Array.from(FILES[uri!] ?? '')
-    expect(file.slice(Number(offset), Number(offset) + Array.from(quoted!).length).join(''), `${uri}@${offset}`).toBe(quoted)
+  const quotes = quotesOf(answer)
+  for (const { uri, offset, text } of quotes) {
+    const file = Array.from(FILES[uri] ?? '')
+    expect(collapse(file.slice(offset).join('')).startsWith(text), `${uri}@${offset}: ${text}`).toBe(true)
   }
-  return blocks.length
+  return quotes.length
 }
 
 describe('LOCAL_MODEL_INFO', () => {
@@ -126,65 +149,99 @@ describe('planning: search → read → answer', () => {
     expect(events).toEqual([{ type: 'thinking', text: result.thinking }])
   })
 
-  test('after hits: reads the best distinct URIs (at most 3) from a little before the hit', async () => {
+  test('a question naming a file also lists the scope, to find the file by its name', async () => {
+    const { result } = await step([SYSTEM, { role: 'user', content: 'What are the key points of README.md?' }])
+    expect(result.toolCalls.map((call) => call.name)).toEqual(['search', 'ls'])
+  })
+
+  test('after hits: reads the best files, ranked by their names and snippets, around their best hit; weak ones are not read', async () => {
     const messages: ChatMessage[] = [SYSTEM, { role: 'user', content: 'budget for the party' }]
     const first = (await step(messages)).result
     const hits = [
       { uri: 'kb://users/alice/a.md', offset: 50, snippet: 'nothing relevant' },
-      { uri: 'kb://users/alice/b.md', offset: 1000, snippet: 'the party budget is small' },
-      { uri: 'kb://users/alice/a.md', offset: 900, snippet: 'party budget approved' },
+      { uri: 'kb://users/alice/b.md', offset: 9000, snippet: 'the party budget is small' },
+      { uri: 'kb://users/alice/a.md', offset: 900, snippet: 'party approved' },
       { uri: 'kb://users/alice/c.md', offset: 10, snippet: 'party' },
-      { uri: 'kb://users/alice/d.md', offset: 10, snippet: 'budget' },
+      { uri: 'kb://users/alice/party-budget.md', offset: 20, snippet: 'see the numbers below' },
     ]
     const second = (await step(withToolResults(messages, first, [{ hits, files_scanned: 9, next_offset: null, complete: true }]))).result
     expect(second.toolCalls.map((call) => [call.id, call.name, JSON.parse(call.argumentsJson!)])).toEqual([
-      ['local_1_0', 'read', { uri: 'kb://users/alice/a.md', offset: 700 }],
-      ['local_1_1', 'read', { uri: 'kb://users/alice/b.md', offset: 800 }],
-      ['local_1_2', 'read', { uri: 'kb://users/alice/c.md', offset: 0 }],
+      ['local_1_0', 'read', { uri: 'kb://users/alice/party-budget.md', offset: 0, limit: 6000 }],
+      ['local_1_1', 'read', { uri: 'kb://users/alice/b.md', offset: 7000, limit: 6000 }],
     ])
   })
 
-  test('a whole turn against a small workspace quotes the right passages with URI and offset', async () => {
+  test('a whole turn quotes the best passage whole, with its URI and offset, and nothing unrelated', async () => {
     const { answer, calls } = await runTurn('How does the wiki compiler publish the overview?')
     expect(calls[0]).toBe('search {"query":"wiki compiler publish overview"}')
     expect(calls.slice(1).every((call) => call.startsWith('read '))).toBe(true)
-    expect(answer).toContain('> Then it publishes the directory overview as .overview.md, and the abstract as .abstract.md.')
-    expect(answer).toContain('kb://users/alice/notes/compile.md')
+    expect(quotesOf(answer)[0]).toEqual({
+      uri: 'kb://users/alice/notes/compile.md',
+      offset: 89,
+      text: 'Then it publishes the directory overview as .overview.md, and the abstract as .abstract.md. Every publish is atomic.',
+    })
     expect(answer).not.toContain('Cats sleep')
+    expect(answer).not.toContain('# Compiling')
     expect(expectQuotesAreReal(answer)).toBeGreaterThan(0)
   })
 
   test('offsets are code points (an emoji before the quote counts as one)', async () => {
     const { answer } = await runTurn('What is the party budget?')
-    expect(answer).toContain('> The budget for the party is 300 euros.\n> — kb://users/alice/notes/emoji.md (offset 16)')
+    expect(quotesOf(answer)[0]).toEqual({ uri: 'kb://users/alice/notes/emoji.md', offset: 17, text: 'The budget for the party is 300 euros. Bring cake.' })
     expectQuotesAreReal(answer)
   })
 
-  test('a Chinese question is searched by CJK terms and answered in Chinese', async () => {
+  test('a Chinese question is searched by Intl.Segmenter words and answered in Chinese', async () => {
     const { answer, calls } = await runTurn('编译任务会生成什么？')
-    expect(calls[0]).toBe('search {"query":"编译 任务 会生成"}')
+    expect(calls[0]).toBe('search {"query":"编译 任务 生成"}')
     expect(answer).toContain('> 编译任务会为每个目录生成概览。')
     expect(answer).toContain('（偏移')
+    expectQuotesAreReal(answer)
   })
 
-  test('nothing found: says so plainly, with the scan coverage', async () => {
+  test('nothing found: says that nothing in the scope covers it, what was searched, and cites nothing', async () => {
     const { answer } = await runTurn('quantum entanglement')
-    expect(answer).toBe('I found nothing about “quantum entanglement” in the selected scope (3 files scanned).')
+    expect(answer).toBe('Nothing in kb://users/alice/notes/ covers “quantum entanglement”.\n\nI searched in all 5 files for “quantum”, “entanglement”; no file matched.')
   })
 
-  test('no hit on an incomplete scan: next pages (at most 3), then an honest answer', async () => {
+  // Regression (issue 15): asked about parental leave, it quoted the travel policy's title and an unrelated sentence.
+  test('a file that only shares a word with the question is read, but not quoted: nothing covers it', async () => {
+    const { answer, calls } = await runTurn('What is the parental leave policy?')
+    expect(calls).toContain('read {"uri":"kb://users/alice/notes/travel-policy.md","offset":0,"limit":6000}')
+    expect(answer).toBe(
+      'Nothing in kb://users/alice/notes/ covers “What is the parental leave policy?”.\n\n' +
+        'I searched in all 5 files for “parental”, “leave”, “policy”, and read the closest matches (travel-policy.md), but none of them answers it.',
+    )
+    expect(quotesOf(answer)).toEqual([])
+  })
+
+  // Regression (issue 15): it answered from lines that point to the incident review instead of reading it.
+  test('follows a reference to the file the question is about, when the search did not find that file', async () => {
+    const { answer, calls } = await runTurn('Why did the November 2025 database failover take so long?')
+    expect(calls).toEqual([
+      'search {"query":"november 2025 database failover"}',
+      'read {"uri":"kb://users/alice/notes/on-call.md","offset":0,"limit":6000}',
+      'read {"uri":"kb://users/alice/notes/reviews/incident-2025-11-db-failover.md","offset":0,"limit":6000}',
+    ])
+    expect(quotesOf(answer).map((q) => q.uri)).toEqual(['kb://users/alice/notes/reviews/incident-2025-11-db-failover.md'])
+    expect(answer).toContain('cached DNS answers')
+    expectQuotesAreReal(answer)
+  })
+
+  test('no hit on an incomplete scan: next pages (at most 3), then an honest answer that says the scan was partial', async () => {
     let messages: ChatMessage[] = [SYSTEM, { role: 'user', content: 'lost keyword' }]
     const queries: unknown[] = []
     for (let page = 0; page < 3; page += 1) {
       const { result } = await step(messages)
       expect(result.toolCalls.map((c) => c.name)).toEqual(['search'])
       queries.push(JSON.parse(result.toolCalls[0]!.argumentsJson!))
-      messages = withToolResults(messages, result, [{ hits: [], files_scanned: 40, offset: page * 40, next_offset: (page + 1) * 40, complete: false }])
+      const uri = 'kb://users/alice/notes/'
+      messages = withToolResults(messages, result, [{ uri, hits: [], files_scanned: 40, offset: page * 40, next_offset: (page + 1) * 40, complete: false }])
     }
     const { result } = await step(messages)
     expect(queries).toEqual([{ query: 'lost keyword' }, { query: 'lost keyword', offset: 40 }, { query: 'lost keyword', offset: 80 }])
     expect(result.finishReason).toBe('stop')
-    expect(result.text).toContain('120 files scanned; the scan was not complete')
+    expect(result.text).toContain('in the first 120 files (the scan was not complete, so files beyond them may cover it)')
   })
 
   test('a failed search is reported, not papered over', async () => {
@@ -192,6 +249,12 @@ describe('planning: search → read → answer', () => {
     const first = (await step(messages)).result
     const { result } = await step(withToolResults(messages, first, [{ error: 'scope kb://users/alice/notes/ was deleted' }]))
     expect(result.text).toBe('The search failed: scope kb://users/alice/notes/ was deleted')
+  })
+
+  test('a compaction summary placed after the question is not taken for the question', async () => {
+    const summary = buildSummaryMessage('Summary of the earlier conversation: the user asked about cats.')
+    const { result } = await step([SYSTEM, { role: 'user', content: 'What is the party budget?' }, summary])
+    expect(JSON.parse(result.toolCalls[0]!.argumentsJson!)).toEqual({ query: 'party budget' })
   })
 
   test('tool-call ids stay unique across turns of one conversation', async () => {
@@ -217,32 +280,36 @@ describe('planning without search, or without keywords', () => {
     expectQuotesAreReal(answer)
   })
 
-  test('a question without keywords reads the scope and summarises it extractively', async () => {
+  test('a question without keywords reads the scope and quotes the key passages of each file', async () => {
     const { answer, calls } = await runTurn('What is this?')
     expect(calls[0]).toBe('ls {}')
     expect(answer).toContain('Extractive summary of what I read:')
-    expect(answer).toContain('kb://users/alice/notes/cats.md (offset 0)')
+    expect(answer).toContain('> Cats sleep a lot. They like boxes. Nothing here is about compilers.\n> — kb://users/alice/notes/cats.md (offset 0)')
+    expectQuotesAreReal(answer)
   })
 
   test('only ls available: answers with the real listing', async () => {
     const { answer } = await runTurn('What is in here?', [tool('ls')])
-    expect(answer).toBe(`The selected scope contains:\n\n${Object.keys(FILES).map((uri) => `- ${uri}`).join('\n')}\n`)
+    expect(answer).toBe(`The selected scope contains:\n\n${SEARCHABLE.map((uri) => `- ${uri}`).join('\n')}\n`)
   })
 })
 
 describe('text-only use (no tools)', () => {
-  test('quotes the provided material relevant to the question, citing its URI', async () => {
-    const { result } = await step(
-      [
-        { role: 'system', content: 'Selected file kb://users/bob/plan.md, first page:\nThe launch is in March. The budget is 40k. Marketing starts in May.' },
-        { role: 'user', content: 'When is the launch?' },
-      ],
-      { tools: undefined },
-    )
+  test('quotes the host-provided first page with its URI and real offsets', async () => {
+    const material = 'Selected file.\n\nFirst page of kb://users/bob/plan.md (code points 0–120 of 120):\n"""\n# Plan\n\nThe launch is in March.\n\nMarketing starts in May. The budget is 40k.\n"""'
+    const { result } = await step([{ role: 'system', content: material }, { role: 'user', content: 'When is the launch?' }], { tools: undefined })
     expect(result.finishReason).toBe('stop')
     expect(result.toolCalls).toEqual([])
-    expect(result.text).toContain('> The launch is in March.\n> — kb://users/bob/plan.md')
+    expect(result.text).toContain('> The launch is in March.\n> — kb://users/bob/plan.md (offset 8)')
     expect(result.text).not.toContain('Marketing')
+  })
+
+  test('other material is quoted with the URI it names', async () => {
+    const { result } = await step(
+      [{ role: 'system', content: 'Notes from kb://users/bob/plan.md: the launch is in March.' }, { role: 'user', content: 'When is the launch?' }],
+      { tools: undefined },
+    )
+    expect(result.text).toContain('> Notes from kb://users/bob/plan.md: the launch is in March.\n> — kb://users/bob/plan.md')
   })
 
   test('no material: says it cannot answer rather than inventing', async () => {
@@ -255,7 +322,7 @@ describe('text-only use (no tools)', () => {
       [{ role: 'system', content: 'Notes about gardening and roses.' }, { role: 'user', content: 'Tell me about databases' }],
       { tools: undefined },
     )
-    expect(result.text).toBe('The material I was given says nothing about “databases”.')
+    expect(result.text).toBe('Nothing in the material I was given covers “Tell me about databases”.')
   })
 })
 
