@@ -2,12 +2,15 @@
 // turn machine, the real tools and the real database, with tool calls and a cited answer.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
-import { bootstrapDemo } from '../../src/effects/workspace/bootstrap-demo.ts'
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { bootstrapDemo, SAMPLES_DIR } from '../../src/effects/workspace/bootstrap-demo.ts'
 import { findUserByLogin } from '../../src/effects/auth/users.ts'
 import { makeLocalChatModel } from '../../src/effects/llm/local/index.ts'
+import type { ChatModel } from '../../src/effects/llm/model.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
-import { COMPACTION_SUMMARY_PREFIX, estimateMessagesBytes, type ChatMessage, type TurnEmitted } from '../../src/machines/index.ts'
+import { collectKbUris, COMPACTION_SUMMARY_PREFIX, estimateMessagesBytes, type ChatMessage, type TurnEmitted } from '../../src/machines/index.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) => {
@@ -90,43 +93,84 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     }
     expect(open.size).toBe(0)
   })
-  // Regression: the machine marked its summarising request with one marker and the local model
-  // looked for another, so the "summary" quoted the instruction back. One marker, one predicate.
-  it('compacts a long conversation in a small window into a real summary, not the instruction quoted back', async () => {
+  // Regressions: the machine marked its summarising request with one marker and the local model
+  // looked for another, so the "summary" quoted the instruction back; then the summariser nested an
+  // earlier summary inside the next one ("- User: [user] [Summary of earlier conversation…"), cut
+  // URIs mid-way ("knowagent-guid…") and listed them without the offsets read.
+  it('compacts a long conversation in a small window into a real summary that carries earlier summaries forward', async () => {
     const demo = (await findUserByLogin(database.db, 'demo'))!
     const local = makeLocalChatModel({ deltaDelayMs: 0 })
-    let history: ReadonlyArray<ChatMessage> = []
-    for (const question of ['How many tool calls may a single turn make?', 'What does the operations runbook say about shutdown?']) {
-      const earlier = await runTurn({
-        db: database.db, caller: demo, model: local, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
-        onEvent: () => {}, signal: new AbortController().signal,
+    const ask = async (question: string, history: ReadonlyArray<ChatMessage>, model: ChatModel = local) => {
+      const events: TurnEmitted[] = []
+      const output = await runTurn({
+        db: database.db, caller: demo, model, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
+        onEvent: (event) => events.push(event), signal: new AbortController().signal,
       })
-      expect(earlier.status).toBe('done')
-      history = earlier.messages
+      return { output, contexts: events.filter((e): e is Extract<TurnEmitted, { type: 'context' }> => e.type === 'context') }
     }
-    // A window that holds the fixed part and this turn's work, but not the whole earlier conversation.
-    const historyBytes = estimateMessagesBytes(history)
-    const small = { ...local, info: { ...local.info, contextWindow: local.info.maxOutputTokens + 1024 + 12_000 + Math.floor(historyBytes / 3) } }
-    const events: TurnEmitted[] = []
-    const output = await runTurn({
-      db: database.db, caller: demo, model: small, turnId: randomUUID(), uri: 'kb://me/samples/',
-      question: 'How does the wiki compiler publish the overview?', history,
-      onEvent: (event) => events.push(event), signal: new AbortController().signal,
-    })
-    expect(output.error).toBeUndefined()
-    expect(output.status).toBe('done')
-    expect(output.counters.compactions).toBeGreaterThanOrEqual(1)
-    const summaries = output.messages.filter((m) => m.role === 'user' && m.content.startsWith(COMPACTION_SUMMARY_PREFIX))
-    expect(summaries.length).toBeGreaterThanOrEqual(1)
-    for (const summary of summaries) {
-      const text = summary.content as string
-      expect(text).toContain('References (URI — offsets seen):')
-      expect(text).toMatch(/kb:\/\/users\/demo\/samples\/\S+/)
+    /** A window that holds the fixed part and this turn's own work (measured alone), but not the whole earlier conversation. */
+    const smallWindowFor = async (question: string, history: ReadonlyArray<ChatMessage>): Promise<ChatModel> => {
+      const alone = await ask(question, [])
+      const turnWork = Math.max(...alone.contexts.map((c) => c.used))
+      const contextWindow = local.info.maxOutputTokens + 1024 + turnWork + Math.floor(estimateMessagesBytes(history) / 3)
+      return { ...local, info: { ...local.info, contextWindow } }
+    }
+    let history: ReadonlyArray<ChatMessage> = []
+    for (const question of ['How many tool calls may a single turn make?', 'What should I do when the data directory is in use?']) {
+      const earlier = await ask(question, history)
+      expect(earlier.output.status).toBe('done')
+      history = earlier.output.messages
+    }
+
+    const third = 'How does a worker claim a compile job?'
+    const first = await ask(third, history, await smallWindowFor(third, history))
+    expect(first.output.error).toBeUndefined()
+    expect(first.output.counters.compactions).toBeGreaterThanOrEqual(1)
+    expect(first.contexts.at(-1)!.compactions).toBe(first.output.counters.compactions)
+    expect(first.contexts.at(-1)!.ratio).toBeLessThan(1)
+    const firstSummaries = summariesIn(first.output.messages)
+    expect(firstSummaries.length).toBeGreaterThanOrEqual(1)
+    expect(firstSummaries.join('\n')).toContain('- User asked: How many tool calls may a single turn make?')
+
+    // The next turn compacts again: the batch now holds the earlier summary.
+    const fourth = 'What does the cache fingerprint of an artifact record?'
+    const second = await ask(fourth, first.output.messages, await smallWindowFor(fourth, first.output.messages))
+    expect(second.output.error).toBeUndefined()
+    expect(second.output.status).toBe('done')
+    expect(second.output.counters.compactions).toBeGreaterThanOrEqual(1)
+    const secondSummaries = summariesIn(second.output.messages).filter((text) => !firstSummaries.includes(text))
+    const carried = secondSummaries.find((text) => text.includes(`- User asked: ${third}`))
+    expect(carried, 'a newer summary covers the third question').toBeDefined()
+    expect(carried, 'and carries the first question forward from the earlier summary').toContain('- User asked: How many tool calls may a single turn make?')
+
+    const mentioned = collectKbUris([...history, ...first.output.messages, ...second.output.messages].filter((m) => !summariesIn([m]).length))
+    for (const text of [...firstSummaries, ...secondSummaries]) {
+      expect(text.split(COMPACTION_SUMMARY_PREFIX)).toHaveLength(2) // its own prefix, never a nested one
+      expect(text).not.toContain('[user]')
       expect(text).not.toContain('Summarise the conversation excerpt')
       expect(text).not.toContain('Here is what the workspace says')
+      const references = text.slice(text.indexOf('References (URI — offsets seen):')).split('\n').slice(1)
+      expect(references.length).toBeGreaterThan(0)
+      for (const line of references) {
+        const [, uri, offsets] = /^- (kb:\/\/\S+)(?: — ([\d, ]+))?$/u.exec(line) ?? []
+        expect(uri, line).toBeDefined()
+        expect([...SAMPLE_URIS, ...mentioned], `${uri} is a whole URI of the sample corpus or of the conversation`).toContain(uri)
+        const cut = SAMPLE_URIS.find((sample) => sample !== uri && sample.startsWith(uri!) && !uri!.endsWith('/'))
+        expect(cut, `${uri} is not a URI cut short`).toBeUndefined()
+        if (SAMPLE_FILES.includes(uri!)) expect(offsets, `${uri} comes with the offsets read`).toMatch(/^\d+(, \d+)*$/u)
+      }
     }
-    const contexts = events.filter((e): e is Extract<TurnEmitted, { type: 'context' }> => e.type === 'context')
-    expect(contexts.at(-1)!.compactions).toBe(output.counters.compactions)
-    expect(contexts.at(-1)!.ratio).toBeLessThan(1)
   })
 })
+
+function summariesIn(messages: ReadonlyArray<ChatMessage>): string[] {
+  return messages.flatMap((m) => (m.role === 'user' && m.content.startsWith(COMPACTION_SUMMARY_PREFIX) ? [m.content] : []))
+}
+
+function samplePaths(folder: string, prefix = ''): string[] {
+  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? [`${prefix}${entry.name}/`, ...samplePaths(join(folder, entry.name), `${prefix}${entry.name}/`)] : [`${prefix}${entry.name}`],
+  )
+}
+const SAMPLE_FILES = samplePaths(SAMPLES_DIR).filter((path) => !path.endsWith('/')).map((path) => `kb://users/demo/samples/${path}`)
+const SAMPLE_URIS = ['kb://users/demo/samples/', ...samplePaths(SAMPLES_DIR).map((path) => `kb://users/demo/samples/${path}`)]

@@ -1,7 +1,8 @@
 import { fc, test as propertyTest } from '@fast-check/vitest'
 import { Cause, Effect, Exit } from 'effect'
 import { describe, expect, test } from 'vitest'
-import { buildSummaryMessage, COMPACTION_INSTRUCTION } from '../../../machines/compaction-plan.ts'
+import { buildSummaryMessage, COMPACTION_INSTRUCTION, renderCompactionTranscript } from '../../../machines/compaction-plan.ts'
+import { parseTranscript } from './compaction-summary.ts'
 import { findAll, snippetAround } from '../../workspace/text-paging.ts'
 import { searchTerms } from '../../tools/search-terms.ts'
 import { LOCAL_MODEL_INFO, makeLocalChatModel, splitIntoDeltas } from './local-model.ts'
@@ -367,21 +368,57 @@ describe('streaming', () => {
 })
 
 describe('compaction', () => {
-  test('a compaction request gets an extractive summary that keeps every URI and offset', async () => {
+  /** The request the turn machine sends (actor-bridge `compactEffect`): the instruction, then the batch as a transcript. */
+  const compactionRequest = (batch: ReadonlyArray<ChatMessage>): ChatMessage[] => [
+    { role: 'system', content: COMPACTION_INSTRUCTION },
+    { role: 'user', content: renderCompactionTranscript(batch) },
+  ]
+
+  test('a compaction request gets an extractive summary that keeps every URI with the offsets read', async () => {
     const { messages } = await runTurn('How does the wiki compiler publish the overview?')
-    const { result } = await step([...messages, { role: 'user', content: COMPACTION_INSTRUCTION }], { tools: undefined })
+    const { result } = await step(compactionRequest(messages.slice(1)), { tools: undefined })
     expect(result.finishReason).toBe('stop')
     expect(result.toolCalls).toEqual([])
+    expect(result.text).toContain('- User asked: How does the wiki compiler publish the overview?')
     expect(result.text).toContain('References (URI — offsets seen):')
-    expect(result.text).toMatch(/- kb:\/\/users\/alice\/notes\/compile\.md — \d+/)
+    expect(result.text).toMatch(/^- kb:\/\/users\/alice\/notes\/compile\.md — 0(, \d+)*$/mu)
     expect(result.text).not.toContain(COMPACTION_INSTRUCTION)
+    expect(result.text).not.toContain('[user]')
+  })
+
+  test('an earlier summary in the batch is carried forward line by line, not nested', async () => {
+    const earlier = buildSummaryMessage(
+      'Summary of the earlier conversation (local extractive summary; re-read sources with `read` for evidence):\n' +
+        '- User asked: What about cats?\n\nReferences (URI — offsets seen):\n- kb://users/alice/notes/cats.md — 0, 17',
+    )
+    const batch: ChatMessage[] = [earlier, { role: 'user', content: 'And the party budget?' }, { role: 'assistant', content: 'It is 300 euros.' }]
+    const { result } = await step(compactionRequest(batch), { tools: undefined })
+    expect(result.text.split('\n')).toEqual([
+      'Summary of the earlier conversation (local extractive summary; re-read sources with `read` for evidence):',
+      '- User asked: What about cats?',
+      '- User asked: And the party budget?',
+      '- Assistant answered: It is 300 euros.',
+      '',
+      'References (URI — offsets seen):',
+      '- kb://users/alice/notes/cats.md — 0, 17',
+    ])
+  })
+
+  test('a long message is shortened at a word, never inside a kb:// URI', async () => {
+    const uri = 'kb://users/alice/notes/knowagent-guide-with-a-long-name.md'
+    const question = `${'Please compare the two documents carefully '.repeat(5)}${uri} and tell me more`
+    const { result } = await step(compactionRequest([{ role: 'user', content: question }]), { tools: undefined })
+    const asked = result.text.split('\n').find((line) => line.startsWith('- User asked:'))!
+    expect(asked.endsWith('…')).toBe(true)
+    expect(asked).not.toMatch(/kb:\/\/\S*…$/u)
+    expect(result.text).toContain(`- ${uri}`)
   })
 
   const uriArbitrary = fc.stringMatching(/^[a-z0-9]{1,8}(\/[a-z0-9_-]{1,8}){0,3}\.(md|txt)$/).map((path) => `kb://users/${path}`)
   propertyTest.prop([fc.array(fc.tuple(uriArbitrary, fc.nat({ max: 100_000 })), { minLength: 1, maxLength: 12 }), fc.boolean()], {
     numRuns: 100,
-  })('every kb:// URI and offset in the material survives', async (references, instructionAsSystem) => {
-    const messages: ChatMessage[] = [
+  })('every kb:// URI and offset in the batch survives, whether it comes as a transcript or as messages', async (references, asTranscript) => {
+    const batch: ChatMessage[] = [
       { role: 'user', content: `Compare ${references.map(([uri]) => uri).join(' and ')} please` },
       {
         role: 'assistant',
@@ -398,13 +435,31 @@ describe('compaction', () => {
         content: JSON.stringify({ uri, offset, next_offset: null, total: offset + 10, text: 'Some text. More text.' }),
       })),
       { role: 'assistant', content: `As ${references[0]![0]} (offset ${references[0]![1]}) says, more text.` },
-      instructionAsSystem ? { role: 'system', content: COMPACTION_INSTRUCTION } : { role: 'user', content: COMPACTION_INSTRUCTION },
     ]
+    const messages = asTranscript ? compactionRequest(batch) : [...batch, { role: 'user' as const, content: COMPACTION_INSTRUCTION }]
     const { result } = await step(messages, { tools: undefined })
     for (const [uri, offset] of references) {
       const line = result.text.split('\n').find((l) => l.startsWith(`- ${uri} — `))
       expect(line, uri).toBeDefined()
       expect(line!.slice(`- ${uri} — `.length).split(', ').map(Number)).toContain(offset)
     }
+  })
+
+  propertyTest.prop(
+    [
+      fc.array(
+        fc.oneof(
+          fc.record({ role: fc.constant('user' as const), content: fc.string({ minLength: 1 }) }),
+          fc.record({ role: fc.constant('assistant' as const), content: fc.string({ minLength: 1 }).filter((t) => !t.includes('[assistant called')) }),
+          fc.record({ role: fc.constant('tool' as const), tool_call_id: fc.stringMatching(/^c[0-9]{1,3}$/), content: fc.json() }),
+        ),
+        { minLength: 1, maxLength: 8 },
+      ),
+    ],
+    { numRuns: 200 },
+  )('parseTranscript reads back what renderCompactionTranscript writes', (batch) => {
+    const clean = batch.filter((m) => !/\n\n\[/u.test(m.content) && !m.content.startsWith('['))
+    fc.pre(clean.length > 0)
+    expect(parseTranscript(renderCompactionTranscript(clean))).toEqual(clean)
   })
 })

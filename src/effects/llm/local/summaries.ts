@@ -103,6 +103,19 @@ export function summariseDocument({ title, text, maxChars }: { readonly title: s
   return joinSentences(pickWithinBudget(units, emphasis, budget).map((unit) => unit.text))
 }
 
+/** The gist of one page read from a file: its first whole sentences (a sentence cut by the page boundary is skipped). */
+export function summarisePage({ page, maxChars }: { readonly page: Page; readonly maxChars: number }): string {
+  const units = unitsOf(splitBlocks(page), { short: true })
+  const chosen: string[] = []
+  let used = 0
+  for (const unit of units) {
+    if (used + unit.text.length + 1 > maxChars) break
+    chosen.push(unit.text)
+    used += unit.text.length + 1
+  }
+  return chosen.length === 0 && units[0] !== undefined ? cutText(units[0].text, maxChars) : joinSentences(chosen)
+}
+
 /** `summariseDocument` without a title: kept for callers of the first version. */
 export function summariseExtractively({ text, maxChars }: { readonly text: string; readonly maxChars: number }): string {
   return summariseDocument({ title: '', text, maxChars })
