@@ -21,6 +21,8 @@ const SUMMARY_QUOTES = 3
 export interface Answer {
   readonly thinking: string
   readonly text: string
+  /** False when the answer says that nothing covers the question. */
+  readonly answered: boolean
 }
 
 interface CitedQuote {
@@ -88,6 +90,7 @@ export function answerFromDocuments({
       return {
         thinking: phrases.summarisingThinking,
         text: `${phrases.summaryOf(asked.uri)}\n\n${formatQuotes({ quotes: cited, phrases })}${note}\n\n${phrases.footer}`,
+        answered: true,
       }
     }
   }
@@ -107,6 +110,7 @@ export function answerFromDocuments({
     return {
       thinking: `${phrases.nothingThinking}${judged[0] === undefined ? '' : ` (${judged[0].relevance.reason})`}`,
       text: phrases.nothingFound({ question, keywords: terms.keywords.map((k) => k.text), coverage, read }),
+      answered: false,
     }
   }
   const chosen: Array<{ document: ReadDocument; quote: Quote }> = []
@@ -132,6 +136,7 @@ export function answerFromDocuments({
   return {
     thinking: phrases.answeringThinking,
     text: `${phrases.intro(question)}\n\n${formatQuotes({ quotes, phrases })}${note}\n\n${phrases.footer}`,
+    answered: true,
   }
 }
 
@@ -158,7 +163,7 @@ export function summariseDocuments({ documents, phrases }: { readonly documents:
       ? `${phrases.emptyFile}\n> — ${document.uri}`
       : formatQuotes({ quotes: quotes.map((quote) => ({ uri: document.uri, quote, withOffset: true })), phrases })
   })
-  return { thinking: phrases.answeringThinking, text: `${phrases.summaryIntro}\n\n${parts.join('\n\n')}\n\n${phrases.footer}` }
+  return { thinking: phrases.answeringThinking, text: `${phrases.summaryIntro}\n\n${parts.join('\n\n')}\n\n${phrases.footer}`, answered: true }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -200,12 +205,12 @@ export function answerFromMaterial({
   const ranked = rankPassages({ documents, keywords: terms.keywords })
   const relevant = ranked.filter((entry) => judgeRelevance({ ...entry, question: terms, weights }).relevant)
   const best = relevant[0]
-  if (best === undefined) return { thinking: phrases.nothingThinking, text: phrases.nothingInMaterial(question) }
+  if (best === undefined) return { thinking: phrases.nothingThinking, text: phrases.nothingInMaterial(question), answered: false }
   const chosen = relevant.filter((entry) => entry.score >= MIN_SHARE_OF_BEST * best.score).slice(0, MAX_QUOTES)
   const quotes = chosen.map((entry) => ({
     uri: entry.document.uri === '' ? undefined : entry.document.uri,
     quote: quoteFor({ page: entry.document.page, blocks: entry.document.blocks, passage: entry.passage }),
     withOffset: material.find((m) => m.document === entry.document)!.withOffset,
   }))
-  return { thinking: phrases.answeringThinking, text: `${phrases.intro(question)}\n\n${formatQuotes({ quotes, phrases })}\n\n${phrases.footer}` }
+  return { thinking: phrases.answeringThinking, text: `${phrases.intro(question)}\n\n${formatQuotes({ quotes, phrases })}\n\n${phrases.footer}`, answered: true }
 }

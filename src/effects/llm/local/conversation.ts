@@ -50,6 +50,8 @@ export interface TurnObservations {
   readonly readRounds: number
   /** Assistant messages after the question. */
   readonly assistantStepsInTurn: number
+  /** The tools each of those messages called, in order. */
+  readonly steps: ReadonlyArray<ReadonlyArray<string>>
   /** Assistant messages in the whole conversation (used to make tool-call ids unique). */
   readonly assistantMessageCount: number
 }
@@ -74,9 +76,11 @@ export function observeTurn(messages: ReadonlyArray<ChatMessage>): TurnObservati
   const lists: ToolExchange<LsResultView>[] = []
   let readRounds = 0
   let assistantStepsInTurn = 0
+  const steps: string[][] = []
   for (const message of messages.slice(questionIndex + 1)) {
     if (message.role === 'assistant') {
       assistantStepsInTurn += 1
+      steps.push((message.tool_calls ?? []).map((call) => call.function.name))
       if ((message.tool_calls ?? []).some((call) => call.function.name === 'read')) readRounds += 1
       for (const call of message.tool_calls ?? []) {
         callsById.set(call.id, { name: call.function.name, arguments: parseObject(call.function.arguments) ?? {} })
@@ -97,6 +101,7 @@ export function observeTurn(messages: ReadonlyArray<ChatMessage>): TurnObservati
     lists,
     readRounds,
     assistantStepsInTurn,
+    steps,
     assistantMessageCount: messages.filter((m) => m.role === 'assistant').length,
   }
 }

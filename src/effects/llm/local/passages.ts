@@ -96,7 +96,7 @@ function isBlank(line: Line | undefined): boolean {
 function isPlainHeading(lines: ReadonlyArray<Line>, index: number): boolean {
   const text = lines[index]!.text.trim()
   if (text === '' || /^\s/u.test(lines[index]!.text) || codePointLength(text) > 70) return false
-  if (SENTENCE_FINAL.test(text) || !/[\p{L}]/u.test(text) || /^\p{Ll}/u.test(text) || /[。！？]|[.!?]\s/u.test(text.replace(/^\d{1,2}\.\s+/u, ''))) return false
+  if (SENTENCE_FINAL.test(text) || !/[\p{L}]/u.test(text) || /^\p{Ll}/u.test(text) || /[。！？]|[.!?]\s/u.test(text.replace(/^[\p{L}\p{N}]{0,3}\d{1,2}\.\s+/u, ''))) return false
   if (LIST_ITEM.test(text) && !/^\d{1,2}\.\s+\p{Lu}/u.test(text)) return false
   const previous = lines[index - 1]
   const previousEnds = isBlank(previous) || SENTENCE_END.test(previous!.text.trim()) || MD_HEADING.test(previous!.text)

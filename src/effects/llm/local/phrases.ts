@@ -21,6 +21,7 @@ export interface Phrases {
   readonly searchingNextPage: (filesScanned: number | undefined) => string
   readonly reading: (uris: ReadonlyArray<string>) => string
   readonly followingReference: (uris: ReadonlyArray<string>) => string
+  readonly lookingFurther: (uris: ReadonlyArray<string>) => string
   readonly listing: string
   readonly answeringThinking: string
   readonly summarisingThinking: string
@@ -59,6 +60,7 @@ const ENGLISH: Phrases = {
   searchingNextPage: (n) => `No hit in the first ${n ?? 'page of'} files; searching the next page.`,
   reading: (uris) => `Reading the best matches: ${uris.join(', ')}.`,
   followingReference: (uris) => `The question is about a file named in what I read; reading ${uris.join(' or ')}.`,
+  lookingFurther: (uris) => `Nothing I read so far answers it; searching the rest of ${uris.join(', ')}.`,
   listing: 'Listing the selected scope.',
   answeringThinking: 'Quoting the most relevant passages.',
   summarisingThinking: 'Quoting the passages that sum the document up.',
@@ -98,6 +100,7 @@ const CHINESE: Phrases = {
   searchingNextPage: (n) => `前 ${n ?? '一页'} 个文件中没有命中，继续搜索下一页。`,
   reading: (uris) => `读取最相关的文件：${uris.join('、')}。`,
   followingReference: (uris) => `问题涉及已读内容中提到的文件，读取 ${uris.join(' 或 ')}。`,
+  lookingFurther: (uris) => `已读内容还不能回答，继续搜索 ${uris.join('、')} 的其余部分。`,
   listing: '列出所选范围。',
   answeringThinking: '引用最相关的段落。',
   summarisingThinking: '引用概括该文件的段落。',

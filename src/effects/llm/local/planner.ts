@@ -23,7 +23,8 @@ import { fileNameOf, readDocument, type ReadDocument } from './ranking.ts'
 import { summariseDocument } from './summaries.ts'
 import { analyseQuestion, type QuestionTerms } from './terms.ts'
 
-export { MAX_FILES_TO_READ } from './candidates.ts'
+import { MAX_FILES_TO_READ } from './candidates.ts'
+export { MAX_FILES_TO_READ }
 export const MAX_SEARCH_PAGES = 3
 /** A step cap inside the turn's own limits, so a confused plan still ends with an answer. */
 const MAX_TOOL_STEPS = 6
@@ -79,12 +80,32 @@ const answer = ({ thinking, text }: Answer): LocalStep => ({ kind: 'answer', thi
 function planSearchPath(context: PlanContext): LocalStep {
   const { observations, terms, phrases, available } = context
   const keywords = terms.keywords.map((k) => k.text)
-  const searches = observations.searches.flatMap((s) => (s.result === undefined ? [] : [s.result]))
+  // A search of one file named by uri looks further into a file already read; the scope searches are the others.
+  const isTargeted = (s: { arguments: Record<string, unknown> }) => typeof s.arguments['uri'] === 'string'
+  const searches = observations.searches.flatMap((s) => (s.result === undefined || isTargeted(s) ? [] : [s.result]))
+  const targeted = observations.searches.filter(isTargeted)
   const coverage = describeCoverage(searches)
   if (observations.reads.length > 0) {
-    const follow = available.has('read') && observations.readRounds === 1 ? referenceToFollow({ context, searches }) : []
-    if (follow.length > 0) return readStep({ requests: follow.map((uri) => ({ uri, offset: 0, limit: 6000 })), thinking: phrases.followingReference(follow) })
-    return answer(answerFromDocuments({ question: observations.question, terms, documents: documentsRead(observations), coverage, phrases }))
+    const documents = documentsRead(observations)
+    if (targeted.length === 0) {
+      const follow = available.has('read') && observations.readRounds === 1 ? referenceToFollow({ context, searches }) : []
+      if (follow.length > 0) return readStep({ requests: follow.map((uri) => ({ uri, offset: 0, limit: 6000 })), thinking: phrases.followingReference(follow) })
+      const result = answerFromDocuments({ question: observations.question, terms, documents, coverage, phrases })
+      const further = result.answered ? [] : filesToSearchFurther({ context, searches, documents })
+      if (further.length > 0) {
+        return {
+          kind: 'tool_calls',
+          thinking: phrases.lookingFurther(further.map((f) => f.uri)),
+          calls: further.map((f) => ({ name: 'search', arguments: { query: f.query, uri: f.uri } })),
+        }
+      }
+      return answer(result)
+    }
+    if (observations.steps.at(-1)?.includes('search') === true) {
+      const requests = windowsAroundHits({ hits: targeted.flatMap((s) => s.result?.hits ?? []), documents })
+      if (requests.length > 0) return readStep({ requests, thinking: phrases.reading(requests.map((r) => r.uri)) })
+    }
+    return answer(answerFromDocuments({ question: observations.question, terms, documents, coverage, phrases }))
   }
   const lastSearch = observations.searches.at(-1)
   if (lastSearch === undefined) {
@@ -111,6 +132,62 @@ function planSearchPath(context: PlanContext): LocalStep {
   }
   const requests = readRequests({ candidates, budgetBytes: readBudget(context) })
   return readStep({ requests, thinking: phrases.reading(requests.map((r) => r.uri)) })
+}
+
+/**
+ * When nothing read answers the question, the files read only in part: each searched again on its
+ * own with the rarest keywords first (the search tool reports the first hits of its first terms,
+ * so a long file's relevant part may not have been among them).
+ */
+function filesToSearchFurther({
+  context,
+  searches,
+  documents,
+}: {
+  readonly context: PlanContext
+  readonly searches: ReadonlyArray<SearchResultView>
+  readonly documents: ReadonlyArray<ReadDocument>
+}): Array<{ uri: string; query: string }> {
+  const { available, observations, terms } = context
+  if (!available.has('search') || !available.has('read') || observations.assistantStepsInTurn >= MAX_TOOL_STEPS - 2) return []
+  const partial = new Set(documents.filter((d) => !(d.page.atStart && d.page.atEnd)).map((d) => d.uri))
+  const weights = hitWeights({ keywords: terms.keywords, searches })
+  const rarestFirst = [...terms.keywords].sort((a, b) => (weights.get(b.text) ?? 0) - (weights.get(a.text) ?? 0))
+  const query = searchQuery({ ...terms, keywords: rarestFirst })
+  return [...partial].slice(0, MAX_FILES_TO_READ).map((uri) => ({ uri, query }))
+}
+
+const FURTHER_READ_CHARS = 3000
+
+/** Read windows around the hits of a search into one file, leaving out what was read already (at most two). */
+function windowsAroundHits({
+  hits,
+  documents,
+}: {
+  readonly hits: ReadonlyArray<{ readonly uri: string; readonly offset: number }>
+  readonly documents: ReadonlyArray<ReadDocument>
+}): ReadRequest[] {
+  // Read already: inside a page and not so near a page boundary that its paragraph was cut.
+  const margin = (atEdge: boolean) => (atEdge ? 0 : 300)
+  const read = (uri: string, offset: number) =>
+    documents.some(
+      (d) =>
+        d.uri === uri &&
+        offset >= d.page.offset + margin(d.page.atStart) &&
+        offset < d.page.offset + codePoints(d.page.text) - margin(d.page.atEnd),
+    )
+  const requests: ReadRequest[] = []
+  for (const hit of hits) {
+    if (read(hit.uri, hit.offset) || requests.some((r) => r.uri === hit.uri && hit.offset >= r.offset && hit.offset < r.offset + r.limit)) continue
+    requests.push({ uri: hit.uri, offset: Math.max(0, hit.offset - FURTHER_READ_CHARS / 3), limit: FURTHER_READ_CHARS })
+  }
+  return requests.slice(0, MAX_FILES_TO_READ)
+}
+
+function codePoints(text: string): number {
+  let count = 0
+  for (const _ of text) count += 1
+  return count
 }
 
 function readStep({ requests, thinking }: { readonly requests: ReadonlyArray<ReadRequest>; readonly thinking: string }): LocalStep {

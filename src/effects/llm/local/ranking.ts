@@ -167,9 +167,10 @@ export function keywordWeights({
 /**
  * Whether a passage answers the question: it covers at least `MIN_COVERAGE` of the keyword
  * weight (in its text, headings or file name), its own text matches a keyword (or its file's
- * name holds half the question: incident-2025-11-db-failover.md is about that failover), it covers at
- * least half of the phrase the question asks about, and its document mentions every name the
- * question mentions (Berlin, SAML, README.md).
+ * name holds half the question: incident-2025-11-db-failover.md is about that failover), it holds
+ * the head and at least half of the phrase the question asks about ("company car": a car, not
+ * just the company), and its document mentions every name the question mentions (Berlin, SAML,
+ * README.md).
  */
 export function judgeRelevance({
   passageIndex,
@@ -195,7 +196,10 @@ export function judgeRelevance({
   const named = keywords.filter((k) => keywordTermsMatch(k, document.nameTerms)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
   if (!keywords.some((k) => matches(k, textTerms)) && named * 2 < total) return { relevant: false, coverage, reason: 'no keyword in the passage itself' }
   const focusFound = focus.filter((k) => matches(k, around)).length
-  if (focus.length > 0 && focusFound * 2 < focus.length) {
+  const head = focus.at(-1)
+  const action = question.focusIsAction && focus.length > 1 ? focus[0] : undefined
+  const missing = (k: Keyword | undefined) => k !== undefined && !matches(k, around)
+  if (head !== undefined && (missing(head) || missing(action) || focusFound * 2 < focus.length)) {
     return { relevant: false, coverage, reason: `the passage is not about “${focus.map((k) => k.text).join(' ')}”` }
   }
   const threshold = focus.length > 0 && focusFound === focus.length ? MIN_COVERAGE_WITH_FOCUS : MIN_COVERAGE

@@ -36,6 +36,20 @@ const CHINESE_STOP_WORDS = new Set([
   '吧', '啊', '是', '和', '与', '及', '或', '在', '我', '你', '请', '有', '会', '要', '能', '里', '时', '被', '把',
 ])
 
+/**
+ * Words that name a measure or a kind of thing rather than a subject ("the mileage *allowance*",
+ * "the parental leave *policy*"): a document may use another word for them, so they are not what
+ * a question's phrase must match.
+ */
+const GENERIC_NOUNS = new Set(
+  (
+    'policy policies rule rules allowance allowances fee fees cost costs price prices rate rates amount amounts limit limits ' +
+    'budget budgets number numbers process procedure procedures time times date dates deadline duration size level type ' +
+    'types status details information info maximum minimum max min default total 政策 规定 费用 价格 时间 数量 金额 流程 标准 ' +
+    '规则 情况 信息 最多 最少 上限 下限'
+  ).split(' '),
+)
+
 /** Words that ask for a summary of a document rather than name a subject. */
 const SUMMARY_INTENT = /\b(summar(y|ise|ize)|key points?|main points?|gist|tl;?dr|overview of)\b|要点|总结|概要|摘要|主要内容/iu
 
@@ -166,10 +180,13 @@ export interface Keyword {
 export interface QuestionTerms {
   readonly keywords: ReadonlyArray<Keyword>
   /**
-   * The keywords of the phrase the question asks about ("the parental leave policy" in "What is
-   * the parental leave policy?", 停车费 in 深圳办公室的停车费是多少); empty when there is no such phrase.
+   * The keywords of the phrase the question asks about, its head last ("parental leave" of "What
+   * is the parental leave policy?", 停车 of 深圳办公室的停车费是多少), without generic nouns such as
+   * "policy"; empty when the question's form shows no such phrase.
    */
   readonly focus: ReadonlyArray<Keyword>
+  /** The phrase is an action on a thing ("How do I *install knowagent*"): its first word must match too. */
+  readonly focusIsAction: boolean
   /** The question asks for the gist of a document ("key points of README.md"). */
   readonly wantsSummary: boolean
 }
@@ -178,10 +195,12 @@ export const MAX_QUERY_KEYWORDS = 8
 
 export function analyseQuestion(question: string): QuestionTerms {
   const keywords = extractKeywords(question)
-  const focusTexts = new Set(focusPhrase(question).flatMap((phrase) => extractKeywords(phrase).map((k) => k.text)))
+  const phrase = focusPhrase(question)
+  const focusTexts = new Set(phrase.text === undefined ? [] : extractKeywords(phrase.text).map((k) => k.text))
   return {
     keywords,
-    focus: keywords.filter((keyword) => focusTexts.has(keyword.text)),
+    focusIsAction: phrase.action,
+    focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text)),
     wantsSummary: SUMMARY_INTENT.test(question),
   }
 }
@@ -238,23 +257,33 @@ const QUESTION_FRAME =
 const PHRASE_END = /\s(?:at|in|on|for|of|to|from|with|by|during|when|if|after|before|per|do|does|did|is|are|can|may|must|should|will|would|be|being|that|which|while)\b|[?？!.,;:]/iu
 /** "How is the input limit computed?" asks about "input limit". */
 const PASSIVE_FRAME = /^\s*how\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.+?)\s+\p{L}+(?:ed|en)\s*[?？.!]*\s*$/iu
+/** 值班补贴是多少？: the question words at the end follow the subject asked about. */
+const CHINESE_ASKS_ABOUT_SUBJECT = /(?:是什么|是多少|是哪些|有哪些|有多少|是多久|有多长)[？?。]*$/u
 const CHINESE_QUESTION_TAIL = /(?:是什么|是多少|是哪些|有哪些|有多少|多少|多长|多久|怎么样|怎么|如何|吗|呢|[？?。])+.*$/u
 
 /** The noun phrase a question asks about, when its form shows one (see `QuestionTerms.focus`). */
-function focusPhrase(question: string): string[] {
+function focusPhrase(question: string): { readonly text: string | undefined; readonly action: boolean } {
+  const none = { text: undefined, action: false }
   const text = question.normalize('NFKC').trim()
-  if (containsCjk(text) && text.includes('的')) {
-    const head = text.slice(text.lastIndexOf('的') + 1).replace(CHINESE_QUESTION_TAIL, '')
-    return head.trim() === '' ? [] : [head]
+  if (containsCjk(text)) {
+    // 深圳办公室的停车费是多少 → 停车费; 值班补贴是多少 → 值班补贴 (the subject before the question words).
+    if (!text.includes('的')) {
+      const asked = CHINESE_ASKS_ABOUT_SUBJECT.exec(text)
+      return asked === null || asked.index === 0 ? none : { text: text.slice(0, asked.index), action: false }
+    }
+    const subject = text.slice(text.lastIndexOf('的') + 1)
+    const tail = CHINESE_QUESTION_TAIL.exec(subject)
+    const head = tail === null ? subject : subject.slice(0, tail.index)
+    return head.trim() === '' ? none : { text: head, action: false }
   }
   const passive = PASSIVE_FRAME.exec(text)
-  if (passive !== null) return [passive[1]!]
+  if (passive !== null) return { text: passive[1]!, action: false }
   const frame = QUESTION_FRAME.exec(text)
-  if (frame === null) return []
+  if (frame === null) return none
   const rest = text.slice(frame[0].length)
   const end = PHRASE_END.exec(` ${rest}`)
   const phrase = end === null ? rest : rest.slice(0, Math.max(0, end.index - 1))
-  return phrase.trim() === '' ? [] : [phrase]
+  return phrase.trim() === '' ? none : { text: phrase, action: /^\s*how\s/iu.test(frame[0]) && /\s(?:i|we|you)\s+$/iu.test(frame[0]) }
 }
 
 /** Whether a set of terms holds a keyword: at least half of its terms (all of a one-term keyword). */
