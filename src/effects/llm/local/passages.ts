@@ -272,10 +272,10 @@ const ABBREVIATION = /(?:^|[\s(])(?:e\.g|i\.e|vs|cf|approx|incl|fig|dr|mr|mrs|ms
 const SENTENCE_MARK = /[。！？]["'”’)\]]*|[.!?]["'”’)\]*_`]*(?=\s|$)/gu
 
 function splitSentencesOf(lines: ReadonlyArray<Line>, blockStart: number): Sentence[] {
-  // The block's text with line breaks as spaces (same length), and the file offset of each UTF-16 index.
+  // The block's text (its line breaks are whitespace like any other), and the file offset of each UTF-16 index.
   const first = lines[0]!
   const skip = blockStart - first.start
-  const raw = lines.map((line) => line.text).join(' ')
+  const raw = lines.map((line) => line.text).join('\n')
   const from = utf16Index(raw, skip)
   const text = raw.slice(from)
   const offsetAt = codePointOffsets(text, blockStart)
