@@ -6,7 +6,7 @@ import { parseTranscript } from './compaction-summary.ts'
 import { findAll, snippetAround } from '../../workspace/text-paging.ts'
 import { searchTerms } from '../../tools/search-terms.ts'
 import { LOCAL_MODEL_INFO, makeLocalChatModel, splitIntoDeltas } from './local-model.ts'
-import { collapse } from './passages.ts'
+import { collapse } from './blocks.ts'
 import type { ChatMessage, ModelResult, ModelStreamEvent, ToolSchema } from '../model.ts'
 
 const tool = (name: string): ToolSchema => ({ type: 'function', function: { name, description: name, parameters: { type: 'object' } } })

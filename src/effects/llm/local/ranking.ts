@@ -3,7 +3,8 @@
 // whether the best passage answers the question at all — below it, the answer is an honest
 // "nothing covers this", not the least bad quote.
 import MiniSearch from 'minisearch'
-import { isEvidence, passagesOf, splitBlocks, type Block, type Page, type Passage } from './passages.ts'
+import { splitBlocks, type Block, type Page } from './blocks.ts'
+import { isEvidence, passagesOf, type Passage } from './passages.ts'
 import { fileNameTerms, keywordTermsMatch, matchTerms, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
 
 export interface ReadDocument {

@@ -3,7 +3,8 @@
 // the answerer's "what is this document about". Deterministic; only whole sentences from the
 // source (a first sentence longer than the whole budget is the one thing cut, with "…", never
 // inside a kb:// URI).
-import { isEvidence, quoteFor, splitBlocks, type Block, type Page, type Passage, type Quote, type Sentence } from './passages.ts'
+import { splitBlocks, type Block, type Page, type Sentence } from './blocks.ts'
+import { isEvidence, quoteFor, type Passage, type Quote } from './passages.ts'
 import type { ReadDocument } from './ranking.ts'
 import { containsCjk, matchTerms } from './terms.ts'
 
