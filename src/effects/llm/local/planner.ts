@@ -79,46 +79,20 @@ const answer = ({ thinking, text }: Answer): LocalStep => ({ kind: 'answer', thi
 
 function planSearchPath(context: PlanContext): LocalStep {
   const { observations, terms, phrases, available } = context
-  const keywords = terms.keywords.map((k) => k.text)
   // A search of one file named by uri looks further into a file already read; the scope searches are the others.
-  const isTargeted = (s: { arguments: Record<string, unknown> }) => typeof s.arguments['uri'] === 'string'
   const searches = observations.searches.flatMap((s) => (s.result === undefined || isTargeted(s) ? [] : [s.result]))
-  const targeted = observations.searches.filter(isTargeted)
-  const coverage = describeCoverage(searches)
-  if (observations.reads.length > 0) {
-    const documents = documentsRead(observations)
-    if (targeted.length === 0) {
-      const follow = available.has('read') && observations.readRounds === 1 ? referenceToFollow({ context, searches }) : []
-      if (follow.length > 0) return readStep({ requests: follow.map((uri) => ({ uri, offset: 0, limit: 6000 })), thinking: phrases.followingReference(follow) })
-      const result = answerFromDocuments({ question: observations.question, terms, documents, coverage, phrases })
-      const further = result.answered ? [] : filesToSearchFurther({ context, searches, documents })
-      if (further.length > 0) {
-        return {
-          kind: 'tool_calls',
-          thinking: phrases.lookingFurther(further.map((f) => f.uri)),
-          calls: further.map((f) => ({ name: 'search', arguments: { query: f.query, uri: f.uri } })),
-        }
-      }
-      return answer(result)
-    }
-    if (observations.steps.at(-1)?.includes('search') === true) {
-      const requests = windowsAroundHits({ hits: targeted.flatMap((s) => s.result?.hits ?? []), documents })
-      if (requests.length > 0) return readStep({ requests, thinking: phrases.reading(requests.map((r) => r.uri)) })
-    }
-    return answer(answerFromDocuments({ question: observations.question, terms, documents, coverage, phrases }))
-  }
+  if (observations.reads.length > 0) return planAfterReading({ context, searches })
   const lastSearch = observations.searches.at(-1)
   if (lastSearch === undefined) {
     const calls: PlannedToolCall[] = [{ name: 'search', arguments: { query: searchQuery(terms) } }]
     if (available.has('ls') && terms.keywords.some((k) => k.proper && /\.[a-z0-9]{1,5}$/iu.test(k.text))) calls.push({ name: 'ls', arguments: {} })
-    return { kind: 'tool_calls', thinking: phrases.searching(keywords), calls }
+    return { kind: 'tool_calls', thinking: phrases.searching(terms.keywords.map((k) => k.text)), calls }
   }
   if (searches.length === 0 && lastSearch.error !== undefined) {
     return { kind: 'answer', thinking: phrases.toolFailedThinking, text: phrases.searchFailed(lastSearch.error) }
   }
-  const hits = searches.flatMap((s) => s.hits)
   const lastResult = searches.at(-1)
-  if (hits.length === 0 && lastResult !== undefined && canSearchFurther(lastResult, observations.searches.length)) {
+  if (searches.every((s) => s.hits.length === 0) && lastResult !== undefined && canSearchFurther(lastResult, observations.searches.length)) {
     return {
       kind: 'tool_calls',
       thinking: phrases.searchingNextPage(lastResult.filesScanned),
@@ -128,10 +102,41 @@ function planSearchPath(context: PlanContext): LocalStep {
   const listing = observations.lists.flatMap((l) => l.result?.entries ?? [])
   const candidates = rankCandidates({ question: terms, searches, listing })
   if (candidates.length === 0 || !available.has('read') || observations.assistantStepsInTurn >= MAX_TOOL_STEPS) {
-    return answer(answerFromDocuments({ question: observations.question, terms, documents: [], coverage, phrases }))
+    return answer(answerFromDocuments({ question: observations.question, terms, documents: [], coverage: describeCoverage(searches), phrases }))
   }
   const requests = readRequests({ candidates, budgetBytes: readBudget(context) })
   return readStep({ requests, thinking: phrases.reading(requests.map((r) => r.uri)) })
+}
+
+const isTargeted = (exchange: { readonly arguments: Record<string, unknown> }): boolean => typeof exchange.arguments['uri'] === 'string'
+
+/**
+ * After the first reads: follow a reference the question is about (once), answer — or, when
+ * nothing answers it, search the files read only in part and read where that search points.
+ */
+function planAfterReading({ context, searches }: { readonly context: PlanContext; readonly searches: ReadonlyArray<SearchResultView> }): LocalStep {
+  const { observations, terms, phrases, available } = context
+  const documents = documentsRead(observations)
+  const coverage = describeCoverage(searches)
+  const answerNow = () => answerFromDocuments({ question: observations.question, terms, documents, coverage, phrases })
+  const targeted = observations.searches.filter(isTargeted)
+  if (targeted.length > 0) {
+    if (observations.steps.at(-1)?.includes('search') === true) {
+      const requests = windowsAroundHits({ hits: targeted.flatMap((s) => s.result?.hits ?? []), documents })
+      if (requests.length > 0) return readStep({ requests, thinking: phrases.reading(requests.map((r) => r.uri)) })
+    }
+    return answer(answerNow())
+  }
+  const follow = available.has('read') && observations.readRounds === 1 ? referenceToFollow({ context, searches }) : []
+  if (follow.length > 0) return readStep({ requests: follow.map((uri) => ({ uri, offset: 0, limit: 6000 })), thinking: phrases.followingReference(follow) })
+  const result = answerNow()
+  const further = result.answered ? [] : filesToSearchFurther({ context, searches, documents })
+  if (further.length === 0) return answer(result)
+  return {
+    kind: 'tool_calls',
+    thinking: phrases.lookingFurther(further.map((f) => f.uri)),
+    calls: further.map((f) => ({ name: 'search', arguments: { query: f.query, uri: f.uri } })),
+  }
 }
 
 /**
