@@ -37,8 +37,18 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          name: 'faults',
+          include: ['tests/faults/**/*.test.ts'],
+          globalSetup: ['tests/support/postgres-global-setup.ts'],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
           name: 'browser',
           include: ['tests/browser/**/*.test.ts'],
+          globalSetup: ['tests/support/postgres-global-setup.ts'],
           testTimeout: 60_000,
           fileParallelism: false,
         },

@@ -20,10 +20,12 @@ import { PerformanceObserver } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { assign, createActor, emit, setup } from 'xstate'
-import { chatModelTurnActors, fromEffect } from '../src/effects/actor-bridge.ts'
+import { fromEffect } from '../src/effects/actor-bridge.ts'
+import { chatModelTurnActors } from '../src/effects/turn/model-actors.ts'
 import { createChatCompletionStreamParser } from '../src/effects/llm/chat-completion-stream.ts'
 import type { ChatModel, ModelRequest, ModelResult } from '../src/effects/llm/model.ts'
-import { WORKSPACE_TOOL_SCHEMAS } from '../src/effects/tools/workspace-tools.ts'
+import { makeToolRegistry } from '../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../src/effects/tools/workspace-tools.ts'
 import type { Response } from 'express'
 import { formatSseEvent, openSse } from '../src/http/sse.ts'
 import {
@@ -131,10 +133,10 @@ const machine = turnMachine.provide({
           { role: 'system', content: 'You are KnowAgent.' },
           { role: 'user', content: input.question },
         ],
-        tools: WORKSPACE_TOOL_SCHEMAS,
+        tools: makeToolRegistry(WORKSPACE_TOOLS).schemas,
       }),
     ),
-    preStep: fromEffect<PreStepOutput, PreStepInput>(({ input }) => Effect.succeed({ messages: input.messages })),
+    preStep: fromEffect<PreStepOutput, PreStepInput>(() => Effect.succeed({})),
     runTool: fromEffect<RunToolOutput, RunToolInput>(() => Effect.succeed({ ok: true, content: '{}', summary: '' })),
     ...chatModelTurnActors(fakeModel),
   },

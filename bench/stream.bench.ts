@@ -102,7 +102,7 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
       json: { type: 'string' },
       'cpu-prof': { type: 'string' },
       timeline: { type: 'string' },
-      'knowagent-db': { type: 'string', default: 'pglite' },
+      'knowagent-db': { type: 'string', default: 'postgres' },
       'max-other-load': { type: 'string' },
       retries: { type: 'string' },
       'quiet-wait-s': { type: 'string' },

@@ -1,9 +1,12 @@
 // The operator CLI (bin: knowagent). Bad arguments print usage and exit 2; failures exit 1.
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './effects/config/app-config.ts'
-import { resolveSecret } from './effects/config/secret.ts'
-import { DatabaseInUse, openDatabase, type DatabaseHandle } from './effects/db/database.ts'
+import { Effect, ManagedRuntime } from 'effect'
+import { databaseLayer, unwrapLayerError } from './effects/app-layer.ts'
+import { AppSecret } from './effects/config/secret.ts'
+import { Database, type DatabaseHandle } from './effects/db/database.ts'
 import { migrateToLatest } from './effects/db/migrate.ts'
+import { silentLogger } from './effects/logging/logger.ts'
 import { generatePassword } from './effects/auth/passwords.ts'
 import { createApiTokenFor, createUser, findUserByLogin, setPassword, UserError } from './effects/auth/users.ts'
 import { formatImportReport, importFolder } from './effects/workspace/import-folder.ts'
@@ -13,6 +16,7 @@ export const USAGE = `usage: knowagent <command> [options]
 
 commands:
   serve                                  start the server (PORT, HOST, DATABASE_URL, KNOWAGENT_DATA_DIR)
+  worker                                 run compile jobs only (serve runs workers too; DATABASE_URL or the data dir)
   migrate                                apply database migrations
   user add <login> [--password P]        create a user (a password is generated and printed when omitted)
   user passwd <login> [--password P]     set a user's password (signs out their sessions)
@@ -50,14 +54,17 @@ function expectPositionals(positionals: string[], count: number, what: string): 
   return positionals
 }
 
-async function withDatabase<T>(io: Io, run: (db: DatabaseHandle, secret: string) => Promise<T>): Promise<T> {
+/** Runs a command with the database (the embedded one is started, or found running beside a server). */
+async function withDatabase<T>(io: Io, run: (db: DatabaseHandle, secret: string) => Promise<T>, { migrate = true } = {}): Promise<T> {
   const config = loadConfig({ env: io.env })
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const runtime = ManagedRuntime.make(databaseLayer({ config, logger: silentLogger, migrate }))
   try {
-    await migrateToLatest(database.db)
-    return await run(database, resolveSecret({ secretFromEnv: config.secretFromEnv, dataDir: config.dataDir }))
+    const { database, secret } = await runtime.runPromise(Effect.all({ database: Database, secret: AppSecret })).catch((error: unknown) => {
+      throw unwrapLayerError(error)
+    })
+    return await run(database, secret)
   } finally {
-    await database.close()
+    await runtime.dispose()
   }
 }
 
@@ -82,9 +89,27 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         })
         return 0
       }
+      case 'worker': {
+        parse(rest, {})
+        const { startWorkerProcess } = await import('./worker.ts')
+        const { createLogger } = await import('./effects/logging/logger.ts')
+        const config = loadConfig({ env: io.env })
+        const running = await startWorkerProcess({ config, logger: createLogger({ level: config.logLevel }) })
+        io.out(`knowagent worker ${running.worker.id} is taking compile jobs (stop with Ctrl-C)`)
+        await new Promise<void>((resolve) => {
+          const stop = () => {
+            process.off('SIGINT', stop)
+            process.off('SIGTERM', stop)
+            void running.stop().then(resolve)
+          }
+          process.on('SIGINT', stop)
+          process.on('SIGTERM', stop)
+        })
+        return 0
+      }
       case 'migrate': {
         parse(rest, {})
-        const applied = await withDatabase(io, async ({ db }) => (await migrateToLatest(db)).applied)
+        const applied = await withDatabase(io, async ({ db }) => (await migrateToLatest(db)).applied, { migrate: false })
         io.out(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date')
         return 0
       }
@@ -122,7 +147,13 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
           const user = await findUserByLogin(db, login)
           if (!user) throw new UserError(`no user "${login}"`)
           const target = parseKbUri({ uri: uri!, callerLogin: user.login })
-          return importFolder(db, { owner: user, folder: folder!, targetSegments: target.segments, maxFileBytes: config.maxFileBytes })
+          const { makeDocumentParser } = await import('./effects/workspace/parse/document-parser.ts') // only this command parses
+          const parser = makeDocumentParser(config.parsing)
+          try {
+            return await importFolder(db, { owner: user, folder: folder!, targetSegments: target.segments, maxFileBytes: config.maxFileBytes, parser })
+          } finally {
+            await parser.close()
+          }
         })
         io.out(formatImportReport(report))
         return report.failed.length > 0 ? 1 : 0
@@ -140,7 +171,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       io.err(`knowagent: ${error.message}\n\n${USAGE}`)
       return 2
     }
-    if (error instanceof ConfigError || error instanceof UserError || error instanceof DatabaseInUse) {
+    if (error instanceof ConfigError || error instanceof UserError) {
       io.err(`knowagent: ${error.message}`)
       return 1
     }

@@ -1,16 +1,18 @@
-// `knowagent serve`: open the database, migrate, bootstrap the demo on an empty embedded
-// database, listen, and shut down gracefully (stop accepting, end streams, close the database).
+// `knowagent serve`: build the services from the composition root (src/effects/app-layer.ts) —
+// which opens the database (the embedded PostgreSQL unless DATABASE_URL is set) and migrates it —
+// bootstrap the demo on an empty database, listen, and shut down gracefully: stop accepting, end
+// streams, then release every service in reverse order (the embedded PostgreSQL stops with it).
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
+import { startCoreRuntime, type CoreServiceValues } from './effects/app-layer.ts'
 import { loadConfig, type AppConfig } from './effects/config/app-config.ts'
-import { resolveSecret } from './effects/config/secret.ts'
-import { openDatabase, type DatabaseHandle } from './effects/db/database.ts'
-import { migrateToLatest } from './effects/db/migrate.ts'
+import type { DatabaseHandle } from './effects/db/database.ts'
 import { createLogger, type Logger } from './effects/logging/logger.ts'
-import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
-import { createApp } from './http/create-app.ts'
-import { makeModelRegistry } from './effects/llm/model-registry.ts'
 import { failOrphanedTurns } from './effects/turn/turn-records.ts'
+import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
+import type { AppContext } from './http/app-context.ts'
+import { createApp } from './http/create-app.ts'
+import { compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from './effects/compile/compile-feature.ts'
 
 export interface RunningServer {
   readonly url: string
@@ -19,30 +21,39 @@ export interface RunningServer {
   readonly shutdown: (reason?: string) => Promise<void>
 }
 
+/** The routes' context from the runtime's services. */
+export function appContextOf(services: CoreServiceValues, shutdownSignal: AbortSignal): AppContext {
+  const { config, logger, secret, database, models, tools, preStep, parser, retrieval } = services
+  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, parser, retrieval, shutdownSignal }
+}
+
+function listen(app: ReturnType<typeof createApp>, config: AppConfig): Promise<Server> {
+  return new Promise<Server>((resolve, reject) => {
+    const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)))
+    listening.on('error', reject)
+  })
+}
+
 export async function startServer({
   config = loadConfig(),
   logger = createLogger({ level: config.logLevel }),
   announce = (line: string) => process.stderr.write(line + '\n'),
 }: { config?: AppConfig; logger?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
-  const secret = resolveSecret({ secretFromEnv: config.secretFromEnv, dataDir: config.dataDir })
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true } })
+  const { database } = services
   let server: Server | undefined
+  let compile: RunningCompileFeature | undefined
   try {
-    const { applied } = await migrateToLatest(database.db)
-    if (applied.length > 0) logger.info('migrations applied', { applied })
     const orphaned = await failOrphanedTurns(database.db)
     if (orphaned > 0) logger.warn('closed turns left running by a stopped process', { turns: orphaned })
-    const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes })
+    const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser: services.parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
+    compile = await startCompileFeature(compileFeatureOptionsOf(services))
     const shutdownController = new AbortController()
-    const models = makeModelRegistry({ models: config.file.models ?? [], env: config.env })
-    const app = createApp({ db: database.db, ping: database.ping, config, secret, logger, models, shutdownSignal: shutdownController.signal })
+    const app = createApp({ ...appContextOf(services, shutdownController.signal), compile: compile.feature })
     const sockets = new Set<Socket>()
-    server = await new Promise<Server>((resolve, reject) => {
-      const listening = app.listen(config.port, config.host, (error?: Error) => (error ? reject(error) : resolve(listening)))
-      listening.on('error', reject)
-    })
+    server = await listen(app, config)
     server.on('connection', (socket) => {
       sockets.add(socket)
       socket.on('close', () => sockets.delete(socket))
@@ -77,13 +88,15 @@ export async function startServer({
             for (const socket of sockets) socket.destroy()
           }, 2000).unref()
         })
-        await database.close()
+        await compile?.stop() // running compile attempts are interrupted and released for retry
+        await dispose()
         logger.info('stopped')
       })())
     return { url, server, database, shutdown }
   } catch (error) {
     server?.close()
-    await database.close()
+    await compile?.stop()
+    await dispose()
     throw error
   }
 }

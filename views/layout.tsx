@@ -1,5 +1,11 @@
 import type { Child } from 'hono/jsx'
 
+/** A link in the top bar (e.g. Settings → Retrieval services, present only when the feature is on). */
+export interface NavLink {
+  readonly href: string
+  readonly label: string
+}
+
 export interface LayoutProps {
   readonly title: string
   readonly csrfToken?: string | undefined
@@ -8,6 +14,9 @@ export interface LayoutProps {
   readonly bodyClass?: string | undefined
   /** Load the page's own scripts (htmx's SSE extension and /static/js/main.js). */
   readonly interactive?: boolean | undefined
+  /** The page's module instead of /static/js/main.js (the workspace page's). */
+  readonly moduleScript?: string | undefined
+  readonly nav?: ReadonlyArray<NavLink> | undefined
   readonly children?: Child
 }
 
@@ -15,7 +24,7 @@ export interface LayoutProps {
 // orphan it); no inline indicator CSS is needed (app.css styles .htmx-request).
 const HTMX_CONFIG = JSON.stringify({ history: 'reload', includeIndicatorCSS: false })
 
-export function Layout({ title, csrfToken, login, bodyClass, interactive, children }: LayoutProps) {
+export function Layout({ title, csrfToken, login, bodyClass, interactive, moduleScript, nav, children }: LayoutProps) {
   // htmx 4 does not inherit attributes implicitly: `:inherited` makes every request send the token.
   const csrfHeaders = csrfToken ? { 'hx-headers:inherited': JSON.stringify({ 'X-CSRF-Token': csrfToken }) } : {}
   return (
@@ -30,13 +39,20 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, childr
         <meta name="htmx-config" content={HTMX_CONFIG} />
         <script src="/static/htmx.min.js" defer></script>
         {interactive ? <script src="/static/hx-sse.js" defer></script> : null}
-        {interactive ? <script type="module" src="/static/js/main.js"></script> : null}
+        {interactive ? <script type="module" src={moduleScript ?? '/static/js/main.js'}></script> : null}
       </head>
       <body class={bodyClass} {...csrfHeaders}>
         <header class="topbar">
           <a class="brand" href="/workspace">
             <span class="brand-mark" aria-hidden="true">◆</span> knowagent
           </a>
+          {nav && nav.length > 0 ? (
+            <nav class="topnav" aria-label="Settings">
+              {nav.map((link) => (
+                <a href={link.href}>{link.label}</a>
+              ))}
+            </nav>
+          ) : null}
           {login ? (
             <form class="signout" method="post" action="/logout">
               <input type="hidden" name="_csrf" value={csrfToken ?? ''} />

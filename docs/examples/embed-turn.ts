@@ -10,7 +10,7 @@ const machine = turnMachine.provide({
       ok: true, scopeUri: input.uri, scopeKind: 'directory', tools,
       messages: [{ role: 'system', content: 'Answer with the lookup tool.' }, ...input.history, { role: 'user', content: input.question }],
     })),
-    preStep: fromPromise<PreStepOutput, PreStepInput>(async ({ input }) => ({ messages: input.messages })),
+    preStep: fromPromise<PreStepOutput, PreStepInput>(async () => ({})), // no context blocks
     // Your model: here a fake that asks for one lookup, then answers with what it got back.
     callModel: fromPromise<CallModelOutput, CallModelInput>(async ({ input }) => {
       const last = input.messages.at(-1)!

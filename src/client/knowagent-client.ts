@@ -2,53 +2,18 @@
 // the project's SSE decoder and follows the same rules as the browser: an EOF without a
 // terminal `done` or `error` event is a failure that keeps the text received so far.
 import { decodeSseStream } from '../effects/llm/sse-decoder.ts'
+import type { ChatMessage } from '../machines/index.ts'
+import { type ContextEvent, type DeltaEvent, type DoneEvent, type ErrorEvent, readWireEvent, type ThinkingEvent, type ToolEvent, type WarningEvent, type WireEvent } from './wire-events.ts'
 
-export interface DeltaEvent { readonly text: string }
-export interface ToolEvent {
-  readonly call_id: string
-  readonly name: string
-  readonly arguments: unknown
-  readonly phase: 'start' | 'end'
-  readonly ok?: boolean
-  readonly summary?: string
-}
-export interface ContextEvent {
-  readonly used: number
-  readonly limit: number
-  readonly window: number
-  readonly output_reserve: number
-  readonly protocol_reserve: number
-  readonly compactions: number
-  readonly before?: number
-  readonly after?: number
-  readonly ratio?: number
-}
-export interface ChatMessage {
-  readonly role: 'user' | 'assistant' | 'tool' | 'system'
-  readonly content: string | null
-  readonly tool_calls?: ReadonlyArray<{ id: string; type: 'function'; function: { name: string; arguments: string } }>
-  readonly tool_call_id?: string
-}
-export interface DoneEvent {
-  readonly finish_reason: string
-  readonly usage?: Record<string, number>
-  readonly turn_id: string
-  readonly history?: ReadonlyArray<ChatMessage>
-}
-export interface ErrorEvent {
-  readonly code: string
-  readonly message: string
-  readonly partial?: string
-  readonly turn_id?: string
-  readonly history?: ReadonlyArray<ChatMessage>
-}
+export type { ContextEvent, DeltaEvent, DoneEvent, ErrorEvent, ThinkingEvent, ToolEvent, WarningEvent } from './wire-events.ts'
+export type { ChatMessage } from '../machines/index.ts'
 
 export interface StreamHandlers {
   readonly onDelta?: (event: DeltaEvent) => void
-  readonly onThinking?: (event: DeltaEvent) => void
+  readonly onThinking?: (event: ThinkingEvent) => void
   readonly onTool?: (event: ToolEvent) => void
   readonly onContext?: (event: ContextEvent) => void
-  readonly onWarning?: (event: { message: string }) => void
+  readonly onWarning?: (event: WarningEvent) => void
 }
 
 export type StreamOutcome =
@@ -110,7 +75,7 @@ export function createKnowagentClient(options: ClientOptions) {
     }
   }
 
-  async function command(body: { command: 'ls' | 'read' | 'search' | 'status'; uri: string; offset?: number; limit?: number; query?: string }) {
+  async function command(body: { command: string; uri: string; offset?: number; limit?: number; query?: string }) {
     const response = await doFetch(`${base}${API}/command`, {
       method: 'POST',
       headers: headersFor(options, { 'content-type': 'application/json' }),
@@ -144,35 +109,35 @@ export function createKnowagentClient(options: ClientOptions) {
     }
     try {
       for await (const event of decodeSseStream(response.body)) {
-        let data: Record<string, unknown>
+        let wire: WireEvent | undefined
         try {
-          data = JSON.parse(event.data) as Record<string, unknown>
+          wire = readWireEvent(event.event, event.data)
         } catch {
           return fail({ code: 'stream.protocol', message: `unreadable ${event.event} event`, partial: text })
         }
-        switch (event.event) {
+        switch (wire?.event) {
           case 'delta':
-            text += String(data.text ?? '')
-            handlers.onDelta?.(data as unknown as DeltaEvent)
+            text += wire.data.text
+            handlers.onDelta?.(wire.data)
             break
           case 'thinking':
-            thinking += String(data.text ?? '')
-            handlers.onThinking?.(data as unknown as DeltaEvent)
+            thinking += wire.data.text
+            handlers.onThinking?.(wire.data)
             break
           case 'tool':
-            handlers.onTool?.(data as unknown as ToolEvent)
+            handlers.onTool?.(wire.data)
             break
           case 'context':
-            handlers.onContext?.(data as unknown as ContextEvent)
+            handlers.onContext?.(wire.data)
             break
           case 'warning':
-            handlers.onWarning?.(data as unknown as { message: string })
+            handlers.onWarning?.(wire.data)
             break
           case 'done':
-            return { ok: true, text, thinking, done: data as unknown as DoneEvent, turnId }
+            return { ok: true, text, thinking, done: wire.data, turnId }
           case 'error':
-            return fail(data as unknown as ErrorEvent)
-          default:
+            return fail(wire.data)
+          case undefined:
             break // unknown events are ignored: new ones may be added
         }
       }

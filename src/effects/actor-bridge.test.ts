@@ -1,16 +1,11 @@
 import { Effect } from 'effect'
-import { describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { assign, createActor, setup, toPromise } from 'xstate'
 import { createScriptedModel, textResult } from '../../tests/support/scripted-model.ts'
 import { COMPACTION_INSTRUCTION } from '../machines/compaction-plan.ts'
 import type { ModelStreamForwardEvent } from '../machines/turn-contract.ts'
-import {
-  callModelEffect,
-  compactEffect,
-  EffectActorFailure,
-  fromEffect,
-  modelErrorToCallOutput,
-} from './actor-bridge.ts'
+import { EffectActorFailure, fromEffect } from './actor-bridge.ts'
+import { callModelEffect, compactEffect, modelErrorToCallOutput } from './turn/model-actors.ts'
 import {
   ProviderConnectionError,
   ProviderHttpError,
@@ -21,8 +16,26 @@ import {
 } from './llm/model-errors.ts'
 import type { ModelError } from './llm/model.ts'
 
-/** An Effect that holds a resource until interrupted, recording when its finalizers run. */
-function holdResource(log: string[]) {
+/** A log of what happened, which a test can await entry by entry instead of polling or sleeping. */
+function awaitableLog() {
+  const entries: string[] = []
+  const waiters = new Map<string, Array<() => void>>()
+  return {
+    entries,
+    push: (entry: string) => {
+      entries.push(entry)
+      for (const wake of waiters.get(entry) ?? []) wake()
+      waiters.delete(entry)
+    },
+    reached: (entry: string): Promise<void> =>
+      entries.includes(entry)
+        ? Promise.resolve()
+        : new Promise((resolve) => waiters.set(entry, [...(waiters.get(entry) ?? []), resolve])),
+  }
+}
+
+/** An Effect that holds a resource until interrupted, logging when its finalizers run. */
+function holdResource(log: ReturnType<typeof awaitableLog>) {
   return Effect.scoped(
     Effect.gen(function* () {
       yield* Effect.acquireRelease(
@@ -35,26 +48,37 @@ function holdResource(log: string[]) {
   ).pipe(Effect.onInterrupt(() => Effect.sync(() => log.push('interrupted'))))
 }
 
+/** Resolves once the signal is aborted (at once if it already is). */
+const aborted = (signal: AbortSignal): Promise<void> =>
+  signal.aborted ? Promise.resolve() : new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))
+
 describe('fromEffect', () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
   it('outputs what the Effect succeeds with', async () => {
     const actor = createActor(fromEffect<number, { n: number }>(({ input }) => Effect.succeed(input.n * 2)), { input: { n: 21 } })
     actor.start()
     expect(await toPromise(actor)).toBe(42)
   })
 
-  it('interrupts the Effect within a few ms when the actor stops, running its finalizers', async () => {
-    const log: string[] = []
+  // Stopping must interrupt at once, not after a grace period or a poll: with the timer clock
+  // frozen, the interruption and every finalizer still complete, and no timer is left behind.
+  it('interrupts the Effect when the actor stops, running its finalizers, without waiting on any timer', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'setInterval'] })
+    const log = awaitableLog()
     const actor = createActor(fromEffect(() => holdResource(log)))
     actor.start()
-    await vi.waitFor(() => expect(log).toContain('acquired'))
-    const stoppedAt = performance.now()
+    await log.reached('acquired')
     actor.stop()
-    await vi.waitFor(() => expect(log).toEqual(['acquired', 'finalized', 'released', 'interrupted']), { timeout: 50, interval: 1 })
-    expect(performance.now() - stoppedAt).toBeLessThan(20)
+    await log.reached('interrupted')
+    expect(log.entries).toEqual(['acquired', 'finalized', 'released', 'interrupted'])
+    expect(vi.getTimerCount()).toBe(0)
   })
 
   it('interrupts the Effect when the parent machine leaves the invoking state', async () => {
-    const log: string[] = []
+    const log = awaitableLog()
     const machine = setup({
       types: { events: {} as { type: 'leave' } },
       actors: { hold: fromEffect(() => holdResource(log)) },
@@ -66,36 +90,40 @@ describe('fromEffect', () => {
       },
     })
     const actor = createActor(machine).start()
-    await vi.waitFor(() => expect(log).toContain('acquired'))
+    await log.reached('acquired')
     actor.send({ type: 'leave' })
-    await vi.waitFor(() => expect(log).toEqual(['acquired', 'finalized', 'released', 'interrupted']), { timeout: 50, interval: 1 })
+    await log.reached('interrupted')
+    expect(log.entries).toEqual(['acquired', 'finalized', 'released', 'interrupted'])
+    expect(actor.getSnapshot().value).toBe('left')
     actor.stop()
   })
 
   it('aborts the signal the Effect passed on (to fetch, a query, a child process)', async () => {
-    let seen: AbortSignal | undefined
+    const started = Promise.withResolvers<AbortSignal>()
     const actor = createActor(
       fromEffect(() =>
         Effect.promise((signal) => {
-          seen = signal
+          started.resolve(signal)
           return new Promise<never>(() => {})
         }),
       ),
     )
     actor.start()
-    await vi.waitFor(() => expect(seen).toBeDefined())
-    expect(seen!.aborted).toBe(false)
+    const seen = await started.promise
+    expect(seen.aborted).toBe(false)
     actor.stop()
-    await vi.waitFor(() => expect(seen!.aborted).toBe(true), { timeout: 50, interval: 1 })
+    await aborted(seen) // settles only once the Effect's own signal is aborted
   })
 
   it('hands the Effect the actor signal', async () => {
-    let signal: AbortSignal | undefined
-    const actor = createActor(fromEffect(({ signal: given }) => Effect.sync(() => (signal = given)).pipe(Effect.andThen(Effect.never))))
+    const started = Promise.withResolvers<AbortSignal>()
+    const actor = createActor(fromEffect(({ signal }) => Effect.sync(() => started.resolve(signal)).pipe(Effect.andThen(Effect.never))))
     actor.start()
-    await vi.waitFor(() => expect(signal).toBeDefined())
+    const signal = await started.promise
+    expect(signal).toBeInstanceOf(AbortSignal)
+    expect(signal.aborted).toBe(false)
     actor.stop()
-    expect(signal!.aborted).toBe(true)
+    expect(signal.aborted).toBe(true)
   })
 
   it.each([

@@ -9,20 +9,38 @@ export function wantsJson(req: Request): boolean {
 /** Maps any error to a status and `{ error: { code, message } }` (JSON) or a short page. */
 export function describeError(error: unknown): { status: number; code: string; message: string; headers: Record<string, string> } {
   if (error instanceof HttpError) return { status: error.status, code: error.code, message: error.message, headers: error.headers }
-  const tagged = error as { _tag?: string; status?: number; message?: string; type?: string; statusCode?: number }
-  if (typeof tagged?._tag === 'string' && typeof tagged.status === 'number') {
-    return { status: tagged.status, code: snake(tagged._tag), message: String(tagged.message), headers: {} }
-  }
+  if (isPublicError(error)) return { status: error.status, code: error.code, message: error.message, headers: {} }
+  const tagged = error as { type?: string; statusCode?: number; message?: string }
   // body-parser errors (invalid JSON, too large)
   if (typeof tagged?.statusCode === 'number' && tagged.statusCode >= 400 && tagged.statusCode < 500) {
-    const code = tagged.type === 'entity.too.large' ? 'payload_too_large' : tagged.type === 'entity.parse.failed' ? 'invalid_json' : 'bad_request'
+    const code = tagged.type === 'entity.too.large' ? 'payload_too_large' : tagged.type === 'entity.parse.failed' ? 'invalid_json' : 'invalid_request'
     return { status: tagged.statusCode, code, message: String(tagged.message), headers: {} }
   }
-  return { status: 500, code: 'internal', message: 'internal server error', headers: {} }
+  return { status: 500, code: 'internal_error', message: 'internal server error', headers: {} }
 }
 
-function snake(tag: string): string {
-  return tag.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase()
+/**
+ * A domain failure that knows its public face: a tagged error class with a stable `code` and an
+ * HTTP `status` (workspace errors, UnknownModel, ToolError, …). One rule maps all of them.
+ */
+export interface PublicError {
+  readonly _tag: string
+  readonly code: string
+  readonly status: number
+  readonly message: string
+}
+
+export function isPublicError(error: unknown): error is PublicError {
+  const candidate = error as Partial<PublicError> | null
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate._tag === 'string' &&
+    typeof candidate.code === 'string' &&
+    typeof candidate.status === 'number' &&
+    candidate.status >= 400 &&
+    candidate.status < 600
+  )
 }
 
 export function createErrorHandler(logger: Logger): ErrorRequestHandler {

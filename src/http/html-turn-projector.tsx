@@ -18,6 +18,7 @@ import {
   Partial,
   ThinkingBlock,
   ToolCard,
+  ToolProgress,
   ToolResult,
   ToolSummary,
   TurnErrorNotice,
@@ -31,7 +32,12 @@ interface ToolEntry {
   readonly n: number
   readonly name: string
   readonly args: unknown
+  /** The tail of what a long tool reported while running (phase `progress`). */
+  progress: string
 }
+
+/** Progress text kept per running tool card: the tail, so a chatty tool cannot grow the page without bound. */
+const PROGRESS_TAIL_CHARS = 4000
 
 export function htmlTurnProjector({
   sse,
@@ -54,6 +60,7 @@ export function htmlTurnProjector({
   let status = ''
   let timer: ReturnType<typeof setTimeout> | undefined
   const tools = new Map<string, ToolEntry>()
+  const progressing = new Set<ToolEntry>()
 
   const partial = (target: string, element: JSX.Element, swap: 'innerHTML' | 'outerHTML' | 'beforeend' = 'innerHTML') =>
     renderFragmentSync(<Partial target={target} swap={swap}>{element}</Partial>)
@@ -76,6 +83,8 @@ export function htmlTurnProjector({
     const parts: string[] = []
     if (dirtyThinking) parts.push(thinkingPartial())
     if (dirtyText && segmentOpen) parts.push(segmentPartial())
+    for (const entry of progressing) parts.push(partial(ids.toolResult(entry.n), <ToolProgress text={entry.progress} />))
+    progressing.clear()
     dirtyThinking = false
     dirtyText = false
     return parts
@@ -115,13 +124,21 @@ export function htmlTurnProjector({
     schedule()
   }
 
-  const onTool = (event: Extract<TurnProgressEvent, { type: 'tool' }>) => {
+  const onToolProgress = (event: Extract<TurnProgressEvent, { type: 'tool'; phase: 'progress' }>) => {
+    const entry = tools.get(event.call_id)
+    if (!entry) return
+    entry.progress = (entry.progress + event.text).slice(-PROGRESS_TAIL_CHARS)
+    progressing.add(entry)
+    schedule()
+  }
+
+  const onTool = (event: Exclude<Extract<TurnProgressEvent, { type: 'tool' }>, { phase: 'progress' }>) => {
     const parts = takeDirty()
     closeSegment()
     thinkingResumes = true
     let entry = tools.get(event.call_id)
     if (!entry) {
-      entry = { n: tools.size + 1, name: event.name, args: event.arguments }
+      entry = { n: tools.size + 1, name: event.name, args: event.arguments, progress: '' }
       tools.set(event.call_id, entry)
       const ok = event.phase === 'end' ? event.ok : undefined
       const summary = event.phase === 'end' ? event.summary : undefined
@@ -159,7 +176,7 @@ export function htmlTurnProjector({
         case 'thinking':
           return onThinking(event.text)
         case 'tool':
-          return onTool(event)
+          return event.phase === 'progress' ? onToolProgress(event) : onTool(event)
         case 'context':
           return onContext(event)
         case 'warning':

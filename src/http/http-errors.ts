@@ -12,5 +12,5 @@ export class HttpError extends Error {
 
 export const unauthorized = (message = 'sign in or send Authorization: Bearer <token>') =>
   new HttpError(401, 'unauthorized', message)
-export const badRequest = (message: string, code = 'bad_request') => new HttpError(400, code, message)
+export const badRequest = (message: string, code = 'invalid_request') => new HttpError(400, code, message)
 export const forbidden = (message: string, code = 'forbidden') => new HttpError(403, code, message)

@@ -2,37 +2,27 @@
 import { Router, json } from 'express'
 import { Schema } from 'effect'
 import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
+import type { CompileOptions } from '../effects/compile/compile-service.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
-import { badRequest, HttpError } from './http-errors.ts'
-import { runExplicitCommand, TOOL_ERROR_STATUS, type ToolErrorBody } from './explicit-command.ts'
+import { decodeBody } from './decode-request.ts'
+import { HttpError } from './http-errors.ts'
+import { runExplicitCommand } from './explicit-command.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, jsonTurnProjector, streamTurn } from './turn-stream.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
 
 export const CommandRequest = Schema.Struct({
-  command: Schema.Literals(['ls', 'read', 'search', 'status']),
+  command: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)),
   uri: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096)),
   offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
   limit: Schema.optional(Schema.Int.check(Schema.isGreaterThan(0))),
   query: Schema.optional(Schema.String),
 })
 
-/** Decodes a request body with Schema; failures are a 400 that says what is wrong. */
-export function decodeBody<S extends Schema.Top & { readonly DecodingServices: never }>(schema: S, body: unknown): S['Type'] {
-  if (body === undefined || body === null || typeof body !== 'object') {
-    throw badRequest('expected a JSON object body (Content-Type: application/json)', 'invalid_body')
-  }
-  try {
-    return Schema.decodeUnknownSync(schema as never)(body, { errors: 'all', onExcessProperty: 'error' }) as S['Type']
-  } catch (error) {
-    throw badRequest(`invalid request: ${(error as Error).message.replace(/\n\s*/g, ' ')}`, 'invalid_request')
-  }
-}
-
-/** Safe metadata only: never a key, endpoint or header. */
-export function buildOptions(ctx: AppContext) {
+/** Safe metadata only: never a key, endpoint, header or command line. `compile` is null when the server runs without compile jobs. */
+export function buildOptions(ctx: AppContext, compile: CompileOptions | null = null) {
   return {
     models: ctx.models.list().map((m) => ({
       id: m.id,
@@ -42,10 +32,7 @@ export function buildOptions(ctx: AppContext) {
       supports_native_tool_calling: m.supportsNativeToolCalling,
     })),
     default_model_id: ctx.models.list()[0]?.id ?? 'local',
-    compile: {
-      cli_profiles: [] as Array<{ id: string; name: string }>,
-      defaults: { max_files: 32, reasoning_level: 'medium', call_budget: 8, timeout_seconds: 600 },
-    },
+    compile,
     limits: {
       max_message_chars: ctx.config.maxMessageChars,
       streams_per_minute: ctx.config.streamsPerMinute,
@@ -60,8 +47,9 @@ export function knowledgeAgentRoutes(ctx: AppContext): Router {
   const router = Router()
   router.use(API_PREFIX, requireAuth(), json({ limit: '2mb' }), requireCsrf())
 
-  router.get(`${API_PREFIX}/options`, (_req, res) => {
-    res.set('Cache-Control', 'no-store').json(buildOptions(ctx))
+  router.get(`${API_PREFIX}/options`, async (req, res) => {
+    const compile = ctx.compile ? await ctx.compile.service.options({ caller: req.auth!.user }) : null
+    res.set('Cache-Control', 'no-store').json(buildOptions(ctx, compile))
   })
 
   router.post(`${API_PREFIX}/command`, async (req, res) => {
@@ -71,10 +59,7 @@ export function knowledgeAgentRoutes(ctx: AppContext): Router {
       user,
       command: { command: body.command, scopeUri: body.uri, targetUri: body.uri, offset: body.offset, limit: body.limit, query: body.query },
     })
-    if (!outcome.ok) {
-      const { error } = outcome.result as ToolErrorBody
-      throw new HttpError(TOOL_ERROR_STATUS[error.code] ?? 400, error.code, error.message)
-    }
+    if (outcome.error) throw new HttpError(outcome.error.status, outcome.error.code, outcome.error.message)
     res.json({ command: body.command, result: outcome.result, summary: outcome.summary })
   })
 

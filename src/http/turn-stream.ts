@@ -10,7 +10,8 @@ import type { User } from '../effects/auth/users.ts'
 import type { ChatModel } from '../effects/llm/model.ts'
 import { runTurn } from '../effects/turn/run-turn.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
-import type { ChatMessage, TurnEmitted, TurnOutput } from '../machines/index.ts'
+import type { ChatMessage, TurnEmitted, TurnOutput, Usage } from '../machines/index.ts'
+import type { TerminalFields } from '../client/wire-events.ts'
 import type { AppContext } from './app-context.ts'
 import { badRequest, HttpError } from './http-errors.ts'
 import { createRateLimiter, type RateLimiter } from './rate-limit.ts'
@@ -19,17 +20,19 @@ import { openSse, type SseWriter } from './sse.ts'
 export type TurnProgressEvent = Exclude<TurnEmitted, { type: 'done' } | { type: 'error' }>
 type TerminalEmitted = Extract<TurnEmitted, { type: 'done' } | { type: 'error' }>
 
-/** The one terminal event of a stream: the runtime's done/error plus the turn id and the history to carry on. */
-export type TurnTerminal = TerminalEmitted & {
-  readonly turn_id: string
-  readonly history?: ReadonlyArray<ChatMessage> | undefined
+/** The one terminal event of a stream: the runtime's done/error plus the turn id and the history to carry on (src/client/wire-events.ts). */
+export type TurnTerminal = TerminalEmitted & TerminalFields
+
+/** What the turn's output adds for a projector that reports it (the OpenAI face's `usage`, also after a failure). */
+export interface TurnOutcome {
+  readonly usage: Usage | undefined
 }
 
 /** Turns runtime events into bytes on one SSE stream. */
 export interface TurnProjector {
   readonly progress: (event: TurnProgressEvent) => void
   /** Called exactly once, last; the stream is closed right after. */
-  readonly finish: (terminal: TurnTerminal) => void
+  readonly finish: (terminal: TurnTerminal, outcome?: TurnOutcome) => void
 }
 
 export interface TurnStreamInput {
@@ -37,6 +40,8 @@ export interface TurnStreamInput {
   readonly modelId: string
   readonly message: string
   readonly history: ReadonlyArray<ChatMessage>
+  /** The client's own instructions (OpenAI-compatible `system` messages), added to the system prompt as preferences. */
+  readonly preferences?: string | undefined
 }
 
 const limiters = new WeakMap<AppContext, RateLimiter>()
@@ -109,12 +114,37 @@ export async function streamTurn(
     model,
     input,
     project,
-  }: { res: Response; user: User; model: ChatModel; input: TurnStreamInput; project: (sse: SseWriter) => TurnProjector },
+  }: {
+    res: Response
+    user: User
+    model: ChatModel
+    input: TurnStreamInput
+    project: (sse: SseWriter, turn: { readonly turnId: string }) => TurnProjector
+  },
 ): Promise<void> {
   const turnId = randomUUID()
   res.set('X-Turn-Id', turnId)
   const sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
-  const projector = project(sse)
+  await runProjectedTurn(ctx, { res, user, model, input, turnId, projector: project(sse, { turnId }) })
+  sse.close()
+}
+
+/**
+ * Runs the turn of one request and feeds its events to `projector`, ending with exactly one
+ * `finish`; the response closing early (client gone) or server shutdown stops it. The caller
+ * owns the response: `streamTurn` opens SSE around it, a non-streaming face answers afterwards.
+ */
+export async function runProjectedTurn(
+  ctx: AppContext,
+  {
+    res,
+    user,
+    model,
+    input,
+    turnId,
+    projector,
+  }: { res: Response; user: User; model: ChatModel; input: TurnStreamInput; turnId: string; projector: TurnProjector },
+): Promise<void> {
   const stop = watchForStop(ctx, res)
   let held: TerminalEmitted | undefined
   const forward = (event: TurnEmitted) => {
@@ -131,10 +161,13 @@ export async function streamTurn(
       db: ctx.db,
       caller: user,
       model,
+      tools: ctx.tools,
+      preStep: ctx.preStep,
       turnId,
       uri: input.uri,
       question: input.message,
       history: input.history,
+      preferences: input.preferences,
       onEvent: forward,
       signal: stop.signal,
       logger: ctx.logger.child({ turnId, login: user.login }),
@@ -148,8 +181,7 @@ export async function streamTurn(
   } finally {
     stop.release()
   }
-  projector.finish({ ...terminalOf({ held, output }), turn_id: turnId, ...(output ? { history: output.messages } : {}) })
-  sse.close()
+  projector.finish({ ...terminalOf({ held, output }), turn_id: turnId, ...(output ? { history: output.messages } : {}) }, { usage: output?.usage })
 }
 
 /** The JSON projection (the public API): each runtime event is one SSE event of the same name. */

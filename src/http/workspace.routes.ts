@@ -1,32 +1,30 @@
 import { Router } from 'express'
-import type { Request } from 'express'
+import type { Request, Response } from 'express'
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import type { User } from '../effects/auth/users.ts'
-import { parseDocument, type ParseOutcome } from '../effects/workspace/parse.ts'
+import type { ParsedBody } from '../effects/workspace/store.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import { getNode, listChildren, putFileInTransaction, readCurrent, readRaw, type WorkspaceNode } from '../effects/workspace/store.ts'
-import { formatKbUri, validateSegment } from '../effects/workspace/uri.ts'
-import { InvalidUri, NodeConflict } from '../effects/workspace/workspace-errors.ts'
+import { formatKbUri } from '../effects/workspace/uri.ts'
+import { NodeConflict } from '../effects/workspace/workspace-errors.ts'
 import { safeEqual } from '../effects/auth/tokens.ts'
 import { WorkspacePage } from '../../views/pages/workspace.tsx'
-import type { ModelOption } from '../../views/partials/chat-panel.tsx'
 import { ContentError, ContentPane, type ContentPaneProps, type Preview } from '../../views/partials/content-pane.tsx'
 import { TreeError, TreeItems, type TreeEntry } from '../../views/partials/tree.tsx'
 import { renderMarkdown } from '../../views/render-markdown.ts'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
+import { directoryOf, listDirectory, modelOptions, toEntry } from './workspace-listing.ts'
 import { requireAuth } from './authenticate.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
-import { badRequest, forbidden } from './http-errors.ts'
-import { readMultipartFiles } from './multipart-upload.ts'
+import { discardRestOfBody } from './discard-body.ts'
+import { badRequest, forbidden, HttpError } from './http-errors.ts'
+import { readMultipartUpload } from './multipart-upload.ts'
+import { retrievalNav } from './retrieval.routes.ts'
 
 const PREVIEW_CHARS = 200_000
-const MAX_FILES_PER_UPLOAD = 32
 const TREE_PAGE = 200
-const LISTING_PAGE = 500
-
-export function toEntry(node: WorkspaceNode, children?: ReadonlyArray<TreeEntry>): TreeEntry {
-  return { id: node.id, name: node.name, uri: node.uri, kind: node.kind, size: node.size, updated: node.updatedAt.toISOString(), children }
-}
 
 function queryUri(req: Request, fallback: string): string {
   const uri = req.query.uri
@@ -41,23 +39,8 @@ export interface UploadSummary {
   readonly parse_error?: string | undefined
 }
 
-/** The models the chat offers: safe metadata only (never a key, endpoint or header). */
-export function modelOptions(ctx: AppContext): ModelOption[] {
-  return ctx.models.list().map(({ id, name, profile, contextWindow, supportsNativeToolCalling }) => ({ id, name, profile, contextWindow, supportsNativeToolCalling }))
-}
-
 const rootUriOf = (user: User) => formatKbUri({ login: user.login, segments: [], directory: true })
 const segmentsOf = (node: WorkspaceNode) => (node.path === '' ? [] : node.path.split('/'))
-
-/** A file's parent, or the directory itself. */
-export async function directoryOf(ctx: AppContext, user: User, node: WorkspaceNode): Promise<WorkspaceNode> {
-  return node.kind === 'directory' ? node : getNode(ctx.db, user, segmentsOf(node).slice(0, -1))
-}
-
-export async function listDirectory(ctx: AppContext, user: User, directory: WorkspaceNode, limit = LISTING_PAGE): Promise<TreeEntry[]> {
-  const page = await listChildren(ctx.db, { owner: user, parent: directory, offset: 0, limit })
-  return page.entries.map((node) => toEntry(node))
-}
 
 async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode): Promise<Preview> {
   const content = await readCurrent(ctx.db, user, node)
@@ -115,6 +98,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
       await renderPage(
         WorkspacePage({
           login: user.login,
+          nav: retrievalNav(ctx.retrieval),
           csrfToken: req.auth!.csrfToken,
           rootUri: rootUriOf(user),
           tree: await buildTree(user, directory),
@@ -148,49 +132,86 @@ export function workspaceRoutes(ctx: AppContext): Router {
   router.use('/workspace/content', fragmentErrorHandler(ctx.logger, ContentError))
   router.use('/workspace/tree', fragmentErrorHandler(ctx.logger, TreeError))
 
-  async function storeUpload(req: Request): Promise<UploadSummary[]> {
+  /**
+   * CSRF for a cookie session, decided before any body byte is read: a wrong X-CSRF-Token header
+   * is refused at once; without the header, the form's first part must be a valid `_csrf`.
+   */
+  function uploadCsrf(req: Request): ((token: string) => boolean) | undefined {
+    const auth = req.auth!
+    if (auth.via !== 'session') return undefined
+    const valid = (token: string): boolean => auth.csrfToken !== undefined && safeEqual(token, auth.csrfToken)
+    const header = req.get('x-csrf-token')
+    if (header === undefined) return valid
+    if (!valid(header)) throw forbidden('missing or invalid CSRF token (send the X-CSRF-Token header)', 'csrf')
+    return undefined
+  }
+
+  /** Reads, parses (in the parser's workers) and stores one upload, all files or none. */
+  async function storeUpload(req: Request, res: Response): Promise<UploadSummary[]> {
     const user = req.auth!.user
-    const { files, fields } = await readMultipartFiles(req, { maxFileBytes: ctx.config.maxFileBytes, maxFiles: MAX_FILES_PER_UPLOAD })
-    if (req.auth!.via === 'session') {
-      const sent = req.get('x-csrf-token') ?? fields._csrf
-      if (!sent || !req.auth!.csrfToken || !safeEqual(sent, req.auth!.csrfToken)) {
-        throw forbidden('missing or invalid CSRF token (send the X-CSRF-Token header)', 'csrf')
-      }
-    }
-    const { node: directory } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, fields.uri ?? '') })
-    if (directory.kind !== 'directory') throw new NodeConflict({ uri: directory.uri, reason: 'uploads go into a directory' })
-    if (files.length === 0) throw badRequest('no files in the upload (use the multipart field "file")', 'no_files')
-    const names = new Set<string>()
-    for (const file of files) {
-      const reason = validateSegment(file.name)
-      if (reason) throw new InvalidUri({ uri: `${directory.uri}${file.name}`, reason })
-      if (names.has(file.name)) throw badRequest(`"${file.name}" appears twice in one upload`, 'duplicate_name')
-      names.add(file.name)
-    }
-    const base = directory.path === '' ? [] : directory.path.split('/')
-    // Parse first (slow, no transaction held), then store every file in one transaction: an
-    // upload is stored whole or not at all.
-    const parsed: ParseOutcome[] = []
-    for (const file of files) parsed.push(await parseDocument({ name: file.name, bytes: file.bytes }))
-    const results: UploadSummary[] = await ctx.db.transaction().execute(async (trx) => {
-      const stored: UploadSummary[] = []
-      for (const [index, file] of files.entries()) {
-        const body = parsed[index]!
-        const { outcome, node } = await putFileInTransaction(trx, { owner: user, segments: [...base, file.name], bytes: file.bytes, parsed: body })
-        stored.push({ uri: node.uri, outcome, ...(body.ok ? {} : { parse_error: body.error }) })
-      }
-      return stored
+    const client = new AbortController() // the client going away cancels reading and parsing
+    res.on('close', () => {
+      if (!res.writableFinished) client.abort()
     })
-    ctx.logger.info('upload stored', { login: user.login, directory: directory.uri, files: results.length })
-    return results
+    const clientGone = () => new HttpError(499, 'client_closed', 'the client closed the request')
+    let upload: Awaited<ReturnType<typeof readMultipartUpload>> | undefined
+    try {
+      const csrfFirstPart = uploadCsrf(req)
+      // With the target in the query, a missing or foreign directory is refused before the body is read.
+      const early = req.query.uri === undefined ? undefined : (await resolveNode(ctx.db, { caller: user, uri: queryUri(req, '') })).node
+      upload = await readMultipartUpload(req, {
+        maxFileBytes: ctx.config.maxFileBytes,
+        maxFiles: ctx.config.maxFilesPerUpload,
+        spoolRoot: ctx.config.uploadTempDir,
+        csrfFirstPart,
+        signal: client.signal,
+      })
+      const directory = early ?? (await resolveNode(ctx.db, { caller: user, uri: upload.uri ?? '' })).node
+      if (directory.kind !== 'directory') throw new NodeConflict({ uri: directory.uri, reason: 'uploads go into a directory' })
+      if (upload.files.length === 0) throw badRequest('no files in the upload (use the multipart field "file")', 'no_files')
+      // Parse first (slow, in workers, no transaction held); the text goes to the spool folder so
+      // memory holds one file at a time. Then every file is stored in one transaction.
+      const parsed: Array<ParsedBody & { readonly textPath?: string }> = []
+      for (const [index, file] of upload.files.entries()) {
+        const outcome = await ctx.parser.parse({ name: file.name, path: file.path, signal: client.signal })
+        if (client.signal.aborted) throw clientGone()
+        if (outcome.ok) {
+          const textPath = join(upload.directory, `${index}.txt`)
+          await writeFile(textPath, outcome.text, { mode: 0o600 })
+          parsed.push({ ok: true, mime: outcome.mime, textPath })
+        } else {
+          parsed.push({ ok: false, mime: outcome.mime, error: outcome.error })
+        }
+      }
+      const base = directory.path === '' ? [] : directory.path.split('/')
+      const files = upload.files
+      const results: UploadSummary[] = await ctx.db.transaction().execute(async (trx) => {
+        const stored: UploadSummary[] = []
+        for (const [index, file] of files.entries()) {
+          const { textPath, ...body } = parsed[index]!
+          const text = textPath === undefined ? undefined : await readFile(textPath, 'utf8')
+          const bytes = new Uint8Array(await readFile(file.path))
+          const { outcome, node } = await putFileInTransaction(trx, { owner: user, segments: [...base, file.name], bytes, parsed: { ...body, text } })
+          stored.push({ uri: node.uri, outcome, ...(body.ok ? {} : { parse_error: body.error }) })
+        }
+        return stored
+      })
+      ctx.logger.info('upload stored', { login: user.login, directory: directory.uri, files: results.length })
+      return results
+    } catch (error) {
+      discardRestOfBody(req) // answer now; what the client still sends is dropped, then the connection closed
+      throw error
+    } finally {
+      await upload?.dispose()
+    }
   }
 
   router.post('/api/v1/workspace/upload', async (req, res) => {
-    res.status(201).json({ files: await storeUpload(req) })
+    res.status(201).json({ files: await storeUpload(req, res) })
   })
 
   router.post('/workspace/upload', async (req, res) => {
-    const results = await storeUpload(req)
+    const results = await storeUpload(req, res)
     const notice = results.map((r) => `${r.outcome} ${r.uri}${r.parse_error ? ` (text not extracted: ${r.parse_error})` : ''}`).join('; ')
     const directory = typeof req.query.uri === 'string' ? req.query.uri : ''
     res.redirect(303, `/workspace?uri=${encodeURIComponent(directory)}&notice=${encodeURIComponent(notice)}`)

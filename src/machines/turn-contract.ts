@@ -1,6 +1,7 @@
 // The turn machine's public contract: input, the actors a host provides (with their input and
 // output), the events it accepts, the runtime events it emits, and its output.
 import type { CompactionMeasurement } from './context-accounting.ts'
+import type { ContextBlock, ContextBlockChange } from './context-blocks.ts'
 import type { ChatMessage, FinishReason, ModelResult, ToolSchema, TurnModelInfo, Usage } from './turn-types.ts'
 
 export interface TurnLimits {
@@ -52,15 +53,22 @@ export type PrepareOutput =
   | { readonly ok: false; readonly code: string; readonly message: string }
 
 /**
- * `preStep`: runs before every model step (e.g. injects the retrieval-service catalog). It may
- * add messages but must keep the ones it is given, in order. It never fails the turn: a crash
- * becomes a `warning` and the messages stay as they were.
+ * `preStep`: runs before every model step. It returns source-tagged context blocks (e.g. the
+ * retrieval-service catalog) that the machine places after the system prompt, before the history,
+ * replacing a block of the same source; compaction never summarises them. `visibleBlocks` tells
+ * the hook what is placed now, so it re-sends a block only when its content changed or it is no
+ * longer visible (a new turn starts without blocks). It never fails the turn: a crash becomes a
+ * `warning` and the context stays as it was.
  */
 export interface PreStepInput {
+  /** The model step about to run (1-based). */
+  readonly step: number
   readonly messages: ReadonlyArray<ChatMessage>
+  readonly visibleBlocks: ReadonlyArray<ContextBlock>
 }
 export interface PreStepOutput {
-  readonly messages: ReadonlyArray<ChatMessage>
+  /** Set (insert or replace) or remove (`content: null`) blocks; sources not named stay as they are. */
+  readonly blocks?: ReadonlyArray<ContextBlockChange> | undefined
   /** Shown to the user as `warning` events (e.g. "catalog refresh failed"). */
   readonly warnings?: ReadonlyArray<string> | undefined
 }
@@ -119,7 +127,17 @@ export interface RunToolOutput {
 
 export type TurnStopReason = 'user' | 'disconnect' | 'shutdown'
 
-export type TurnEvent = { readonly type: 'user.stop'; readonly reason?: TurnStopReason | undefined } | ModelStreamForwardEvent
+export type TurnEvent =
+  | {
+      readonly type: 'user.stop'
+      readonly reason?: TurnStopReason | undefined
+      /**
+       * The text of the step in flight, from a host whose deltas bypass the machine (a direct
+       * stream sink); otherwise the machine uses what it received as `model.delta`.
+       */
+      readonly partial?: string | undefined
+    }
+  | ModelStreamForwardEvent
 
 // ── runtime events out (xstate `emit`) ────────────────────────────────────────────────────
 
@@ -145,6 +163,14 @@ export type TurnEmitted =
       readonly call_id: string
       readonly name: string
       readonly arguments: unknown
+    }
+  | {
+      /** Progress of a long tool (e.g. a retrieval service answering), between its start and end. */
+      readonly type: 'tool'
+      readonly phase: 'progress'
+      readonly call_id: string
+      readonly name: string
+      readonly text: string
     }
   | {
       readonly type: 'tool'
@@ -196,7 +222,7 @@ export interface TurnOutput {
   readonly scopeKind?: 'directory' | 'file' | undefined
 }
 
-/** Error codes the machine itself produces (actors may report their own, e.g. `uri.not_found`). */
+/** Error codes the machine itself produces (actors report their own, e.g. a workspace code such as `not_found`). */
 export const TURN_ERROR_CODES = {
   modelStepLimit: 'limit.model_steps',
   toolCallLimit: 'limit.tool_calls',

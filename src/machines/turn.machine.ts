@@ -19,6 +19,11 @@
 //   (surfaced in the `done` event), without running any tool call of that response.
 // - An incomplete provider response (`callModel` → `ok: false`) fails the turn with the
 //   provider's code and the partial text; the partial text is not added to the history.
+// The pure reducers the transitions apply live in turn-context.ts.
+// - The pre-step hook returns source-tagged context blocks (context-blocks.ts) that are placed
+//   after the system prompt; it never fails the turn: a crash only warns.
+// - A model step's outcome is classified once (model-output.ts) and `routingModelOutput` takes
+//   one named guard per kind.
 // - Crashes (an actor's `onError`) fail the turn with `internal_error`, except in the pre-step
 //   hook, which only warns.
 // - Cancellation: `user.stop` from any non-final state → `cancelled`. Leaving the state stops the
@@ -28,32 +33,13 @@
 // - The output history never leaves a tool call unanswered: calls cut short get a
 //   `{"error":"cancelled"}` (or "not run") result.
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate'
-import {
-  applyCompactionSummary,
-  buildSummaryMessage,
-  COMPACTION_INSTRUCTION,
-  type CompactionPlan,
-  ensureUrisKept,
-  findQuestionIndex,
-  pickMessages,
-  planCompactionBatch,
-} from './compaction-plan.ts'
-import {
-  type CompactionMeasurement,
-  compactionRatio,
-  DEFAULT_PROTOCOL_RESERVE,
-  estimateInputBytes,
-  estimateMessagesBytes,
-  inputLimit,
-} from './context-accounting.ts'
+import { COMPACTION_INSTRUCTION, pickMessages } from './compaction-plan.ts'
+import { classifyModelOutput } from './model-output.ts'
 import {
   type CallModelInput,
   type CallModelOutput,
   type CompactInput,
   type CompactOutput,
-  type ContextReport,
-  DEFAULT_MAX_TOOL_OUTPUT_CHARS,
-  DEFAULT_TURN_LIMITS,
   type PrepareInput,
   type PrepareOutput,
   type PreStepInput,
@@ -61,287 +47,49 @@ import {
   type RunToolInput,
   type RunToolOutput,
   TURN_ERROR_CODES,
-  type TurnCounters,
   type TurnEmitted,
-  type TurnError,
   type TurnEvent,
   type TurnInput,
-  type TurnLimits,
   type TurnOutput,
-  type TurnStatus,
 } from './turn-contract.ts'
-import { closeUnansweredToolCalls, historyForNextTurn } from './turn-history.ts'
 import {
-  collectToolCallIds,
-  type PlannedToolCall,
-  planToolCalls,
-  toAssistantToolCalls,
-  toolErrorContent,
-} from './tool-call-validation.ts'
-import type { ChatMessage, FinishReason, ModelResult, ToolSchema, TurnModelInfo, Usage } from './turn-types.ts'
+  acceptModelResult,
+  acceptPreStep,
+  addUsage,
+  answerRejectedCall,
+  applyCompaction,
+  boundToolOutput,
+  buildTurnOutput,
+  contextReport,
+  crashError,
+  initialTurnContext,
+  lastUserMessage,
+  machineErrorMessage,
+  type MachineErrorCode,
+  measureContext,
+  preStepInput,
+  summaryNotSmaller,
+  type TurnContext,
+  turnInputLimit,
+  withCounters,
+} from './turn-context.ts'
+import { closeUnansweredToolCalls } from './turn-history.ts'
+import { toolErrorContent } from './tool-call-validation.ts'
 
-export interface TurnContext {
-  readonly turnId: string
-  readonly uri: string
-  readonly question: string
-  readonly history: ReadonlyArray<ChatMessage>
-  readonly model: TurnModelInfo
-  readonly limits: TurnLimits
-  readonly maxToolOutputChars: number
-  readonly protocolReserve: number
-  readonly scopeUri: string | undefined
-  readonly scopeKind: 'directory' | 'file' | undefined
-  /** The full conversation sent to the model, system prompt included. */
-  readonly messages: ReadonlyArray<ChatMessage>
-  readonly tools: ReadonlyArray<ToolSchema>
-  /** The current question as prepared (never compacted). */
-  readonly questionMessage: ChatMessage | undefined
-  readonly counters: TurnCounters
-  /** Input estimate at the last context check. */
-  readonly contextUsed: number
-  /** What to compact next, planned at the last context check when over the limit. */
-  readonly compactionPlan: CompactionPlan | undefined
-  /** Estimate when the current run of compactions started (undefined outside one). */
-  readonly compactionCycleBefore: number | undefined
-  readonly lastCompaction: CompactionMeasurement | undefined
-  /** The tool calls of the current step, in order, and how many have been answered. */
-  readonly plannedCalls: ReadonlyArray<PlannedToolCall>
-  readonly answeredCalls: number
-  /** Text streamed during the current model step. */
-  readonly streamedText: string
-  readonly usage: Usage
-  readonly status: TurnStatus | undefined
-  readonly finishReason: FinishReason | undefined
-  readonly error: TurnError | undefined
+export type { TurnContext } from './turn-context.ts'
+export { boundToolOutput, buildTurnOutput, contextReport, initialTurnContext, measureContext, turnInputLimit } from './turn-context.ts'
+
+/** The text of the step in flight: what the host streamed past the machine, else what the machine saw. */
+function stoppedPartial(context: TurnContext, event: TurnEvent): string | undefined {
+  const partial = event.type === 'user.stop' && event.partial !== undefined ? event.partial : context.streamedText
+  return partial === '' ? undefined : partial
 }
-
-const ZERO_COUNTERS: TurnCounters = { modelSteps: 0, modelCalls: 0, toolCalls: 0, compactions: 0 }
 
 function missingActor<TOutput, TInput>(name: string) {
   return fromPromise<TOutput, TInput>(async () => {
     throw new Error(`turn actor "${name}" was not provided: use turnMachine.provide({ actors: { ${name} } })`)
   })
 }
-
-// ── pure context helpers ─────────────────────────────────────────────────────────────────
-
-export function initialTurnContext(input: TurnInput): TurnContext {
-  return {
-    turnId: input.turnId,
-    uri: input.uri,
-    question: input.question,
-    history: input.history,
-    model: input.model,
-    limits: { ...DEFAULT_TURN_LIMITS, ...input.limits },
-    maxToolOutputChars: input.maxToolOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS,
-    protocolReserve: input.protocolReserve ?? DEFAULT_PROTOCOL_RESERVE,
-    scopeUri: undefined,
-    scopeKind: undefined,
-    messages: [],
-    tools: [],
-    questionMessage: undefined,
-    counters: ZERO_COUNTERS,
-    contextUsed: 0,
-    compactionPlan: undefined,
-    compactionCycleBefore: undefined,
-    lastCompaction: undefined,
-    plannedCalls: [],
-    answeredCalls: 0,
-    streamedText: '',
-    usage: {},
-    status: undefined,
-    finishReason: undefined,
-    error: undefined,
-  }
-}
-
-function lastUserMessage(messages: ReadonlyArray<ChatMessage>): ChatMessage | undefined {
-  return messages.findLast((message) => message.role === 'user')
-}
-
-export function turnInputLimit(context: TurnContext): number {
-  return inputLimit({
-    contextWindow: context.model.contextWindow,
-    maxOutputTokens: context.model.maxOutputTokens,
-    protocolReserve: context.protocolReserve,
-  })
-}
-
-function questionIndexOf(context: TurnContext): number {
-  return context.questionMessage ? findQuestionIndex({ messages: context.messages, question: context.questionMessage }) : -1
-}
-
-export function measureContext(context: TurnContext): Pick<TurnContext, 'contextUsed' | 'compactionPlan'> {
-  const used = estimateInputBytes({ messages: context.messages, tools: context.tools })
-  const limit = turnInputLimit(context)
-  if (used <= limit) return { contextUsed: used, compactionPlan: undefined }
-  const compactionPlan = planCompactionBatch({ messages: context.messages, questionIndex: questionIndexOf(context), limit, used })
-  return { contextUsed: used, compactionPlan }
-}
-
-export function contextReport(context: TurnContext): ContextReport {
-  return {
-    used: context.contextUsed,
-    limit: turnInputLimit(context),
-    window: context.model.contextWindow,
-    output_reserve: context.model.maxOutputTokens,
-    protocol_reserve: context.protocolReserve,
-    compactions: context.counters.compactions,
-    before: context.lastCompaction?.before,
-    after: context.lastCompaction?.after,
-    ratio: compactionRatio(context.lastCompaction),
-  }
-}
-
-function addUsage(total: Usage, more: Usage | undefined): Usage {
-  if (more === undefined) return total
-  const sum = (a: number | undefined, b: number | undefined) => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0))
-  return {
-    promptTokens: sum(total.promptTokens, more.promptTokens),
-    completionTokens: sum(total.completionTokens, more.completionTokens),
-    totalTokens: sum(total.totalTokens, more.totalTokens),
-  }
-}
-
-function withCounters(context: TurnContext, change: Partial<TurnCounters>): TurnCounters {
-  return { ...context.counters, ...change }
-}
-
-function acceptPreStep(context: TurnContext, output: PreStepOutput): { messages: ReadonlyArray<ChatMessage>; warning?: string } {
-  const messages = output?.messages
-  const keepsQuestion =
-    Array.isArray(messages) &&
-    (context.questionMessage === undefined || findQuestionIndex({ messages, question: context.questionMessage }) >= 0)
-  if (!keepsQuestion) {
-    return { messages: context.messages, warning: 'the pre-step hook dropped the current question; its changes were ignored' }
-  }
-  return { messages }
-}
-
-function answerRejectedCall(context: TurnContext): Partial<TurnContext> {
-  const call = context.plannedCalls[context.answeredCalls]
-  if (call?.kind !== 'reject') return {}
-  return {
-    messages: [...context.messages, { role: 'tool', tool_call_id: call.id, content: toolErrorContent(call.message) }],
-    answeredCalls: context.answeredCalls + 1,
-  }
-}
-
-function codePointLength(text: string): number {
-  let length = 0
-  for (const _ of text) length++
-  return length
-}
-
-/** The tool result as it goes back to the model: oversized output becomes an explicit tool error. */
-export function boundToolOutput({ output, maxChars }: { readonly output: RunToolOutput; readonly maxChars: number }): RunToolOutput {
-  const size = codePointLength(output.content)
-  if (size <= maxChars) return output
-  return {
-    ok: false,
-    content: toolErrorContent(
-      `tool output too large (${size} characters, the limit is ${maxChars}); ` +
-        'request a smaller page with the offset/limit arguments (or a narrower query).',
-    ),
-    summary: `output too large (${size} characters)`,
-  }
-}
-
-function acceptModelResult(context: TurnContext, result: ModelResult, withToolCalls: boolean): Partial<TurnContext> {
-  const usage = addUsage(context.usage, result.usage)
-  if (!withToolCalls) {
-    return {
-      usage,
-      finishReason: result.finishReason,
-      messages: [...context.messages, { role: 'assistant', content: result.text }],
-    }
-  }
-  const plannedCalls = planToolCalls({
-    calls: result.toolCalls,
-    toolNames: context.tools.map((tool) => tool.function.name),
-    usedIds: collectToolCallIds(context.messages),
-    step: context.counters.modelSteps,
-  })
-  const assistant: ChatMessage = {
-    role: 'assistant',
-    content: result.text === '' ? null : result.text,
-    tool_calls: toAssistantToolCalls(plannedCalls),
-  }
-  return { usage, plannedCalls, answeredCalls: 0, messages: [...context.messages, assistant] }
-}
-
-function applyCompaction(context: TurnContext, summary: string): Partial<TurnContext> {
-  const plan = context.compactionPlan
-  if (plan?.kind !== 'batch') return {}
-  const batch = pickMessages({ messages: context.messages, indices: plan.indices })
-  const summaryMessage = buildSummaryMessage(ensureUrisKept({ batch, summary }))
-  const messages = applyCompactionSummary({ messages: context.messages, indices: plan.indices, summaryMessage })
-  const before = context.compactionCycleBefore ?? context.contextUsed
-  const after = estimateInputBytes({ messages, tools: context.tools })
-  return {
-    messages,
-    compactionPlan: undefined,
-    lastCompaction: { before, after },
-    counters: withCounters(context, { compactions: context.counters.compactions + 1 }),
-  }
-}
-
-/** The summary message would not be smaller than the batch it replaces. */
-function summaryNotSmaller(context: TurnContext, summary: string): boolean {
-  const plan = context.compactionPlan
-  if (plan?.kind !== 'batch') return true
-  const batch = pickMessages({ messages: context.messages, indices: plan.indices })
-  const summaryMessage = buildSummaryMessage(ensureUrisKept({ batch, summary }))
-  return estimateMessagesBytes([summaryMessage]) >= plan.bytes
-}
-
-type MachineErrorCode = Exclude<(typeof TURN_ERROR_CODES)[keyof typeof TURN_ERROR_CODES], 'cancelled' | 'internal_error'>
-
-function machineErrorMessage(code: MachineErrorCode, context: TurnContext): string {
-  const { limits, counters } = context
-  switch (code) {
-    case 'limit.model_steps':
-      return `model step limit reached: ${counters.modelSteps} of ${limits.maxModelSteps} steps used and the model needs another step`
-    case 'limit.model_calls':
-      return `model call limit reached: ${counters.modelCalls} of ${limits.maxModelCalls} model calls used (steps and compactions together)`
-    case 'limit.tool_calls':
-      return `tool call limit reached: ${counters.toolCalls} of ${limits.maxToolCalls} tool calls used and the model asked for another`
-    case 'context.over_limit':
-      return (
-        `the input is over the limit (${context.contextUsed} of ${turnInputLimit(context)} bytes) and nothing can be compacted: ` +
-        'the system prompt, tool schemas, current question and latest observations alone exceed it'
-      )
-    case 'compaction.not_converging':
-      return (
-        `compaction is not converging (${context.contextUsed} of ${turnInputLimit(context)} bytes after ` +
-        `${counters.compactions} compaction(s)): nothing smaller is left to compact`
-      )
-    case 'model.tool_calls_missing':
-      return 'the model ended its response with finish_reason "tool_calls" but no tool call was received'
-  }
-}
-
-function crashError(actor: string, error: unknown): TurnError {
-  const detail = error instanceof Error ? error.message : String(error)
-  return { code: TURN_ERROR_CODES.internal, message: `${actor} crashed: ${detail}` }
-}
-
-export function buildTurnOutput(context: TurnContext): TurnOutput {
-  const messages = context.messages.length > 0 ? context.messages : [...context.history, { role: 'user' as const, content: context.question }]
-  return {
-    status: context.status ?? 'failed',
-    messages: historyForNextTurn(messages),
-    finishReason: context.finishReason,
-    error: context.error,
-    counters: context.counters,
-    usage: context.usage,
-    lastCompaction: context.lastCompaction,
-    scopeUri: context.scopeUri,
-    scopeKind: context.scopeKind,
-  }
-}
-
-// ── the machine ──────────────────────────────────────────────────────────────────────────
 
 export const turnMachine = setup({
   types: {
@@ -375,6 +123,10 @@ export const turnMachine = setup({
     allCallsAnswered: ({ context }) => context.answeredCalls >= context.plannedCalls.length,
     nextCallRejected: ({ context }) => context.plannedCalls[context.answeredCalls]?.kind === 'reject',
     toolCallLimitReached: ({ context }) => context.counters.toolCalls >= context.limits.maxToolCalls,
+    modelOutputIncomplete: ({ context }) => context.modelOutput?.kind === 'incomplete',
+    modelOutputStopped: ({ context }) => context.modelOutput?.kind === 'stopped',
+    modelOutputTools: ({ context }) => context.modelOutput?.kind === 'tools',
+    modelOutputToolCallsMissing: ({ context }) => context.modelOutput?.kind === 'toolCallsMissing',
   },
   actions: {
     failWith: assign(({ context }, params: { code: MachineErrorCode }) => ({
@@ -436,7 +188,7 @@ export const turnMachine = setup({
       error: {
         code: TURN_ERROR_CODES.cancelled,
         message: `the turn was stopped (${event.type === 'user.stop' ? (event.reason ?? 'user') : 'user'})`,
-        partial: context.streamedText === '' ? undefined : context.streamedText,
+        partial: stoppedPartial(context, event),
       },
       messages: closeUnansweredToolCalls({ messages: context.messages, content: toolErrorContent('cancelled') }),
     })),
@@ -497,15 +249,13 @@ export const turnMachine = setup({
       invoke: {
         id: 'preStep',
         src: 'preStep',
-        input: ({ context }) => ({ messages: context.messages }),
+        input: ({ context }) => preStepInput(context),
         onDone: {
           target: 'checkingContext',
           actions: enqueueActions(({ context, event, enqueue }) => {
             const accepted = acceptPreStep(context, event.output)
             enqueue.assign({ messages: accepted.messages })
-            for (const message of [accepted.warning, ...(event.output?.warnings ?? [])]) {
-              if (message) enqueue.emit({ type: 'warning', message })
-            }
+            for (const message of accepted.warnings) enqueue.emit({ type: 'warning', message })
           }),
         },
         onError: {
@@ -576,43 +326,7 @@ export const turnMachine = setup({
         id: 'callModel',
         src: 'callModel',
         input: ({ context, self }) => ({ messages: context.messages, tools: context.tools, purpose: 'step' as const, parent: self }),
-        onDone: [
-          {
-            guard: ({ event }) => !event.output.ok,
-            target: 'failed',
-            actions: assign(({ event }) =>
-              event.output.ok
-                ? {}
-                : {
-                    error: {
-                      code: event.output.code,
-                      message: event.output.message,
-                      partial: event.output.partialText === '' ? undefined : event.output.partialText,
-                    },
-                  },
-            ),
-          },
-          {
-            guard: ({ event }) =>
-              event.output.ok && (event.output.result.finishReason === 'length' || event.output.result.finishReason === 'content_filter'),
-            target: 'done',
-            actions: assign(({ context, event }) => (event.output.ok ? acceptModelResult(context, event.output.result, false) : {})),
-          },
-          {
-            guard: ({ event }) => event.output.ok && event.output.result.toolCalls.length > 0,
-            target: 'runningTools',
-            actions: assign(({ context, event }) => (event.output.ok ? acceptModelResult(context, event.output.result, true) : {})),
-          },
-          {
-            guard: ({ event }) => event.output.ok && event.output.result.finishReason === 'tool_calls',
-            target: 'failed',
-            actions: { type: 'failWith', params: { code: 'model.tool_calls_missing' } },
-          },
-          {
-            target: 'done',
-            actions: assign(({ context, event }) => (event.output.ok ? acceptModelResult(context, event.output.result, false) : {})),
-          },
-        ],
+        onDone: { target: 'routingModelOutput', actions: assign(({ event }) => ({ modelOutput: classifyModelOutput(event.output) })) },
         onError: { target: 'failed', actions: assign(({ event }) => ({ error: crashError('callModel', event.error) })) },
       },
       on: {
@@ -624,6 +338,30 @@ export const turnMachine = setup({
         },
         'model.thinking': { actions: emit(({ event }) => ({ type: 'thinking' as const, text: event.text })) },
       },
+    },
+    routingModelOutput: {
+      always: [
+        {
+          guard: 'modelOutputIncomplete',
+          target: 'failed',
+          actions: assign(({ context }) => (context.modelOutput?.kind === 'incomplete' ? { error: context.modelOutput.error } : {})),
+        },
+        {
+          guard: 'modelOutputStopped',
+          target: 'done',
+          actions: assign(({ context }) => (context.modelOutput?.kind === 'stopped' ? acceptModelResult(context, context.modelOutput.result, false) : {})),
+        },
+        {
+          guard: 'modelOutputTools',
+          target: 'runningTools',
+          actions: assign(({ context }) => (context.modelOutput?.kind === 'tools' ? acceptModelResult(context, context.modelOutput.result, true) : {})),
+        },
+        { guard: 'modelOutputToolCallsMissing', target: 'failed', actions: { type: 'failWith', params: { code: 'model.tool_calls_missing' } } },
+        {
+          target: 'done',
+          actions: assign(({ context }) => (context.modelOutput?.kind === 'answer' ? acceptModelResult(context, context.modelOutput.result, false) : {})),
+        },
+      ],
     },
     runningTools: {
       // the step's text is in the history now; only an in-flight step has partial text

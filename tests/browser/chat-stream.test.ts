@@ -1,70 +1,31 @@
 // The chat's stream in a real browser: htmx's SSE extension swaps the server's HTML fragments as
 // they arrive; the page decides how a turn ended (terminal event, Stop, EOF) and keeps history.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { Browser, Page } from 'playwright-core'
+import { beforeEach, describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
-import {
-  ask,
-  assistantMessage,
-  betweenCrAndLf,
-  cutAt,
-  insideCodePoints,
-  keyPatternOf,
-  launchBrowser,
-  openWorkspace,
-  screenshot,
-  startStreamProxy,
-  toCrlf,
-  UUID_MODES,
-  waitForAnswer,
-  withoutTerminal,
-  type StreamProxy,
-  type WorkspaceSession,
-} from '../support/browser.ts'
+import { ask, assistantMessage, keyPatternOf, screenshot, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { REMOTE_MODEL, startChatWorkspace, TEXT_ONLY_MODEL } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
-import { REMOTE_MODEL, startChatFixture, TEXT_ONLY_MODEL, type ChatFixture } from './chat-fixture.ts'
+import { betweenCrAndLf, cutAt, insideCodePoints, toCrlf, withoutTerminal } from '../support/stream-proxy.ts'
 
 const DIRECTORY = 'kb://users/alice/docs/'
 
-// One server, one scripted provider and one browser for the whole file; each scenario runs in
-// both UUID modes in a fresh browser context.
-let fixture: ChatFixture
-let browser: Browser
-let proxy: StreamProxy
-beforeAll(async () => {
-  ;[fixture, browser] = await Promise.all([startChatFixture(), launchBrowser()])
-  proxy = await startStreamProxy(fixture.server.url)
-})
-afterAll(async () => {
-  await proxy?.close()
-  await browser?.close()
-  await fixture?.close()
-})
+// One app, one scripted provider, one stream proxy and one browser for the whole file; each
+// scenario runs in both UUID modes in a fresh browser context.
+const ui = useBrowserFixture({ start: startChatWorkspace, proxy: true })
 
 describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
-  let session: WorkspaceSession | undefined
+  const workspace = ui.workspace(mode)
 
-  beforeEach(async () => {
-    await session?.close()
-    session = undefined
-    fixture.provider.setHandler(undefined)
-    proxy.reshape(undefined)
-  })
-  afterAll(async () => {
-    await session?.close()
+  beforeEach(() => {
+    ui.app.provider.setHandler(undefined)
+    ui.proxy.reshape(undefined)
   })
 
   const open = async (options: { viaProxy?: boolean } = {}) => {
-    session = await openWorkspace(browser, {
-      server: fixture.server,
-      baseUrl: options.viaProxy ? proxy.url : fixture.server.url,
-      login: 'alice',
-      password: fixture.alice.password,
-      mode,
-      uri: DIRECTORY,
-    })
-    await session.page.locator('#chat-model').selectOption(REMOTE_MODEL)
-    return session.page
+    const page = await workspace.open({ uri: DIRECTORY, ...options })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    return page
   }
   const history = (page: Page) => page.locator('#chat-history').inputValue().then((value) => JSON.parse(value) as Array<{ role: string; content: string | null }>)
   const turnIdOf = async (page: Page, question: string) => {
@@ -74,14 +35,15 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
   }
 
   it('shows the first delta before the stream ends, tool cards that expand, the context meter, and sends the history back', async () => {
-    const { provider } = fixture
+    const { provider } = ui.app
+    const rest = Promise.withResolvers<void>() // the provider holds the rest of the answer until the test has looked
     provider.enqueue(
       streamScript(toolCallsSse([{ id: 'call_read_1', name: 'read', arguments: { uri: 'kb://me/docs/a.md' } }])),
       {
         kind: 'stream',
         chunks: [
           { bytes: chatCompletionSse([{ text: 'The answer ' }]) },
-          { bytes: chatCompletionSse([{ text: 'is **forty-two** (kb://users/alice/docs/a.md).' }, { finish: 'stop' }, 'done']), delayMs: 1200 },
+          { bytes: chatCompletionSse([{ text: 'is **forty-two** (kb://users/alice/docs/a.md).' }, { finish: 'stop' }, 'done']), after: rest.promise },
         ],
       },
     )
@@ -95,6 +57,7 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
     await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(true)
     if (mode.randomUUID) await screenshot(page, 'desktop-streaming')
 
+    rest.resolve()
     await waitForAnswer(page)
     await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Answered · 1 tool call')
     await expect(answer.locator('.answer strong').textContent()).resolves.toBe('forty-two')
@@ -127,11 +90,11 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
       expect.arrayContaining(['What is the answer?', 'The answer is **forty-two** (kb://users/alice/docs/a.md).', 'Are you sure?\nReally?']),
     )
     expect(await history(page)).toHaveLength(6)
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it('Stop ends the stream; the server cancels the turn and the provider sees its request closed', async () => {
-    const { provider, server } = fixture
+    const { provider, server } = ui.app
     provider.enqueue({ kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'Working on it' }]) }], end: 'hang' })
     const page = await open()
     const turnId = await turnIdOf(page, 'Take your time')
@@ -147,13 +110,13 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
     await expect(page.getByRole('button', { name: 'Send' }).isVisible()).resolves.toBe(true)
     await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(false)
     expect(await history(page)).toEqual([])
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it('a stream that ends without done or error shows as failed and keeps what arrived', async () => {
-    fixture.provider.enqueue(streamScript(textAnswerSse('Partial but useful text.')))
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Partial but useful text.')))
     const page = await open({ viaProxy: true })
-    proxy.reshape((body) => [withoutTerminal(body)])
+    ui.proxy.reshape((body) => [withoutTerminal(body)])
     await ask(page, 'Tell me')
     const answer = assistantMessage(page)
     await answer.locator('.turn-error').waitFor()
@@ -162,11 +125,11 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
     await expect(answer.getAttribute('class')).resolves.toContain('is-failed')
     await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Failed')
     expect(await history(page)).toEqual([]) // no terminal event: the conversation is not extended
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it('a provider EOF mid-answer arrives as the server error event: shown, with the partial text kept', async () => {
-    fixture.provider.enqueue(streamScript(chatCompletionSse([{ text: 'Half an ans' }, { text: 'wer' }])))
+    ui.app.provider.enqueue(streamScript(chatCompletionSse([{ text: 'Half an ans' }, { text: 'wer' }])))
     const page = await open()
     await ask(page, 'Go')
     const answer = assistantMessage(page)
@@ -174,14 +137,14 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
     await expect(answer.locator('.turn-error-code').textContent()).resolves.toBe('provider.incomplete')
     await expect(answer.locator('.answer').textContent()).resolves.toContain('Half an answer')
     await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Failed')
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it('the page parses UTF-8 split inside code points, CRLF split between CR and LF, and many events in one chunk', async () => {
     const text = '知识库 notes 😀 — 答案是四十二。'
-    fixture.provider.enqueue(streamScript(textAnswerSse(text, { chunkChars: 3 })), streamScript(textAnswerSse(`Again: ${text}`, { chunkChars: 2 })))
+    ui.app.provider.enqueue(streamScript(textAnswerSse(text, { chunkChars: 3 })), streamScript(textAnswerSse(`Again: ${text}`, { chunkChars: 2 })))
     const page = await open({ viaProxy: true })
-    proxy.reshape((body) => {
+    ui.proxy.reshape((body) => {
       const crlf = toCrlf(body)
       return cutAt(crlf, [...insideCodePoints(crlf), ...betweenCrAndLf(crlf)])
     }, { delayMs: 2 })
@@ -189,12 +152,12 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
     await waitForAnswer(page, { n: 1 })
     await expect(assistantMessage(page, 1).locator('.answer').innerText()).resolves.toBe(text)
 
-    proxy.reshape((body) => [body]) // the whole stream, every event, in one chunk
+    ui.proxy.reshape((body) => [body]) // the whole stream, every event, in one chunk
     await ask(page, 'Once more')
     await waitForAnswer(page, { n: 2 })
     await expect(assistantMessage(page, 2).locator('.answer').innerText()).resolves.toBe(`Again: ${text}`)
     expect(await history(page)).toHaveLength(4)
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it('the model selector shows each model’s tool capability, says what a text-only model cannot do, and is used and remembered', async () => {
@@ -205,15 +168,15 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
     await page.getByLabel('Model').selectOption(TEXT_ONLY_MODEL)
     await expect(page.locator('#model-notice').textContent()).resolves.toContain('cannot call tools')
     await expect(page.locator('#model-capability').textContent()).resolves.toBe('Text only')
-    fixture.provider.enqueue(streamScript(textAnswerSse('From the listing only.')))
+    ui.app.provider.enqueue(streamScript(textAnswerSse('From the listing only.')))
     await ask(page, 'What is here?')
     await waitForAnswer(page)
-    const body = fixture.provider.requests.at(-1)!.body as { tools?: unknown }
+    const body = ui.app.provider.requests.at(-1)!.body as { tools?: unknown }
     expect(body.tools).toBeUndefined()
     await expect(assistantMessage(page).locator('.model-name').textContent()).resolves.toBe('Text only')
     await page.reload()
     await expect(page.locator('#chat-model').inputValue()).resolves.toBe(TEXT_ONLY_MODEL)
     await expect(page.locator('#model-notice').isVisible()).resolves.toBe(true)
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 })

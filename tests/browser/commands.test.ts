@@ -1,34 +1,23 @@
 // Slash commands and the command menu: explicit workspace commands render result cards,
 // /compile /compiler /parse open the compile form, the directory dialog opens from /ls or the
 // URI prefix — and none of it ever reaches the model (the scripted provider gets no request).
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { Browser, Page } from 'playwright-core'
-import { keyPatternOf, launchBrowser, openWorkspace, screenshot, UUID_MODES, type WorkspaceSession } from '../support/browser.ts'
-import { startChatFixture, type ChatFixture } from './chat-fixture.ts'
+import { beforeEach, describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
+import { keyPatternOf, screenshot, useBrowserFixture, UUID_MODES } from '../support/browser.ts'
+import { startChatWorkspace } from '../support/chat-workspace.ts'
 
-// One server, one scripted provider and one browser for the whole file; each scenario runs in
+// One app, one scripted provider and one browser for the whole file; each scenario runs in
 // both UUID modes in a fresh browser context.
-let fixture: ChatFixture
-let browser: Browser
-beforeAll(async () => {
-  ;[fixture, browser] = await Promise.all([startChatFixture(), launchBrowser()])
-})
-afterAll(async () => {
-  await browser?.close()
-  await fixture?.close()
-})
+const ui = useBrowserFixture({ start: startChatWorkspace })
 
 describe.each(UUID_MODES)('commands ($name)', (mode) => {
-  let session: WorkspaceSession | undefined
+  const workspace = ui.workspace(mode)
+  let page: Page
   let requestsBefore = 0
 
   beforeEach(async () => {
-    await session?.close()
-    session = await openWorkspace(browser, { server: fixture.server, login: 'alice', password: fixture.alice.password, mode, uri: 'kb://users/alice/docs/' })
-    requestsBefore = fixture.provider.requests.length
-  })
-  afterAll(async () => {
-    await session?.close()
+    page = await workspace.open({ uri: 'kb://users/alice/docs/' })
+    requestsBefore = ui.app.provider.requests.length
   })
 
   const message = (page: Page) => page.getByRole('textbox', { name: 'Message' })
@@ -38,10 +27,9 @@ describe.each(UUID_MODES)('commands ($name)', (mode) => {
   }
   const lastCard = (page: Page) => page.locator('#chat-log article.msg.command:not(.is-pending)').last()
   const selectedOption = (page: Page) => page.locator('#command-menu [role="option"][aria-selected="true"]').getAttribute('data-command')
-  const expectNoModelCall = () => expect(fixture.provider.requests.length).toBe(requestsBefore)
+  const expectNoModelCall = () => expect(ui.app.provider.requests.length).toBe(requestsBefore)
 
   it('typing / shows a command menu driven by arrows, Enter and Escape', async () => {
-    const { page } = session!
     const menu = page.getByRole('listbox', { name: 'Commands' })
     await message(page).pressSequentially('/')
     await expect(menu.isVisible()).resolves.toBe(true)
@@ -68,11 +56,10 @@ describe.each(UUID_MODES)('commands ($name)', (mode) => {
     await lastCard(page).locator('.search-hits').waitFor()
     await expect(lastCard(page).locator('.snippet').first().textContent()).resolves.toContain('forty-two')
     expectNoModelCall()
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it('/read, /search, /status and /ls <dir> render result cards with working follow-up buttons', async () => {
-    const { page } = session!
     await run(page, '/read a.md')
     await lastCard(page).locator('pre.read-text').waitFor()
     await expect(lastCard(page).locator('pre.read-text').textContent()).resolves.toContain('The answer is **forty-two**.')
@@ -97,11 +84,10 @@ describe.each(UUID_MODES)('commands ($name)', (mode) => {
     await page.locator('#chat-log .msg.is-note', { hasText: 'Unknown command /frobnicate' }).waitFor()
     await expect(page.locator('#chat-history').inputValue()).resolves.toBe('[]')
     expectNoModelCall()
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it('/ls and the URI prefix open the directory dialog, which traps focus and closes on Escape', async () => {
-    const { page } = session!
     const dialog = page.getByRole('dialog', { name: 'Directory commands' })
     await run(page, '/ls')
     await dialog.locator('.ls-entries').waitFor()
@@ -126,26 +112,24 @@ describe.each(UUID_MODES)('commands ($name)', (mode) => {
     await lastCard(page).locator('.search-hits').waitFor()
     await expect(lastCard(page).locator('.hit-uri').textContent()).resolves.toContain('kb://users/alice/docs/deep/c.md')
     expectNoModelCall()
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it.each(['/compile', '/compiler', '/parse'])('%s opens the compile form and never reaches the model', async (command) => {
-    const { page } = session!
     const dialog = page.getByRole('dialog', { name: 'Compile to wiki' })
     await run(page, command)
     await dialog.locator('.compile-form').waitFor()
-    await expect(dialog.locator('#compile-later').textContent()).resolves.toContain('Compile jobs come in a later release')
-    await expect(dialog.locator('.compile-files input[type="checkbox"]').evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value))).resolves.toEqual([
+    await expect(dialog.locator('.compile-files input[name="uris"]').evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value))).resolves.toEqual([
       'kb://users/alice/docs/a.md',
       'kb://users/alice/docs/b.txt',
     ])
-    await expect(dialog.getByRole('button', { name: /Queue compile/ }).isDisabled()).resolves.toBe(true)
+    await expect(dialog.getByRole('button', { name: /Queue compile/ }).isEnabled()).resolves.toBe(true)
     if (mode.randomUUID && command === '/compile') await screenshot(page, 'desktop-compile-dialog')
     await page.keyboard.press('Escape')
     await expect(dialog.isVisible()).resolves.toBe(false)
     await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(0)
     await expect(message(page).inputValue()).resolves.toBe('')
     expectNoModelCall()
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 })

@@ -1,29 +1,27 @@
 // The sample corpus, imported for `demo` as on a first start, is usable end to end in the
 // browser with the built-in local model: a question gets tool cards and an answer citing kb:// URIs.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Browser } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
 import { bootstrapDemo } from '../../src/effects/workspace/bootstrap-demo.ts'
-import { ask, assistantMessage, keyPatternOf, launchBrowser, openWorkspace, screenshot, UUID_MODES, waitForAnswer } from '../support/browser.ts'
-import { startTestServer, type TestServer } from '../support/test-server.ts'
+import { ask, assistantMessage, keyPatternOf, screenshot, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { startTestServer } from '../support/test-server.ts'
 
 const PASSWORD = 'demo-password-123'
 
-let server: TestServer
-let browser: Browser
-beforeAll(async () => {
-  ;[server, browser] = await Promise.all([startTestServer(), launchBrowser()])
-  const demo = await bootstrapDemo(server.database.db, { demoPassword: PASSWORD, maxFileBytes: server.ctx.config.maxFileBytes })
-  expect(demo.created).toBe(true)
-})
-afterAll(async () => {
-  await browser?.close()
-  await server?.close()
+// The app as on a first start: the demo user and the sample corpus, the built-in local model.
+const ui = useBrowserFixture({
+  start: async () => {
+    const server = await startTestServer()
+    const demo = await bootstrapDemo(server.database.db, { demoPassword: PASSWORD, maxFileBytes: server.ctx.config.maxFileBytes, parser: server.ctx.parser })
+    expect(demo.created).toBe(true)
+    return { server, login: 'demo', password: PASSWORD, close: () => server.close() }
+  },
 })
 
 describe.each(UUID_MODES)('the demo corpus with the local model ($name)', (mode) => {
+  const workspace = ui.workspace(mode)
+
   it('answers a question about the samples with tool cards and cited URIs', async () => {
-    const session = await openWorkspace(browser, { server, login: 'demo', password: PASSWORD, mode, uri: 'kb://me/samples/' })
-    const { page } = session
+    const page = await workspace.open({ uri: 'kb://me/samples/' })
     await expect.poll(() => page.locator('#chat-model').inputValue()).toBe('local')
     await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe('kb://users/demo/samples/')
     await ask(page, 'What happens when a stream ends without a done event?')
@@ -47,7 +45,6 @@ describe.each(UUID_MODES)('the demo corpus with the local model ($name)', (mode)
     await waitForAnswer(page)
     await expect(page.locator('#chat-log .msg.user .bubble').textContent()).resolves.toBe('What are the key points of README.md?')
     await expect(assistantMessage(page).locator('.answer a.kb-link').first().textContent()).resolves.toContain('kb://users/demo/samples/')
-    expect(session.problems()).toEqual([])
-    await session.close()
+    expect(workspace.problems()).toEqual([])
   })
 })

@@ -1,40 +1,20 @@
 // The workspace page around the chat: the lazily loaded tree, previews, the conversation rules
 // (same directory keeps it, another directory cancels and restarts it), the resizable divider
 // and the phone-width layout.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { Browser, Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
-import { ask, assistantMessage, launchBrowser, openWorkspace, screenshot, UUID_MODES, waitForAnswer, type WorkspaceSession } from '../support/browser.ts'
+import { ask, assistantMessage, screenshot, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, textAnswerSse } from '../support/scripted-provider.ts'
-import { REMOTE_MODEL, startChatFixture, type ChatFixture } from './chat-fixture.ts'
 
-// One server, one scripted provider and one browser for the whole file; each scenario runs in
+// One app, one scripted provider and one browser for the whole file; each scenario runs in
 // both UUID modes in a fresh browser context.
-let fixture: ChatFixture
-let browser: Browser
-beforeAll(async () => {
-  ;[fixture, browser] = await Promise.all([startChatFixture(), launchBrowser()])
-})
-afterAll(async () => {
-  await browser?.close()
-  await fixture?.close()
-})
+const ui = useBrowserFixture({ start: startChatWorkspace })
 
 describe.each(UUID_MODES)('the workspace page ($name)', (mode) => {
-  let session: WorkspaceSession | undefined
-
-  beforeEach(async () => {
-    await session?.close()
-    session = undefined
-  })
-  afterAll(async () => {
-    await session?.close()
-  })
-
-  const open = async (options: { uri?: string; viewport?: { width: number; height: number } } = {}) => {
-    session = await openWorkspace(browser, { server: fixture.server, login: 'alice', password: fixture.alice.password, mode, ...options })
-    return session.page
-  }
+  const workspace = ui.workspace(mode)
+  const open = workspace.open
   const treeItem = (page: Page, name: string) => page.locator('#tree li.node', { has: page.locator(':scope > .row .name', { hasText: new RegExp(`^${name}$`) }) })
   const historyLength = (page: Page) => page.locator('#chat-history').inputValue().then((value) => (JSON.parse(value) as unknown[]).length)
 
@@ -59,11 +39,11 @@ describe.each(UUID_MODES)('the workspace page ($name)', (mode) => {
     await docs.getByRole('button', { name: 'Collapse docs' }).click()
     await expect(docs.locator(':scope > ul').isHidden()).resolves.toBe(true)
     await screenshot(page, `desktop-preview-${mode.randomUUID ? 'uuid' : 'no-uuid'}`)
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it('keeps the conversation while previewing files of the same directory; another directory cancels the stream and starts anew', async () => {
-    const { provider, server } = fixture
+    const { provider, server } = ui.app
     const page = await open({ uri: 'kb://users/alice/docs/a.md' })
     await page.locator('#chat-model').selectOption(REMOTE_MODEL)
     await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe('kb://users/alice/docs/')
@@ -98,7 +78,7 @@ describe.each(UUID_MODES)('the workspace page ($name)', (mode) => {
     await waitForAnswer(page)
     const sent = provider.requests.at(-1)!.body as { messages: Array<{ role: string; content: string | null }> }
     expect(sent.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['What is here?'])
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it('resizes the chat with the divider by mouse and keyboard, and remembers the width', async () => {
@@ -131,7 +111,7 @@ describe.each(UUID_MODES)('the workspace page ($name)', (mode) => {
 
     await page.reload()
     await expect(page.getByRole('separator').getAttribute('aria-valuenow')).resolves.toBe(String(dragged))
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 
   it('at phone width shows the chat as a full-screen panel behind a toggle, with the same features', async () => {
@@ -160,6 +140,6 @@ describe.each(UUID_MODES)('the workspace page ($name)', (mode) => {
     await expect(chat.isVisible()).resolves.toBe(false)
     await toggle.click()
     await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(2) // the conversation is still there
-    expect(session!.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 })

@@ -1,11 +1,11 @@
 // Hostile text everywhere it can come from — a file name, a file body, a model's answer, its
 // thinking and tool arguments, a command argument, an error echoing a URI — renders as text:
 // no dialog opens, no CSP violation is reported, and the DOM holds no such element.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Browser, Page } from 'playwright-core'
-import { ask, assistantMessage, launchBrowser, openWorkspace, UUID_MODES, waitForAnswer, type WorkspaceSession } from '../support/browser.ts'
+import { describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
+import { ask, assistantMessage, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, toolCallsSse } from '../support/scripted-provider.ts'
-import { REMOTE_MODEL, startChatFixture, type ChatFixture } from './chat-fixture.ts'
 
 const IMG = `<img src=x onerror=alert('xss')>`
 const SCRIPT = `<script>alert('xss')</script>`
@@ -16,37 +16,25 @@ const HOSTILE_TEXT_NAME = '<script>x.txt'
 const injectedElements = (page: Page) =>
   page.evaluate(() => document.body.querySelectorAll('script, img, iframe, svg, object, embed, [onerror], [onload], [onclick]').length)
 
-// One server, one scripted provider and one browser for the whole file; each scenario runs in
+// One app, one scripted provider and one browser for the whole file; each scenario runs in
 // both UUID modes in a fresh browser context.
-let fixture: ChatFixture
-let browser: Browser
-beforeAll(async () => {
-  ;[fixture, browser] = await Promise.all([startChatFixture(), launchBrowser()])
-  await fixture.putText(['x', HOSTILE_NAME], `# Title ${IMG}\n\nBody ${SCRIPT} and ${IMG} [link](javascript:alert('xss'))\n`)
-  await fixture.putText(['x', HOSTILE_TEXT_NAME], `Plain ${IMG} ${SCRIPT}\n`)
-})
-afterAll(async () => {
-  await browser?.close()
-  await fixture?.close()
+const ui = useBrowserFixture({
+  start: async () => {
+    const app = await startChatWorkspace()
+    await app.putText(['x', HOSTILE_NAME], `# Title ${IMG}\n\nBody ${SCRIPT} and ${IMG} [link](javascript:alert('xss'))\n`)
+    await app.putText(['x', HOSTILE_TEXT_NAME], `Plain ${IMG} ${SCRIPT}\n`)
+    return app
+  },
 })
 
 describe.each(UUID_MODES)('hostile text renders as text ($name)', (mode) => {
-  let session: WorkspaceSession
-
-  afterAll(async () => {
-    await session?.close()
-  })
+  const workspace = ui.workspace(mode)
 
   it('in the tree, the previews, the chat, command cards and errors', async () => {
-    session = await openWorkspace(browser, {
-      server: fixture.server,
-      login: 'alice',
-      password: fixture.alice.password,
-      mode,
+    const page = await workspace.open({
       uri: 'kb://users/alice/x/',
       allowConsoleErrors: [/status of 404/], // the deliberate request for a missing node
     })
-    const { page } = session
     await expect(page.locator('#tree .name', { hasText: HOSTILE_NAME }).count()).resolves.toBe(1)
     await expect(page.locator('#content .entries', { hasText: HOSTILE_TEXT_NAME }).count()).resolves.toBe(1)
 
@@ -59,7 +47,7 @@ describe.each(UUID_MODES)('hostile text renders as text ($name)', (mode) => {
     await expect(page.locator('#content pre.text').textContent()).resolves.toBe(`Plain ${IMG} ${SCRIPT}\n`)
 
     await page.locator('#chat-model').selectOption(REMOTE_MODEL)
-    fixture.provider.enqueue(
+    ui.app.provider.enqueue(
       streamScript(chatCompletionSse([{ thinking: `musing ${SCRIPT}` }]) + toolCallsSse([{ id: 'call_x', name: 'search', arguments: { query: IMG } }]).replace(/^data: \{[^\n]*"reasoning_content"[^\n]*\n\n/, '')),
       streamScript(chatCompletionSse([{ text: `Answer ${IMG} and ${SCRIPT} in **bold**` }, { finish: 'stop' }, 'done'])),
     )
@@ -86,6 +74,6 @@ describe.each(UUID_MODES)('hostile text renders as text ($name)', (mode) => {
     await expect(page.locator('#content .error').textContent()).resolves.toContain(IMG)
 
     expect(await injectedElements(page)).toBe(0)
-    expect(session.problems()).toEqual([])
+    expect(workspace.problems()).toEqual([])
   })
 })

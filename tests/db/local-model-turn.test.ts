@@ -5,20 +5,25 @@ import { randomUUID } from 'node:crypto'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { bootstrapDemo, SAMPLES_DIR } from '../../src/effects/workspace/bootstrap-demo.ts'
+import { makeDocumentParser } from '../../src/effects/workspace/parse/document-parser.ts'
 import { findUserByLogin } from '../../src/effects/auth/users.ts'
 import { makeLocalChatModel } from '../../src/effects/llm/local/index.ts'
 import type { ChatModel } from '../../src/effects/llm/model.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { collectKbUris, COMPACTION_SUMMARY_PREFIX, estimateMessagesBytes, type ChatMessage, type TurnEmitted } from '../../src/machines/index.ts'
+import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 import { isQuoteRead, parseCitations, readPagesOf } from '../eval/local-model/evaluate.ts'
 
 describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) => {
+  const tools = makeToolRegistry(WORKSPACE_TOOLS)
   let database: TestDatabase
   beforeAll(async () => {
     database = await openTestDatabase(kind)
-    const demo = await bootstrapDemo(database.db, { demoPassword: 'demo-password-1', maxFileBytes: 50 * 1024 * 1024 })
+    const parser = makeDocumentParser({ threads: 1 })
+    const demo = await bootstrapDemo(database.db, { demoPassword: 'demo-password-1', maxFileBytes: 50 * 1024 * 1024, parser }).finally(() => parser.close())
     expect(demo.report!.failed).toEqual([])
     expect(demo.report!.added.length).toBeGreaterThanOrEqual(8)
   })
@@ -33,6 +38,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     const output = await runTurn({
       db: database.db,
       caller: demo,
+      tools,
       model: makeLocalChatModel({ deltaDelayMs: 0 }),
       turnId,
       uri: 'kb://me/samples/',
@@ -65,7 +71,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
   const askSamples = async (question: string) => {
     const demo = (await findUserByLogin(database.db, 'demo'))!
     const output = await runTurn({
-      db: database.db, caller: demo, model: makeLocalChatModel({ deltaDelayMs: 0 }), turnId: randomUUID(), uri: 'kb://me/samples/',
+      db: database.db, caller: demo, tools, model: makeLocalChatModel({ deltaDelayMs: 0 }), turnId: randomUUID(), uri: 'kb://me/samples/',
       question, history: [], onEvent: () => {}, signal: new AbortController().signal,
     })
     expect(output.status).toBe('done')
@@ -116,6 +122,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     const output = await runTurn({
       db: database.db,
       caller: demo,
+      tools,
       model: makeLocalChatModel({ deltaDelayMs: 20 }),
       turnId,
       uri: 'kb://me/samples/',
@@ -151,7 +158,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     const ask = async (question: string, history: ReadonlyArray<ChatMessage>, model: ChatModel = local) => {
       const events: TurnEmitted[] = []
       const output = await runTurn({
-        db: database.db, caller: demo, model, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
+        db: database.db, caller: demo, tools, model, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
         onEvent: (event) => events.push(event), signal: new AbortController().signal,
       })
       return { output, contexts: events.filter((e): e is Extract<TurnEmitted, { type: 'context' }> => e.type === 'context') }

@@ -3,7 +3,9 @@ import { Effect } from 'effect'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { getNode, putFile, deleteNode, type Owner } from '../../src/effects/workspace/store.ts'
 import { parseKbUri } from '../../src/effects/workspace/uri.ts'
-import { runWorkspaceTool, type ToolScope } from '../../src/effects/tools/workspace-tools.ts'
+import type { ToolContext } from '../../src/effects/tools/tool-definition.ts'
+import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 const encode = (s: string) => new TextEncoder().encode(s)
@@ -12,8 +14,9 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
   let database: TestDatabase
   let owner: Owner
   let stranger: Owner
-  const scopeAt = (uri: string): ToolScope => ({ db: database.db, caller: owner, scope: parseKbUri({ uri, callerLogin: owner.login }) })
-  const run = async (scope: ToolScope, name: string, args: unknown) => Effect.runPromise(runWorkspaceTool({ scope, name, args }))
+  const registry = makeToolRegistry(WORKSPACE_TOOLS)
+  const scopeAt = (uri: string): ToolContext => ({ db: database.db, caller: owner, scope: parseKbUri({ uri, callerLogin: owner.login }), progress: () => {} })
+  const run = async (context: ToolContext, name: string, args: unknown) => Effect.runPromise(registry.run({ context, name, args }))
   const put = (who: Owner, segments: string[], text: string) => putFile(database.db, { owner: who, segments, bytes: encode(text), parsed: { ok: true, mime: 'text/plain', text } })
 
   beforeAll(async () => {

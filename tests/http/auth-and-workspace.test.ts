@@ -9,13 +9,13 @@ function multipart(files: Array<{ name: string; content: string | Uint8Array<Arr
   return form
 }
 
-describe.each(['pglite', 'postgres'] as const)('auth and workspace over HTTP (%s)', (kind) => {
+describe('auth and workspace over HTTP', () => {
   let server: TestServer
   let alice: Awaited<ReturnType<typeof addUserWithToken>>
   let bob: Awaited<ReturnType<typeof addUserWithToken>>
 
   beforeAll(async () => {
-    server = await startTestServer({ kind })
+    server = await startTestServer()
     alice = await addUserWithToken(server, 'alice')
     bob = await addUserWithToken(server, 'bob')
   })

@@ -3,7 +3,7 @@
 // (serializeState), and the input profiles that make every branch reachable.
 import { getSimplePaths } from '@xstate/graph'
 import type { AnyEventObject, SnapshotFrom } from 'xstate'
-import { modelErrorToCallOutput } from '../../src/effects/actor-bridge.ts'
+import { modelErrorToCallOutput } from '../../src/effects/turn/model-actors.ts'
 import { StreamIncomplete } from '../../src/effects/llm/model-errors.ts'
 import {
   type CallModelOutput,
@@ -95,13 +95,13 @@ export function outcomesIn({ snapshot, profile }: { readonly snapshot: TurnSnaps
     return [
       done('prepare', 'ok', acceptingPrepare(input)),
       ...(alphabet.prepare
-        ? [done('prepare', 'refused', { ok: false, code: 'uri.not_found', message: `${input.uri} does not exist` } satisfies PrepareOutput), crash('prepare')]
+        ? [done('prepare', 'refused', { ok: false, code: 'not_found', message: `${input.uri} does not exist` } satisfies PrepareOutput), crash('prepare')]
         : []),
       stop,
     ]
   }
   if (snapshot.matches('preStep')) {
-    return [done('preStep', 'unchanged', { messages: snapshot.context.messages }), ...(alphabet.preStepFailure ? [crash('preStep')] : []), stop]
+    return [done('preStep', 'unchanged', {}), ...(alphabet.preStepFailure ? [crash('preStep')] : []), stop]
   }
   if (snapshot.matches('compacting')) {
     return [

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { getStateNodes as getAllStateNodes } from '@xstate/graph'
 import { type AnyStateNode, type AnyTransitionDefinition, createActor, getStateNodes, type InspectionEvent } from 'xstate'
 import type { ModelRequest } from '../../src/effects/llm/model.ts'
-import { modelErrorToCallOutput } from '../../src/effects/actor-bridge.ts'
+import { modelErrorToCallOutput } from '../../src/effects/turn/model-actors.ts'
 import {
   type CallModelOutput,
   type CompactOutput,
@@ -148,7 +148,7 @@ async function replay({ profile, path }: { profile: Profile; path: GraphPath }) 
     tracker,
     prepare: () => run('prepare'),
     // "unchanged": the hook hands back what it was given (of this run, not of the graph's sample)
-    preStep: (input) => run('preStep', () => ({ messages: input.messages })),
+    preStep: () => run('preStep', () => ({})),
     runTool: () => run('runTool'),
   })
   const machine = turnMachine.provide({ actors })
@@ -207,7 +207,7 @@ async function replay({ profile, path }: { profile: Profile; path: GraphPath }) 
 
   const stoppedIn = effectStoppedBy(path)
   if (events.at(-1)?.type === 'user.stop') {
-    expect(stoppedIn).toBeDefined()
+    expect(Object.values(RUNNING_EFFECT)).toContain(stoppedIn)
     await waitUntil(() => tracker.interrupted.length > 0, () => `the interruption of ${stoppedIn}`)
     expect(tracker.interrupted).toEqual([stoppedIn])
   } else {

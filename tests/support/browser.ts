@@ -1,16 +1,24 @@
-// Browser tests drive Debian's Chromium through playwright-core (never a downloaded browser)
-// against the real app from startTestServer. One browser per test file; one context per test.
+// The one fixture for browser tests: real Chromium (Debian's, through playwright-core; never a
+// downloaded browser) driving the real app. A test file declares what it needs once:
 //
-//   const browser = await launchBrowser()
-//   const session = await openWorkspace(browser, { server, login, password, mode, uri })
-//   … session.page …, session.problems() lists dialogs, page errors and CSP violations
+//   const ui = useBrowserFixture({ start: startChatWorkspace })   // Chromium + the app, per file
+//   describe.each(UUID_MODES)('chat ($name)', (mode) => {
+//     const workspace = ui.workspace(mode)     // a fresh signed-in browser context per test
+//     it('…', async () => {
+//       const page = await workspace.open({ uri: 'kb://users/alice/docs/' })
+//       ui.app.provider.enqueue(…)
+//       expect(workspace.problems()).toEqual([])   // dialogs, page errors, console/CSP errors
+//     })
+//   })
 //
 // Every scenario runs in both UUID_MODES: with crypto.randomUUID, and with it deleted before the
-// page's scripts run (as on a plain-HTTP LAN page, where browsers do not offer it).
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+// page's scripts run (as on a plain-HTTP LAN page, where browsers do not offer it). Screenshots go
+// to test-artifacts/browser/ (git-ignored); a failing test leaves one of its page there.
 import { mkdirSync } from 'node:fs'
+import { basename } from 'node:path'
+import { afterAll, afterEach, beforeAll, type TestContext } from 'vitest'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { startStreamProxy, type StreamProxy } from './stream-proxy.ts'
 import { signIn, type TestServer } from './test-server.ts'
 
 export const CHROMIUM_ARGS = [
@@ -24,7 +32,7 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
 ]
 
-export const ARTIFACTS_DIR = new URL('../../test-artifacts/', import.meta.url).pathname
+export const ARTIFACTS_DIR = new URL('../../test-artifacts/browser/', import.meta.url).pathname
 
 /** playwright's launch() gives every browser a fresh temporary user-data directory. */
 export function launchBrowser(): Promise<Browser> {
@@ -46,7 +54,113 @@ export function keyPatternOf(mode: UuidMode): RegExp {
   return mode.randomUUID ? /^[auc]-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/ : /^[auc]-m[0-9a-z]+-[0-9a-z]+$/
 }
 
-export interface WorkspaceSession {
+/** What the fixture needs from the app it drives: where it runs and whom to sign in as. */
+export interface WorkspaceApp {
+  readonly server: TestServer
+  readonly login: string
+  readonly password: string
+  readonly close: () => Promise<void>
+}
+
+export interface OpenOptions {
+  readonly uri?: string
+  readonly viewport?: { readonly width: number; readonly height: number }
+  /** Load the page through the stream proxy (`useBrowserFixture({ proxy: true })`). */
+  readonly viaProxy?: boolean
+  /** Console errors a scenario expects (e.g. the aborted request of Stop). */
+  readonly allowConsoleErrors?: ReadonlyArray<RegExp>
+}
+
+/** The browser sessions of one describe block: at most one open at a time, closed after each test. */
+export interface WorkspaceSessions {
+  /** Signs in as the app's user in a fresh browser context and opens the workspace page. */
+  readonly open: (options?: OpenOptions) => Promise<Page>
+  /** Dialogs (alert/confirm), uncaught page errors and console errors of the open session so far. */
+  readonly problems: () => string[]
+}
+
+export interface BrowserFixture<App extends WorkspaceApp> {
+  readonly app: App
+  readonly browser: Browser
+  readonly proxy: StreamProxy
+  /** Call inside a describe block: registers the per-test session handling there. */
+  readonly workspace: (mode: UuidMode) => WorkspaceSessions
+}
+
+/**
+ * Starts Chromium and the app (`start`, e.g. startChatWorkspace) once for the test file, in
+ * beforeAll, and stops them in afterAll; with `proxy`, a stream proxy in front of the app too.
+ */
+export function useBrowserFixture<App extends WorkspaceApp>({
+  start,
+  proxy: wantsProxy = false,
+}: {
+  readonly start: () => Promise<App>
+  readonly proxy?: boolean
+}): BrowserFixture<App> {
+  let app: App | undefined
+  let browser: Browser | undefined
+  let proxy: StreamProxy | undefined
+  beforeAll(async () => {
+    ;[app, browser] = await Promise.all([start(), launchBrowser()])
+    if (wantsProxy) proxy = await startStreamProxy(app.server.url)
+  })
+  afterAll(async () => {
+    await proxy?.close()
+    await browser?.close()
+    await app?.close()
+  })
+  const started = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`browser fixture: ${what} is not running (use it inside a test, after beforeAll)`)
+    return value
+  }
+  const fixture: BrowserFixture<App> = {
+    get app() {
+      return started(app, 'the app')
+    },
+    get browser() {
+      return started(browser, 'Chromium')
+    },
+    get proxy() {
+      return started(proxy, wantsProxy ? 'the stream proxy' : 'the stream proxy (ask for it: useBrowserFixture({ proxy: true }))')
+    },
+    workspace: (mode) => {
+      let session: WorkspaceSession | undefined
+      afterEach(async (context) => {
+        const closing = session
+        session = undefined
+        if (closing === undefined) return
+        if (context.task.result?.state === 'fail') await keepFailureScreenshot({ context, mode, page: closing.page })
+        await closing.close()
+      })
+      return {
+        open: async ({ viaProxy = false, ...options } = {}) => {
+          await session?.close()
+          const { server, login, password } = fixture.app
+          session = await openWorkspace(fixture.browser, {
+            server,
+            baseUrl: viaProxy ? fixture.proxy.url : server.url,
+            login,
+            password,
+            mode,
+            ...options,
+          })
+          return session.page
+        },
+        problems: () => started(session, 'a workspace session').problems(),
+      }
+    },
+  }
+  return fixture
+}
+
+async function keepFailureScreenshot({ context, mode, page }: { context: TestContext; mode: UuidMode; page: Page }): Promise<void> {
+  const name = `failed-${basename(context.task.file.name, '.test.ts')}-${context.task.name}-${mode.name}`.replace(/[^\p{L}\p{N}]+/gu, '-').slice(0, 160)
+  const path = await screenshot(page, name).catch(() => undefined)
+  if (path !== undefined) console.log(`screenshot of the failing page: ${path}`) // shown with the test's output
+}
+
+interface WorkspaceSession {
   readonly context: BrowserContext
   readonly page: Page
   /** Dialogs (alert/confirm), uncaught page errors and console errors seen so far. */
@@ -54,7 +168,7 @@ export interface WorkspaceSession {
   readonly close: () => Promise<void>
 }
 
-export async function openWorkspace(
+async function openWorkspace(
   browser: Browser,
   {
     server,
@@ -106,6 +220,7 @@ export async function openWorkspace(
   return { context, page, problems: () => [...problems], close: () => context.close() }
 }
 
+/** Saves a PNG of the page under test-artifacts/browser/ and returns its path. */
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(ARTIFACTS_DIR, { recursive: true })
   const path = `${ARTIFACTS_DIR}${name}.png`
@@ -126,113 +241,4 @@ export const assistantMessage = (page: Page, n = 1) => page.locator('#chat-log a
 /** Waits until the n-th answer has settled in `state` (the page set it; Send is back). */
 export async function waitForAnswer(page: Page, { n = 1, state = 'done' }: { n?: number; state?: 'done' | 'failed' | 'stopped' } = {}): Promise<void> {
   await assistantMessage(page, n).and(page.locator(`article.is-${state}`)).waitFor()
-}
-
-// ─────────────────────────────────────────────────────────────────────────────────────────────
-// A reverse proxy in front of the test server that can reshape the chat's SSE body on its way
-// to the browser: re-chunk it at chosen byte offsets (inside a UTF-8 code point, between CR and
-// LF), turn LF into CRLF, deliver several events in one chunk, or end it before the terminal
-// event. Everything else passes through, streaming, and a browser disconnect is passed on.
-
-export type StreamReshaper = (body: Buffer) => ReadonlyArray<Buffer>
-
-export interface StreamProxy {
-  readonly url: string
-  /** Applies to the next POST /workspace/chat/stream responses (undefined = pass through). */
-  readonly reshape: (reshaper: StreamReshaper | undefined, options?: { delayMs?: number }) => void
-  readonly close: () => Promise<void>
-}
-
-export async function startStreamProxy(targetUrl: string): Promise<StreamProxy> {
-  const target = new URL(targetUrl)
-  let reshaper: StreamReshaper | undefined
-  let delayMs = 15
-  const sockets = new Set<Socket>()
-  const server: Server = createServer((req, res) => forward({ req, res, target, reshaper: req.url?.startsWith('/workspace/chat/stream') ? reshaper : undefined, delayMs }))
-  server.on('connection', (socket) => {
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    reshape: (next, options = {}) => {
-      reshaper = next
-      delayMs = options.delayMs ?? 15
-    },
-    close: async () => {
-      for (const socket of sockets) socket.destroy()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
-  }
-}
-
-function forward({ req, res, target, reshaper, delayMs }: { req: IncomingMessage; res: ServerResponse; target: URL; reshaper: StreamReshaper | undefined; delayMs: number }) {
-  const upstream = httpRequest(
-    { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
-    (answer) => {
-      const headers = { ...answer.headers }
-      if (reshaper) delete headers['content-length']
-      res.writeHead(answer.statusCode ?? 502, headers)
-      res.flushHeaders()
-      if (!reshaper) {
-        answer.pipe(res)
-        return
-      }
-      const parts: Buffer[] = []
-      answer.on('data', (part: Buffer) => parts.push(part))
-      answer.on('end', () => void writeSlowly(res, reshaper(Buffer.concat(parts)), delayMs))
-    },
-  )
-  upstream.on('error', () => res.destroy())
-  res.on('close', () => {
-    if (!res.writableFinished) upstream.destroy() // the browser went away: so does the proxy's request
-  })
-  req.pipe(upstream)
-}
-
-async function writeSlowly(res: ServerResponse, chunks: ReadonlyArray<Buffer>, delayMs: number): Promise<void> {
-  res.socket?.setNoDelay(true)
-  for (const chunk of chunks) {
-    if (res.destroyed) return
-    await new Promise<void>((resolve) => res.write(chunk, () => resolve()))
-    await new Promise((resolve) => setTimeout(resolve, delayMs))
-  }
-  res.end()
-}
-
-/** Cuts a body at byte offsets. */
-export function cutAt(body: Buffer, offsets: ReadonlyArray<number>): Buffer[] {
-  const cuts = [...new Set(offsets.filter((o) => o > 0 && o < body.length))].sort((a, b) => a - b)
-  const parts: Buffer[] = []
-  let start = 0
-  for (const cut of [...cuts, body.length]) {
-    parts.push(body.subarray(start, cut))
-    start = cut
-  }
-  return parts.filter((part) => part.length > 0)
-}
-
-/** Byte offsets just after the first byte of every multi-byte UTF-8 sequence (a split inside each code point). */
-export function insideCodePoints(body: Buffer): number[] {
-  const offsets: number[] = []
-  for (let i = 0; i < body.length; i++) if (body[i]! >= 0xc0) offsets.push(i + 1)
-  return offsets
-}
-
-/** Byte offsets between each CR and its LF. */
-export function betweenCrAndLf(body: Buffer): number[] {
-  const offsets: number[] = []
-  for (let i = 0; i + 1 < body.length; i++) if (body[i] === 0x0d && body[i + 1] === 0x0a) offsets.push(i + 1)
-  return offsets
-}
-
-export const toCrlf = (body: Buffer) => Buffer.from(body.toString('utf8').replace(/\n/g, '\r\n'), 'utf8')
-
-/** The body up to (not including) its terminal `event: done` / `event: error` frame. */
-export function withoutTerminal(body: Buffer): Buffer {
-  const text = body.toString('utf8')
-  const at = Math.max(text.lastIndexOf('event: done\n'), text.lastIndexOf('event: error\n'))
-  if (at < 0) throw new Error('the stream had no terminal event to cut')
-  return Buffer.from(text.slice(0, at), 'utf8')
 }

@@ -2,7 +2,8 @@
 // scripted turn actors, for machine tests. Everything runs through the real bridge
 // (`fromEffect`), and every Effect records when it is interrupted.
 import { Effect } from 'effect'
-import { chatModelTurnActors, fromEffect } from '../../src/effects/actor-bridge.ts'
+import { fromEffect } from '../../src/effects/actor-bridge.ts'
+import { chatModelTurnActors } from '../../src/effects/turn/model-actors.ts'
 import type {
   AssembledToolCall,
   ChatModel,
@@ -201,7 +202,7 @@ export function createScriptedTurnActors({
   model,
   tracker = model.tracker,
   prepare = (input) => Effect.succeed(acceptingPrepare(input)),
-  preStep = (input) => Effect.succeed({ messages: input.messages }),
+  preStep = () => Effect.succeed({}),
   runTool = echoTool,
 }: {
   readonly model: ScriptedChatModel

@@ -22,6 +22,8 @@ export interface ScriptedChunk {
   readonly bytes: string | Uint8Array
   /** Wait this long before writing the chunk. */
   readonly delayMs?: number | undefined
+  /** Write the chunk only once this settles (then after `delayMs`): the test decides when, not a clock. */
+  readonly after?: PromiseLike<unknown> | undefined
 }
 
 export type ProviderScript =
@@ -97,7 +99,12 @@ export async function startScriptedProvider(
     for (const listener of [...listeners]) listener()
   }
 
-  const schedule = (delayMs: number, run: () => void): void => {
+  const schedule = (delayMs: number, run: () => void, after?: PromiseLike<unknown>): void => {
+    if (after !== undefined) {
+      const next = (): void => schedule(delayMs, run)
+      after.then(next, next)
+      return
+    }
     const timer = setTimeout(() => {
       timers.delete(timer)
       run()
@@ -190,7 +197,7 @@ export async function startScriptedProvider(
   }
 }
 
-function playScript({
+export function playScript({
   script,
   req,
   res,
@@ -202,7 +209,7 @@ function playScript({
   readonly req: IncomingMessage
   readonly res: ServerResponse
   readonly recorded: RecordedRequest
-  readonly schedule: (delayMs: number, run: () => void) => void
+  readonly schedule: (delayMs: number, run: () => void, after?: PromiseLike<unknown>) => void
   readonly notify: () => void
 }): void {
   const finish = (): void => {
@@ -248,7 +255,7 @@ function playScript({
           res.write(typeof chunk.bytes === 'string' ? Buffer.from(chunk.bytes, 'utf8') : chunk.bytes, () =>
             writeFrom(position + 1),
           )
-        })
+        }, chunk.after)
       }
       writeFrom(0)
       return

@@ -6,11 +6,23 @@ export interface ParsedEvent {
   readonly data: Record<string, unknown>
 }
 
-export async function readSseEvents(response: Response): Promise<{ events: ParsedEvent[]; comments: string[] }> {
+/** `onEvent` and `onComment` see each one as it arrives, so a test can act in the middle of a stream. */
+export async function readSseEvents(
+  response: Response,
+  { onEvent, onComment }: { readonly onEvent?: (event: ParsedEvent) => void; readonly onComment?: (text: string) => void } = {},
+): Promise<{ events: ParsedEvent[]; comments: string[] }> {
   const comments: string[] = []
   const events: ParsedEvent[] = []
-  for await (const event of decodeSseStream(response.body!, { onComment: (text) => comments.push(text) })) {
-    events.push({ event: event.event, data: JSON.parse(event.data) as Record<string, unknown> })
+  const decoded = decodeSseStream(response.body!, {
+    onComment: (text) => {
+      comments.push(text)
+      onComment?.(text)
+    },
+  })
+  for await (const event of decoded) {
+    const parsed = { event: event.event, data: JSON.parse(event.data) as Record<string, unknown> }
+    events.push(parsed)
+    onEvent?.(parsed)
   }
   return { events, comments }
 }

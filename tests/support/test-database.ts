@@ -1,16 +1,17 @@
-// Opens a fresh, migrated database of either kind for a test file: PGlite in memory, or a new
-// database on the real PostgreSQL server that the global setup started.
+// Opens a fresh, migrated database for a test file: a new database on the real PostgreSQL server
+// that the global setup started (tests/support/postgres-global-setup.ts).
 import { inject } from 'vitest'
 import pg from 'pg'
 import { randomBytes } from 'node:crypto'
-import { openPglite, openPostgres, type DatabaseHandle } from '../../src/effects/db/database.ts'
+import { openPostgres, type DatabaseHandle } from '../../src/effects/db/database.ts'
 import { migrateToLatest } from '../../src/effects/db/migrate.ts'
 
-export type DatabaseKind = 'pglite' | 'postgres'
-export const DATABASE_KINDS: DatabaseKind[] = ['pglite', 'postgres']
+/** One engine everywhere: the suites run on PostgreSQL only (kept as a list for test names). */
+export type DatabaseKind = 'postgres'
+export const DATABASE_KINDS: DatabaseKind[] = ['postgres']
 
 export interface TestDatabase extends DatabaseHandle {
-  readonly url: string | undefined
+  readonly url: string
 }
 
 export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -33,12 +34,7 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop: () 
   }
 }
 
-export async function openTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
-  if (kind === 'pglite') {
-    const handle = await openPglite({ dataDir: undefined })
-    await migrateToLatest(handle.db)
-    return { ...handle, url: undefined }
-  }
+export async function openTestDatabase(_kind: DatabaseKind = 'postgres'): Promise<TestDatabase> {
   const { url, drop } = await createPostgresDatabase()
   const handle = await openPostgres({ url, max: 5 })
   await migrateToLatest(handle.db)

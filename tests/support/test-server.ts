@@ -1,45 +1,94 @@
-// The real app on 127.0.0.1 port 0 over a fresh test database.
+// The real app on 127.0.0.1 port 0, built from the composition root (src/effects/app-layer.ts)
+// over a fresh database on the test PostgreSQL — the services the server itself would have.
 import type { Server } from 'node:http'
+import { startCoreRuntime } from '../../src/effects/app-layer.ts'
 import { loadConfig, type AppConfig } from '../../src/effects/config/app-config.ts'
 import { createApiTokenFor, createUser } from '../../src/effects/auth/users.ts'
+import type { DatabaseHandle } from '../../src/effects/db/database.ts'
 import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
-import { createApp } from '../../src/http/create-app.ts'
-import { makeModelRegistry, type ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
+import type { ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
+import type { PreStepHook } from '../../src/effects/turn/pre-step-hooks.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
-import { openTestDatabase, type DatabaseKind, type TestDatabase } from './test-database.ts'
+import { createApp } from '../../src/http/create-app.ts'
+import { appContextOf } from '../../src/server.ts'
+import { createPostgresDatabase } from './test-database.ts'
+import type { CliProfile, QueueSettings } from '../../src/effects/compile/compile-config.ts'
+import { compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from '../../src/effects/compile/compile-feature.ts'
+
+/** Compile jobs on the test server (queue, LISTEN connection, service), with a worker unless `worker: false`. */
+export interface TestCompileOptions {
+  readonly worker?: boolean
+  readonly cliProfiles?: ReadonlyArray<CliProfile>
+  readonly settings?: Partial<QueueSettings>
+}
 
 export interface TestServer {
   readonly url: string
-  readonly database: TestDatabase
+  readonly database: DatabaseHandle & { readonly url: string }
   readonly ctx: AppContext
   readonly logLines: string[]
   readonly shutdownController: AbortController
+  /** Present with the `compile` option. */
+  readonly compile: RunningCompileFeature | undefined
   readonly close: () => Promise<void>
 }
 
 export const TEST_SECRET = 'test-secret-0123456789abcdef'
 
 export async function startTestServer({
-  kind = 'pglite',
   env = {},
   configure,
   models,
   sseKeepAliveMs,
+  preStep,
+  compile,
+  databaseUrl: sharedUrl,
+  retrieval = false,
 }: {
-  kind?: DatabaseKind
+  /** Compile jobs (the queue, live updates and, unless `worker: false`, a worker). */
+  compile?: TestCompileOptions
+  /** Another server's database: two servers (two "processes") on one PostgreSQL; not dropped by this one. */
+  databaseUrl?: string
+  /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
+  preStep?: PreStepHook
+  /**
+   * Runs the retrieval feature in the app's runtime, as serve does (its tools, pre-step hook and
+   * settings page; nothing when `retrieval.bailian.enabled` is false). The `bl` login import is off.
+   */
+  retrieval?: boolean
   env?: Record<string, string>
   configure?: (config: AppConfig) => AppConfig
   models?: Partial<ModelRegistryOptions>
   sseKeepAliveMs?: number
 } = {}): Promise<TestServer> {
-  const database = await openTestDatabase(kind)
+  const created = sharedUrl ? { url: sharedUrl, drop: async () => {} } : await createPostgresDatabase()
   const logLines: string[] = []
   const logger: Logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
-  let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, ...env }, cwd: '/' })
+  let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, DATABASE_URL: created.url, ...env }, cwd: '/' })
+  if (compile) {
+    config = {
+      ...config,
+      file: {
+        ...config.file,
+        cliProfiles: compile.cliProfiles ?? config.file.cliProfiles,
+        compile: {
+          ...config.file.compile,
+          queue: { heartbeatSeconds: 10, retryDelaySeconds: 1, pollingIntervalSeconds: 0.5, ...config.file.compile?.queue, ...compile.settings, inServe: compile.worker !== false },
+        },
+      },
+    }
+  }
   if (configure) config = configure(config)
+  const runtime = await startCoreRuntime({
+    config,
+    logger,
+    models: { local: { deltaDelayMs: 0 }, ...models },
+    features: { retrieval: retrieval ? { blConfigPath: null } : false },
+  })
   const shutdownController = new AbortController()
-  const registry = makeModelRegistry({ models: config.file.models ?? [], env: config.env, local: { deltaDelayMs: 0 }, ...models })
-  const ctx: AppContext = { db: database.db, ping: database.ping, config, secret: TEST_SECRET, logger, models: registry, sseKeepAliveMs, shutdownSignal: shutdownController.signal }
+  const { database } = runtime.services
+  const running = compile ? await startCompileFeature(compileFeatureOptionsOf(runtime.services)) : undefined
+  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, compile: running?.feature, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
@@ -48,15 +97,18 @@ export async function startTestServer({
   const port = typeof address === 'object' && address ? address.port : 0
   return {
     url: `http://127.0.0.1:${port}`,
-    database,
+    database: { ...runtime.services.database, url: created.url },
     ctx,
     logLines,
     shutdownController,
+    compile: running,
     close: async () => {
       shutdownController.abort()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      await database.close()
+      await running?.stop()
+      await runtime.dispose()
+      await created.drop()
     },
   }
 }

@@ -1,19 +1,18 @@
 // Result cards of explicit commands (/ls, /read, /search, /status): the tool's real result, with
 // buttons to follow up (read a listed file, list a subdirectory, next page). No model involved.
 import type { Child } from 'hono/jsx'
-import type { JobInfo, LsResult, ReadResult, SearchResult, StatusResult } from '../../src/effects/tools/tool-types.ts'
-import type { ToolName } from '../../src/effects/tools/workspace-tools.ts'
+import type { JobInfo, LsResult, ReadResult, SearchResult, StatusResult, WorkspaceToolName } from '../../src/effects/tools/tool-types.ts'
 import { formatSize } from './content-pane.tsx'
 
 export interface CommandOutcome {
-  readonly command: ToolName
+  readonly command: string
   readonly ok: boolean
   readonly summary: string
   readonly result: unknown
 }
 
 /** A button that runs another command in the chat (handled by commands.js). */
-function RunButton({ command, arg, query, offset, children, label }: { command: ToolName; arg?: string; query?: string; offset?: number; label?: string; children?: Child }) {
+function RunButton({ command, arg, query, offset, children, label }: { command: WorkspaceToolName; arg?: string; query?: string; offset?: number; label?: string; children?: Child }) {
   return (
     <button
       type="button"
@@ -159,6 +158,8 @@ function CardBody({ outcome }: { outcome: CommandOutcome }) {
       return <SearchBody result={outcome.result as SearchResult} />
     case 'status':
       return <StatusBody result={outcome.result as StatusResult} />
+    default:
+      return <pre class="tool-json">{JSON.stringify(outcome.result, null, 2)}</pre>
   }
 }
 

@@ -76,6 +76,16 @@ export function ToolResult({ ok, summary }: { ok: boolean | undefined; summary: 
   )
 }
 
+/** A running tool's progress (e.g. a retrieval service's steps and the text it is generating). */
+export function ToolProgress({ text }: { text: string }) {
+  return (
+    <>
+      <p class="tool-pending">Running…</p>
+      <pre class="tool-progress">{text}</pre>
+    </>
+  )
+}
+
 export function ToolCard({
   id,
   summaryId,

@@ -4,13 +4,16 @@
 import type { AddressInfo } from 'node:net'
 import { createApiTokenFor, createUser } from '../../../src/effects/auth/users.ts'
 import { loadConfig } from '../../../src/effects/config/app-config.ts'
-import { openPglite, openPostgres } from '../../../src/effects/db/database.ts'
+import { openPostgres } from '../../../src/effects/db/database.ts'
 import type { KyselyPlugin } from 'kysely'
 import pg from 'pg'
 import { migrateToLatest } from '../../../src/effects/db/migrate.ts'
 import { makeModelRegistry } from '../../../src/effects/llm/model-registry.ts'
 import { createLogger } from '../../../src/effects/logging/logger.ts'
+import { makeDocumentParser } from '../../../src/effects/workspace/parse/document-parser.ts'
 import { putFile } from '../../../src/effects/workspace/store.ts'
+import { makeToolRegistry } from '../../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../../src/effects/tools/workspace-tools.ts'
 import type { AppContext } from '../../../src/http/app-context.ts'
 import { createApp } from '../../../src/http/create-app.ts'
 import { API_PREFIX } from '../../../src/http/knowledge-agent.routes.ts'
@@ -30,7 +33,8 @@ export async function startKnowagentServer({
   providerBaseUrl: string
   databaseUrl?: string | undefined
 }): Promise<SystemServer & { readonly dbQueries: () => number }> {
-  const database = databaseUrl ? await openPostgres({ url: await createDatabase(databaseUrl) }) : await openPglite({ dataDir: undefined })
+  if (!databaseUrl) throw new Error('knowagent runs on PostgreSQL only: pass the admin URL of a PostgreSQL server')
+  const database = await openPostgres({ url: await createDatabase(databaseUrl) })
   await migrateToLatest(database.db)
   const base = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: SECRET }, cwd: '/' })
   const config = {
@@ -71,6 +75,8 @@ export async function startKnowagentServer({
     secret: SECRET,
     logger,
     models,
+    tools: makeToolRegistry(WORKSPACE_TOOLS),
+    parser: makeDocumentParser(config.parsing), // no worker starts until a parse
     shutdownSignal: new AbortController().signal,
   }
   const user = await createUser(database.db, { login: BENCH_LOGIN, password: 'bench-password-0123' })

@@ -24,11 +24,33 @@ describe('loadConfig', () => {
     expect(config.dataDir).toBe(join(cwd, 'd'))
   })
 
+  it('turns the upload and parsing limits into the parser pool\'s options', () => {
+    const defaults = loadConfig({ env: {}, cwd: mkdtempSync(join(tmpdir(), 'knowagent-config-')) })
+    expect(defaults.maxFilesPerUpload).toBe(32)
+    expect(defaults.parsing).toMatchObject({
+      timeoutMs: 30_000,
+      memoryLimitMb: 512,
+      limits: { maxBytes: 52_428_800, maxChars: 5_000_000, maxInflatedBytes: 67_108_864 },
+    })
+    const cwd = withConfigFile(
+      JSON.stringify({
+        limits: { maxFileBytes: 1000, maxFilesPerUpload: 3, maxParsedChars: 10, maxInflatedBytes: 2000, parseTimeoutSeconds: 5, parseMemoryMb: 64, parserThreads: 2 },
+      }),
+    )
+    const config = loadConfig({ env: { KNOWAGENT_UPLOAD_TMPDIR: 'spool' }, cwd })
+    expect(config.maxFilesPerUpload).toBe(3)
+    expect(config.parsing).toEqual({ threads: 2, timeoutMs: 5000, memoryLimitMb: 64, limits: { maxBytes: 1000, maxChars: 10, maxInflatedBytes: 2000 } })
+    expect(config.uploadTempDir).toBe(join(cwd, 'spool'))
+  })
+
   it.each([
     ['{"server": {"trustProxy": "yes"}}', '["server"]["trustProxy"]'],
+    ['{"limits": {"parseMemoryMb": 8}}', '["limits"]["parseMemoryMb"]'],
     ['{"limts": {}}', '["limts"]'],
     ['{"limits": {"streamsPerMinute": -1}}', '["limits"]["streamsPerMinute"]'],
     ['{"models": [{"id": "m"}]}', '["models"][0]'],
+    ['{"cliProfiles": [{"id": "c", "name": "C", "command": ["/bin/c", "--m={model}"], "models": ["x"]}]}', '["cliProfiles"][0]["command"][1]'],
+    ['{"compile": {"queue": {"heartbeatSeconds": 5}}}', '["compile"]["queue"]["heartbeatSeconds"]'],
     ['{not json', 'invalid JSON'],
   ])('refuses %s naming the bad key', (json, where) => {
     const cwd = withConfigFile(json)

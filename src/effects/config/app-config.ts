@@ -1,14 +1,22 @@
 // Configuration: a JSON file (validated with Schema, errors name the bad key) plus environment.
-import { Schema } from 'effect'
+import { Context, Layer, Schema } from 'effect'
 import { existsSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { resolve } from 'node:path'
 import { ModelsConfigSchema } from '../llm/model-config.ts'
+import { CliProfilesSchema, CompileSettingsSchema } from '../compile/compile-config.ts'
+import { type BailianConfig, resolveBailianConfig, RetrievalConfigSchema } from '../retrieval/bailian-config.ts'
+import { DEFAULT_PARSE_LIMITS, DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_MS, defaultParserThreads } from '../workspace/parse/parse-outcome.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 
 export const ConfigFileSchema = Schema.Struct({
   /** OpenAI-compatible model entries (docs/models.md); `local` is always added. */
   models: Schema.optional(ModelsConfigSchema),
+  /** Fixed argument vectors for the CLI compile channel (docs/compile.md). */
+  cliProfiles: Schema.optional(CliProfilesSchema),
+  /** Compile defaults, queue and worker settings (docs/compile.md). */
+  compile: Schema.optional(CompileSettingsSchema),
   server: Schema.optional(
     Schema.Struct({
       /** Trust X-Forwarded-* from a reverse proxy (sets Secure cookies behind https). */
@@ -24,10 +32,22 @@ export const ConfigFileSchema = Schema.Struct({
       streamsPerMinute: Schema.optional(PositiveInt),
       /** Largest chat message accepted, in characters. */
       maxMessageChars: Schema.optional(PositiveInt),
-      /** Largest uploaded or imported file, in bytes. */
+      /** Largest uploaded or imported file, in bytes (a file of exactly this size is accepted). */
       maxFileBytes: Schema.optional(PositiveInt),
+      /** Files in one upload request. */
+      maxFilesPerUpload: Schema.optional(PositiveInt),
+      /** Text extracted from one file, in Unicode code points; more fails the parse. */
+      maxParsedChars: Schema.optional(PositiveInt),
+      /** Bytes decompressed while parsing one file (DOCX parts, PDF streams). */
+      maxInflatedBytes: Schema.optional(PositiveInt),
+      parseTimeoutSeconds: Schema.optional(PositiveInt),
+      /** Heap plus ArrayBuffers of one parser worker. */
+      parseMemoryMb: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(32))),
+      parserThreads: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 64 }))),
     }),
   ),
+  /** Retrieval services (docs/retrieval.md). */
+  retrieval: Schema.optional(RetrievalConfigSchema),
 })
 export type ConfigFile = typeof ConfigFileSchema.Type
 
@@ -48,8 +68,25 @@ export interface AppConfig {
   readonly streamsPerMinute: number
   readonly maxMessageChars: number
   readonly maxFileBytes: number
+  /** `retrieval.bailian` with defaults (enabled unless switched off). */
+  readonly retrievalBailian: BailianConfig
+  readonly maxFilesPerUpload: number
+  /** The document parser's budgets (its worker pool takes this object as it is). */
+  readonly parsing: {
+    readonly threads: number
+    readonly timeoutMs: number
+    readonly memoryLimitMb: number
+    readonly limits: { readonly maxBytes: number; readonly maxChars: number; readonly maxInflatedBytes: number }
+  }
+  /** Where uploads are spooled while they arrive (each request gets a private folder, always removed). */
+  readonly uploadTempDir: string
   /** The whole environment, for API-key lookups at call time (never logged). */
   readonly env: Readonly<Record<string, string | undefined>>
+}
+
+/** The loaded configuration as a service of the composition root. */
+export class AppConfigService extends Context.Service<AppConfigService, AppConfig>()('knowagent/config/AppConfig') {
+  static readonly layer = (config: AppConfig): Layer.Layer<AppConfigService> => Layer.succeed(AppConfigService, config)
 }
 
 export class ConfigError extends Error {
@@ -101,6 +138,7 @@ export function loadConfig({
   if (secret !== undefined && secret.length < 16) {
     throw new ConfigError('KNOWAGENT_SECRET is too short: use at least 16 characters (32 random bytes recommended)')
   }
+  const maxFileBytes = file.limits?.maxFileBytes ?? 50 * 1024 * 1024
   return {
     file,
     configPath,
@@ -116,7 +154,20 @@ export function loadConfig({
     sessionTtlHours: file.server?.sessionTtlHours ?? 24 * 14,
     streamsPerMinute: file.limits?.streamsPerMinute ?? 30,
     maxMessageChars: file.limits?.maxMessageChars ?? 32_000,
-    maxFileBytes: file.limits?.maxFileBytes ?? 50 * 1024 * 1024,
+    retrievalBailian: resolveBailianConfig(file.retrieval?.bailian),
+    maxFileBytes,
+    maxFilesPerUpload: file.limits?.maxFilesPerUpload ?? 32,
+    parsing: {
+      threads: file.limits?.parserThreads ?? defaultParserThreads(),
+      timeoutMs: (file.limits?.parseTimeoutSeconds ?? DEFAULT_PARSE_TIMEOUT_MS / 1000) * 1000,
+      memoryLimitMb: file.limits?.parseMemoryMb ?? DEFAULT_PARSE_MEMORY_MB,
+      limits: {
+        maxBytes: maxFileBytes,
+        maxChars: file.limits?.maxParsedChars ?? DEFAULT_PARSE_LIMITS.maxChars,
+        maxInflatedBytes: file.limits?.maxInflatedBytes ?? DEFAULT_PARSE_LIMITS.maxInflatedBytes,
+      },
+    },
+    uploadTempDir: resolve(cwd, env.KNOWAGENT_UPLOAD_TMPDIR || tmpdir()),
     env,
   }
 }

@@ -1,6 +1,8 @@
+import { Context, Effect, Layer } from 'effect'
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { AppConfigService } from './app-config.ts'
 
 /** KNOWAGENT_SECRET, or a random one generated once into the data dir (mode 0600). */
 export function resolveSecret({ secretFromEnv, dataDir }: { secretFromEnv: string | undefined; dataDir: string }): string {
@@ -14,4 +16,15 @@ export function resolveSecret({ secretFromEnv, dataDir }: { secretFromEnv: strin
   const generated = randomBytes(32).toString('base64url')
   writeFileSync(path, generated + '\n', { mode: 0o600, flag: 'w' })
   return generated
+}
+
+/** The server secret (sessions, token hashes, encrypted settings) as a service of the composition root. */
+export class AppSecret extends Context.Service<AppSecret, string>()('knowagent/config/AppSecret') {
+  static readonly layer = Layer.effect(
+    AppSecret,
+    Effect.gen(function* () {
+      const config = yield* AppConfigService
+      return resolveSecret({ secretFromEnv: config.secretFromEnv, dataDir: config.dataDir })
+    }),
+  )
 }

@@ -1,97 +1,84 @@
-// Opens the database: PGlite in the data dir when there is no DATABASE_URL (the embedded
-// default), a `pg` pool when there is. The same kysely code and migrations run on both.
-import { PGlite } from '@electric-sql/pglite'
-import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely'
+// Opens the database: the embedded PostgreSQL of the data dir when there is no DATABASE_URL (the
+// default), any PostgreSQL ≥ 14 when there is. One engine everywhere; a `pg` pool either way.
+import { Context, Data, Effect, Layer } from 'effect'
+import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { AppConfigService } from '../config/app-config.ts'
+import { openEmbeddedPostgres } from './embedded-postgres.ts'
+import { migrateToLatest } from './migrate.ts'
 import type { DB } from './schema.ts'
+
+export { DatabaseInUse, EmbeddedDatabaseError } from './embedded-postgres.ts'
 
 export interface DatabaseHandle {
   readonly db: Kysely<DB>
-  readonly kind: 'pglite' | 'postgres'
+  readonly kind: 'embedded' | 'external'
+  /** Connection settings of this database (for LISTEN clients and pg-boss); holds the password — never log it. */
+  readonly connection: pg.ClientConfig
   readonly ping: () => Promise<void>
   readonly close: () => Promise<void>
 }
 
-export class DatabaseInUse extends Error {
-  override readonly name = 'DatabaseInUse'
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
-/** PGlite is single-process: a pid lock keeps a second process from opening the same data dir. */
-function acquirePgliteLock(dir: string): () => void {
-  const lockPath = join(dir, 'knowagent.lock')
-  try {
-    const pid = Number(readFileSync(lockPath, 'utf8').trim())
-    if (Number.isInteger(pid) && pid !== process.pid && processAlive(pid)) {
-      throw new DatabaseInUse(
-        `the embedded database in ${dir} is in use by process ${pid}; stop it first, or set DATABASE_URL to share a PostgreSQL server`,
-      )
-    }
-  } catch (error) {
-    if (error instanceof DatabaseInUse) throw error
-  }
-  writeFileSync(lockPath, String(process.pid))
-  return () => rmSync(lockPath, { force: true })
-}
-
-export async function openPglite({ dataDir }: { dataDir: string | undefined }): Promise<DatabaseHandle> {
-  let release = () => {}
-  let pglite: PGlite
-  if (dataDir) {
-    const dir = join(dataDir, 'pgdata')
-    mkdirSync(dir, { recursive: true })
-    release = acquirePgliteLock(dataDir)
-    pglite = await PGlite.create(dir)
-  } else {
-    pglite = await PGlite.create()
-  }
-  const db = new Kysely<DB>({ dialect: new PGliteDialect({ pglite }) })
+function poolHandle({ connection, kind, max, onClose }: { connection: pg.ClientConfig; kind: DatabaseHandle['kind']; max: number; onClose: () => Promise<void> }): DatabaseHandle {
+  const pool = new pg.Pool({ ...connection, max, idleTimeoutMillis: 30_000 })
+  pool.on('error', () => {}) // an idle client's error is reported on its next use
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
+  let closing: Promise<void> | undefined
   return {
     db,
-    kind: 'pglite',
+    kind,
+    connection,
     ping: async () => {
       await sql`select 1`.execute(db)
     },
-    close: async () => {
-      await db.destroy()
-      if (!pglite.closed) await pglite.close()
-      release()
-    },
+    close: () =>
+      (closing ??= (async () => {
+        await db.destroy()
+        await onClose()
+      })()),
   }
 }
 
 export async function openPostgres({ url, max = 10 }: { url: string; max?: number }): Promise<DatabaseHandle> {
-  const pool = new pg.Pool({ connectionString: url, max, idleTimeoutMillis: 30_000 })
-  pool.on('error', () => {}) // an idle client's error is reported on its next use
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
-  return {
-    db,
-    kind: 'postgres',
-    ping: async () => {
-      await sql`select 1`.execute(db)
-    },
-    close: async () => {
-      await db.destroy()
-    },
-  }
+  return poolHandle({ connection: { connectionString: url }, kind: 'external', max, onClose: async () => {} })
 }
 
 export async function openDatabase({
   databaseUrl,
   dataDir,
+  exclusive = false,
+  max = 10,
 }: {
   databaseUrl: string | undefined
   dataDir: string
+  /** `serve` passes true: a second serve on the same embedded data dir refuses. */
+  exclusive?: boolean
+  max?: number
 }): Promise<DatabaseHandle> {
-  return databaseUrl ? openPostgres({ url: databaseUrl }) : openPglite({ dataDir })
+  if (databaseUrl) return openPostgres({ url: databaseUrl, max })
+  const embedded = await openEmbeddedPostgres({ dataDir, exclusive })
+  return poolHandle({ connection: embedded.connection, kind: 'embedded', max, onClose: embedded.release })
+}
+
+/** The database could not be opened (the message says why and what to do). */
+export class DatabaseUnavailable extends Data.TaggedError('DatabaseUnavailable')<{ readonly message: string }> {}
+
+/** The database as a service of the composition root: opened and migrated on acquire, closed on release. */
+export class Database extends Context.Service<Database, DatabaseHandle>()('knowagent/db/Database') {
+  static readonly layer = ({ exclusive = false, migrate = true }: { exclusive?: boolean; migrate?: boolean } = {}) =>
+    Layer.effect(
+      Database,
+      Effect.gen(function* () {
+        const config = yield* AppConfigService
+        const handle = yield* Effect.acquireRelease(
+          Effect.tryPromise({
+            try: () => openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, exclusive }),
+            catch: (error) => new DatabaseUnavailable({ message: error instanceof Error ? error.message : String(error) }),
+          }),
+          (opened) => Effect.promise(() => opened.close()),
+        )
+        if (migrate) yield* Effect.promise(() => migrateToLatest(handle.db))
+        return handle
+      }),
+    )
 }

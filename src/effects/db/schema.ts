@@ -39,7 +39,10 @@ export interface NodesTable {
   current_version_id: string | null
   created_at: Timestamp
   updated_at: Timestamp
+  /** Set on files a compile job wrote (never compile inputs); null for people's own files. */
+  generated: ColumnType<GeneratedKind | null, GeneratedKind | null | undefined, GeneratedKind | null>
 }
+export type GeneratedKind = 'summary' | 'overview' | 'abstract'
 export interface FileVersionsTable {
   id: string
   node_id: string
@@ -72,6 +75,31 @@ export interface JobsTable {
   started_at: NullableTimestamp
   finished_at: NullableTimestamp
   updated_at: Timestamp
+  /** Compile jobs: stage, files done/total, model calls used/budget. */
+  progress: ColumnType<unknown | null, string | null | undefined, string | null>
+  /** Compile jobs: the last structured failure (stage, code, message, attempt, …). */
+  failure: ColumnType<unknown | null, string | null | undefined, string | null>
+  /** Compile jobs: artifacts written, files skipped. */
+  result: ColumnType<unknown | null, string | null | undefined, string | null>
+  max_attempts: number | null
+  /** The queue's (pg-boss) job that runs the current attempts; a retry makes a new one. */
+  queue_job_id: string | null
+  queue_attempt: number | null
+  dead_lettered_at: NullableTimestamp
+}
+export interface CompileJobFilesTable {
+  job_id: string
+  position: number
+  owner_id: string
+  node_id: string | null
+  uri: string
+  active: Generated<boolean>
+}
+export interface CompileCacheTable {
+  owner_id: string
+  fingerprint: string
+  output: string
+  created_at: Timestamp
 }
 
 export type TurnStatusColumn = 'running' | 'done' | 'failed' | 'cancelled'
@@ -90,7 +118,56 @@ export interface TurnsTable {
   finished_at: NullableTimestamp
 }
 
+// Retrieval services (migrations/20261201040000_retrieval.ts)
+export interface RetrievalSettingsTable {
+  user_id: string
+  workspace_id: string | null
+  default_retrieve_agent_id: string | null
+  default_chat_agent_id: string | null
+  seeded_fields: ColumnType<string[], string[] | undefined, string[]>
+  updated_at: Timestamp
+}
+export interface UserCredentialsTable {
+  user_id: string
+  name: string
+  ciphertext: string
+  updated_at: Timestamp
+}
+export interface RetrievalCatalogsTable {
+  workspace_id: string
+  endpoint_host: string
+  fetched_at: NullableTimestamp
+  revision: ColumnType<string | number, number | string | undefined, number | string>
+  search_total: Generated<number>
+  chat_total: Generated<number>
+  search_truncated: Generated<boolean>
+  chat_truncated: Generated<boolean>
+  last_attempt_at: NullableTimestamp
+  last_error: string | null
+  last_error_at: NullableTimestamp
+}
+export interface RetrievalCatalogServicesTable {
+  workspace_id: string
+  scene: 'search' | 'chat'
+  agent_id: string
+  position: number
+  agent_name: string
+  status: string
+  modify_time: string | null
+  description: string | null
+}
+export interface RetrievalCatalogReadersTable {
+  workspace_id: string
+  key_fingerprint: string
+  verified_at: Timestamp
+}
+
 export interface DB {
+  retrieval_settings: RetrievalSettingsTable
+  user_credentials: UserCredentialsTable
+  retrieval_catalogs: RetrievalCatalogsTable
+  retrieval_catalog_services: RetrievalCatalogServicesTable
+  retrieval_catalog_readers: RetrievalCatalogReadersTable
   turns: TurnsTable
   users: UsersTable
   api_tokens: ApiTokensTable
@@ -98,6 +175,8 @@ export interface DB {
   nodes: NodesTable
   file_versions: FileVersionsTable
   jobs: JobsTable
+  compile_job_files: CompileJobFilesTable
+  compile_cache: CompileCacheTable
 }
 
 export type UserRow = Selectable<UsersTable>

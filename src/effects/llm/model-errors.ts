@@ -42,6 +42,11 @@ export class ProviderProtocolError extends Data.TaggedError('ProviderProtocolErr
 export class UnknownModel extends Data.TaggedError('UnknownModel')<{
   readonly modelId: string
 }> {
+  readonly code = 'unknown_model'
+  readonly status = 400
+  override get message() {
+    return this.reason
+  }
   get reason() {
     return `unknown model id "${this.modelId}"`
   }

@@ -58,16 +58,4 @@ export class ModelRegistryService extends Context.Service<ModelRegistryService, 
 ) {
   static readonly layer = (options: ModelRegistryOptions): Layer.Layer<ModelRegistryService> =>
     Layer.succeed(ModelRegistryService, makeModelRegistry(options))
-
-  /** A registry of exactly the given models (no built-in local model), for tests. */
-  static readonly layerTest = (models: ReadonlyArray<ChatModel>): Layer.Layer<ModelRegistryService> => {
-    const byId = new Map(models.map((model) => [model.info.id, model]))
-    return Layer.succeed(ModelRegistryService, {
-      get: (id) => {
-        const model = byId.get(id)
-        return model === undefined ? Effect.fail(new UnknownModel({ modelId: id })) : Effect.succeed(model)
-      },
-      list: () => models.map((model) => toModelInfo(model.info)),
-    })
-  }
 }

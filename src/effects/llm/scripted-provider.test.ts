@@ -1,6 +1,7 @@
 // The shared scripted provider (tests/support/scripted-provider.ts) is itself tested here, since
 // every model, turn, HTTP and browser test relies on it.
-import { describe, expect, test } from 'vitest'
+import { request as httpRequest } from 'node:http'
+import { afterEach, describe, expect, test, vi } from 'vitest'
 import {
   chatCompletionSse,
   httpResponseScript,
@@ -16,6 +17,10 @@ const post = (url: string, body: unknown, init: RequestInit = {}) =>
   fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...init })
 
 describe('startScriptedProvider', () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
   test('replays queued scripts in order and records each request', async () => {
     const provider = await startScriptedProvider()
     try {
@@ -62,7 +67,7 @@ describe('startScriptedProvider', () => {
       const abortedAt = performance.now()
       controller.abort()
       const request = await provider.waitForClientClose(0)
-      expect(request.clientClosedAt! - abortedAt).toBeLessThan(100)
+      expect(request.clientClosedAt).toBeGreaterThanOrEqual(abortedAt) // recorded by this close, not before it
       expect(request.finishedAt).toBeUndefined()
       await provider.waitForNoConnections()
       expect(provider.openConnections()).toBe(0)
@@ -71,24 +76,99 @@ describe('startScriptedProvider', () => {
     }
   })
 
-  test('chunks are written as given, delays included', async () => {
+  // The provider's timers are faked (node:http's own are not), so the test decides when a delay
+  // has passed: a delayed chunk waits on exactly its timer and is written when it fires.
+  test('chunks are written as given, each after its delay', async () => {
     const provider = await startScriptedProvider({
       scripts: [{ kind: 'stream', chunks: [{ bytes: 'data: a\n\n' }, { bytes: 'data: b\n\n', delayMs: 120 }] }],
     })
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
     try {
-      const response = await post(provider.baseUrl, {})
-      const reader = response.body!.getReader()
-      const started = performance.now()
-      const first = await reader.read()
-      expect(new TextDecoder().decode(first.value)).toBe('data: a\n\n')
-      const second = await reader.read()
-      expect(new TextDecoder().decode(second.value)).toBe('data: b\n\n')
-      expect(performance.now() - started).toBeGreaterThanOrEqual(100)
+      const client = streamingClient(`${provider.baseUrl}/chat/completions`)
+      await untilTimerPending() // chunk a, scheduled with no delay
+      const first = client.nextChunk()
+      vi.advanceTimersByTime(0)
+      expect(await first).toBe('data: a\n\n')
+      await untilTimerPending() // chunk b, scheduled once a reached the socket
+      vi.advanceTimersByTime(119)
+      expect(vi.getTimerCount()).toBe(1)
+      expect(provider.requests[0]!.finishedAt).toBeUndefined()
+      const second = client.nextChunk()
+      vi.advanceTimersByTime(1)
+      expect(await second).toBe('data: b\n\n')
+      await client.ended
+      expect(client.chunks).toEqual(['data: a\n\n', 'data: b\n\n'])
+    } finally {
+      await provider.close()
+    }
+  })
+
+  test('a chunk with `after` is written only once the test opens its gate', async () => {
+    const gate = testGate()
+    const provider = await startScriptedProvider({
+      scripts: [{ kind: 'stream', chunks: [{ bytes: 'data: a\n\n' }, { bytes: 'data: b\n\n', after: gate }] }],
+    })
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const client = streamingClient(`${provider.baseUrl}/chat/completions`)
+      await untilTimerPending()
+      const first = client.nextChunk()
+      vi.advanceTimersByTime(0)
+      expect(await first).toBe('data: a\n\n')
+      await gate.waited // the provider reached chunk b and waits on the gate …
+      expect(vi.getTimerCount()).toBe(0) // … with nothing scheduled to write it
+      const second = client.nextChunk()
+      gate.open()
+      await untilTimerPending()
+      vi.advanceTimersByTime(0)
+      expect(await second).toBe('data: b\n\n')
+      await client.ended
+      expect(provider.requests[0]!.finishedAt).toEqual(expect.any(Number))
     } finally {
       await provider.close()
     }
   })
 })
+
+/** A promise-like the provider waits on; `waited` settles once something called its `then`. */
+function testGate(): PromiseLike<void> & { readonly open: () => void; readonly waited: Promise<void> } {
+  const opened = Promise.withResolvers<void>()
+  const waited = Promise.withResolvers<void>()
+  return {
+    open: () => opened.resolve(),
+    waited: waited.promise,
+    then: (onOpen, onError) => {
+      waited.resolve()
+      return opened.promise.then(onOpen, onError)
+    },
+  }
+}
+
+/** Turns the event loop (setImmediate is not faked) until the provider has scheduled its next write. */
+async function untilTimerPending(): Promise<void> {
+  while (vi.getTimerCount() === 0) await new Promise((resolve) => setImmediate(resolve))
+}
+
+/** A POST through node:http (whose timers fake timers leave alone, unlike fetch's), read chunk by chunk. */
+function streamingClient(url: string) {
+  const chunks: string[] = []
+  const ended = Promise.withResolvers<void>()
+  let waiting: ((chunk: string) => void) | undefined
+  httpRequest(url, { method: 'POST', headers: { 'content-type': 'application/json' } }, (response) => {
+    response.setEncoding('utf8')
+    response.on('data', (chunk: string) => {
+      chunks.push(chunk)
+      waiting?.(chunk)
+      waiting = undefined
+    })
+    response.on('end', () => ended.resolve())
+  }).end('{}')
+  return {
+    chunks,
+    ended: ended.promise,
+    nextChunk: () => new Promise<string>((resolve) => (waiting = resolve)),
+  }
+}
 
 describe('stream builders', () => {
   const decode = (body: string) => {

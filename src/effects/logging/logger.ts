@@ -1,5 +1,6 @@
 // Structured JSON logs, one object a line. Secrets never reach a log line: keys that look
 // secret are redacted and values that look like bearer tokens are masked.
+import { Context } from 'effect'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }
@@ -46,3 +47,6 @@ export function createLogger({
 }
 
 export const silentLogger: Logger = createLogger({ level: 'error', write: () => {} })
+
+/** The logger as a service of the composition root. */
+export class LoggerService extends Context.Service<LoggerService, Logger>()('knowagent/logging/Logger') {}

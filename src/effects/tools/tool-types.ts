@@ -1,6 +1,8 @@
 // Result shapes of the workspace tools (SPEC §4). These are what the model sees (as JSON)
 // and what `POST command` returns.
 
+export type WorkspaceToolName = 'ls' | 'read' | 'search' | 'status'
+
 export interface LsEntry {
   readonly name: string
   readonly kind: 'directory' | 'file'
@@ -56,5 +58,4 @@ export interface StatusResult {
   readonly compile: JobInfo | null
 }
 
-export { PAGE_DEFAULT_LIMIT as READ_DEFAULT_LIMIT, PAGE_MAX_LIMIT as READ_MAX_LIMIT } from '../workspace/text-paging.ts'
 export const SEARCH_FILES_PER_PAGE = 40

@@ -1,9 +1,12 @@
 // The host side of a turn: provides the turn machine's actors (prepare, preStep, callModel,
-// compact, runTool) from effects, runs it, forwards its runtime events, and records the outcome.
-// Stopping (user, disconnect, shutdown) is one mechanism: the abort signal sends `user.stop`,
-// the machine leaves its state, the running actor stops, and the bridge interrupts its Effect.
-import { Effect } from 'effect'
-import { createActor } from 'xstate'
+// compact, runTool) from effects, runs it through the actor host, forwards its runtime events,
+// and records the outcome. Stopping (user, disconnect, shutdown) is one mechanism: the abort
+// signal sends `user.stop`, the machine leaves its state, the running actor stops, and the bridge
+// interrupts its Effect.
+//
+// Deltas and tool progress go straight from the model stream / the running tool to the listener
+// (no machine step per delta, see docs/performance.md); the text of the step in flight is kept
+// here and handed to the machine with `user.stop`, so a cancelled turn keeps it.
 import {
   turnMachine,
   type PreStepInput,
@@ -18,27 +21,29 @@ import {
   type TurnStopReason,
   type ChatMessage,
 } from '../../machines/index.ts'
-import { chatModelTurnActors, fromEffect } from '../actor-bridge.ts'
+import { fromEffect } from '../actor-bridge.ts'
+import { runActor } from '../actor-host.ts'
 import type { ChatModel } from '../llm/model.ts'
 import type { Logger } from '../logging/logger.ts'
-import { runWorkspaceTool } from '../tools/workspace-tools.ts'
+import type { ToolRegistry } from '../tools/tool-registry.ts'
 import type { Db, Owner } from '../workspace/store.ts'
 import { parseKbUri } from '../workspace/uri.ts'
+import { chatModelTurnActors } from './model-actors.ts'
+import { noPreStep, type PreStepHook } from './pre-step-hooks.ts'
 import { prepareTurn } from './prepare-turn.ts'
 import { recordTurnFinished, recordTurnStarted } from './turn-records.ts'
-
-/** The pre-step hook (the retrieval-service catalog plugs in here in a later issue). */
-export type PreStepHook = (input: PreStepInput) => Effect.Effect<PreStepOutput>
-export const noPreStep: PreStepHook = (input) => Effect.succeed({ messages: input.messages })
 
 export interface RunTurnOptions {
   readonly db: Db
   readonly caller: Owner
   readonly model: ChatModel
+  readonly tools: ToolRegistry
   readonly turnId: string
   readonly uri: string
   readonly question: string
   readonly history: ReadonlyArray<ChatMessage>
+  /** The client's own instructions, appended to the system prompt under a heading (never replacing it). */
+  readonly preferences?: string | undefined
   readonly onEvent: (event: TurnEmitted) => void
   /** Aborting stops the turn; `reason` on the signal (a TurnStopReason string) is recorded. */
   readonly signal: AbortSignal
@@ -47,16 +52,13 @@ export interface RunTurnOptions {
   readonly limits?: TurnInput['limits']
 }
 
-export function stopReasonOf(signal: AbortSignal): TurnStopReason {
-  const reason = signal.reason
+export function stopReasonOf(reason: unknown): TurnStopReason {
   return reason === 'disconnect' || reason === 'shutdown' || reason === 'user' ? reason : 'user'
 }
 
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
-  const { db, caller, model, turnId } = options
+  const { db, caller, model, tools, turnId } = options
   const preStep = options.preStep ?? noPreStep
-  // Deltas go straight from the model stream to the listener (no machine step per delta, see
-  // docs/performance.md); the text of the step in flight is kept here for a cancelled turn.
   let stepText = ''
   const emit = (event: TurnEmitted) => {
     try {
@@ -65,15 +67,15 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
       options.logger?.warn('turn event listener failed', { turnId, error })
     }
   }
-  const machine = turnMachine.provide({
+  const logic = turnMachine.provide({
     actors: {
-      prepare: fromEffect<PrepareOutput, PrepareInput>(({ input }) => prepareTurn({ db, caller, input })),
-      preStep: fromEffect<PreStepOutput, PreStepInput>(({ input }) => preStep(input)),
+      prepare: fromEffect<PrepareOutput, PrepareInput>(({ input }) => prepareTurn({ db, caller, input, toolSchemas: tools.schemas, preferences: options.preferences })),
+      preStep: fromEffect<PreStepOutput, PreStepInput>(({ input }) => preStep({ caller, turnId, input })),
       runTool: fromEffect<RunToolOutput, RunToolInput>(({ input }) => {
+        const { id, name, arguments: args } = input.call
         const scope = parseKbUri({ uri: input.scopeUri, callerLogin: caller.login })
-        return runWorkspaceTool({ scope: { db, caller, scope }, name: input.call.name, args: input.call.arguments }).pipe(
-          Effect.map(({ ok, content, summary }) => ({ ok, content, summary })),
-        )
+        const progress = (text: string) => emit({ type: 'tool', phase: 'progress', call_id: id, name, text })
+        return tools.run({ name, args, context: { db, caller, scope, progress } })
       }),
       ...chatModelTurnActors(model, {
         streamSink: (event) => {
@@ -84,62 +86,33 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
     },
   })
   await recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id })
-  const actor = createActor(machine, {
-    input: {
-      turnId,
-      uri: options.uri,
-      question: options.question,
-      history: options.history,
-      model: model.info,
-      limits: options.limits,
-    },
-  })
-  /** A cancelled turn reports the text of the step that was in flight (the machine never saw it). */
-  const withStepText = <E extends { readonly code: string; readonly partial?: string | undefined }>(error: E): E =>
-    error.code === 'cancelled' && error.partial === undefined && stepText !== '' ? { ...error, partial: stepText } : error
-  const subscription = actor.on('*', (emitted) => {
-    const event = emitted as TurnEmitted
-    if (event.type === 'context' || event.type === 'tool') stepText = '' // a new step or a tool: nothing in flight
-    emit(event.type === 'error' ? withStepText(event) : event)
-  })
   const finish = (outcome: Parameters<typeof recordTurnFinished>[1]) =>
     recordTurnFinished(db, outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
-  const running = new Promise<TurnOutput>((resolve, reject) => {
-    const onAbort = () => actor.send({ type: 'user.stop', reason: stopReasonOf(options.signal) })
-    actor.subscribe({
-      complete: () => {
-        options.signal.removeEventListener('abort', onAbort)
-        resolve(actor.getSnapshot().output as TurnOutput)
-      },
-      error: (error) => {
-        options.signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    })
-    actor.start()
-    if (options.signal.aborted) onAbort()
-    else options.signal.addEventListener('abort', onAbort, { once: true })
-  }).finally(() => {
-    subscription.unsubscribe()
-    actor.stop()
-  })
   let output: TurnOutput
   try {
-    output = await running
+    output = await runActor({
+      logic,
+      input: { turnId, uri: options.uri, question: options.question, history: options.history, model: model.info, limits: options.limits },
+      signal: options.signal,
+      stopEvent: (reason) => ({ type: 'user.stop' as const, reason: stopReasonOf(reason), partial: stepText }),
+      onEmitted: (event) => {
+        if (event.type === 'context' || event.type === 'tool') stepText = '' // a new step or a tool: nothing in flight
+        emit(event)
+      },
+    })
   } catch (error) {
     // A crashed turn is still finished in the record: never left `running`.
     await finish({ id: turnId, status: 'failed', error: { code: 'internal_error', message: 'the turn failed unexpectedly' } })
     throw error
   }
-  const result: TurnOutput = output.error ? { ...output, error: withStepText(output.error) } : output
   await finish({
     id: turnId,
-    status: result.status,
-    finishReason: result.finishReason,
-    error: result.error,
-    counters: result.counters,
-    usage: result.usage,
+    status: output.status,
+    finishReason: output.finishReason,
+    error: output.error,
+    counters: output.counters,
+    usage: output.usage,
   })
-  options.logger?.info('turn finished', { turnId, status: result.status, code: result.error?.code, counters: result.counters })
-  return result
+  options.logger?.info('turn finished', { turnId, status: output.status, code: output.error?.code, counters: output.counters })
+  return output
 }

@@ -35,7 +35,7 @@ export async function recordTurnFinished(
       error_message: error?.message?.slice(0, 2000) ?? null,
       counters: counters === undefined ? null : JSON.stringify(counters),
       usage: usage === undefined ? null : JSON.stringify(usage),
-      finished_at: sql<Date>`now()` as unknown as Date,
+      finished_at: sql<Date>`now()`,
     })
     .where('id', '=', id)
     .where('status', '=', 'running')
@@ -51,7 +51,7 @@ export async function findTurn(db: Db, id: string) {
 export async function failOrphanedTurns(db: Db): Promise<number> {
   const result = await db
     .updateTable('turns')
-    .set({ status: 'failed', error_code: 'interrupted', error_message: 'the server stopped while this turn was running', finished_at: sql<Date>`now()` as unknown as Date })
+    .set({ status: 'failed', error_code: 'interrupted', error_message: 'the server stopped while this turn was running', finished_at: sql<Date>`now()` })
     .where('status', '=', 'running')
     .where('created_at', '<', sql<Date>`now() - interval '1 hour'`)
     .executeTakeFirst()

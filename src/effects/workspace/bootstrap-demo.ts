@@ -5,6 +5,7 @@ import type { DB } from '../db/schema.ts'
 import { generatePassword } from '../auth/passwords.ts'
 import { countUsers, createUser } from '../auth/users.ts'
 import { importFolder, type ImportReport } from './import-folder.ts'
+import type { DocumentParser } from './parse/document-parser.ts'
 
 export const SAMPLES_DIR = fileURLToPath(new URL('../../../samples/', import.meta.url))
 
@@ -18,11 +19,11 @@ export interface DemoBootstrap {
 /** On an empty database only: creates `demo` and imports the samples. */
 export async function bootstrapDemo(
   db: Kysely<DB>,
-  { demoPassword, maxFileBytes }: { demoPassword: string | undefined; maxFileBytes: number },
+  { demoPassword, maxFileBytes, parser }: { demoPassword: string | undefined; maxFileBytes: number; parser: DocumentParser },
 ): Promise<DemoBootstrap> {
   if ((await countUsers(db)) > 0) return { created: false, generatedPassword: undefined, report: undefined }
   const password = demoPassword ?? generatePassword()
   const user = await createUser(db, { login: 'demo', password })
-  const report = await importFolder(db, { owner: user, folder: SAMPLES_DIR, targetSegments: ['samples'], maxFileBytes })
+  const report = await importFolder(db, { owner: user, folder: SAMPLES_DIR, targetSegments: ['samples'], maxFileBytes, parser })
   return { created: true, generatedPassword: demoPassword ? undefined : password, report }
 }

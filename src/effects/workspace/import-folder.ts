@@ -4,8 +4,8 @@ import { lstat, readdir, readFile } from 'node:fs/promises'
 import { join, relative, sep } from 'node:path'
 import type { Kysely } from 'kysely'
 import type { DB } from '../db/schema.ts'
-import { parseDocument } from './parse.ts'
-import { formatKbUri, validateSegment } from './uri.ts'
+import type { DocumentParser } from './parse/document-parser.ts'
+import { checkNodeName, formatKbUri } from './uri.ts'
 import { makeDirectories, type Owner, putFile } from './store.ts'
 
 export interface ImportReport {
@@ -48,22 +48,32 @@ export async function importFolder(
     folder,
     targetSegments,
     maxFileBytes,
+    parser,
     signal,
-  }: { owner: Owner; folder: string; targetSegments: ReadonlyArray<string>; maxFileBytes: number; signal?: AbortSignal },
+  }: { owner: Owner; folder: string; targetSegments: ReadonlyArray<string>; maxFileBytes: number; parser: DocumentParser; signal?: AbortSignal },
 ): Promise<ImportReport> {
   const report = emptyImportReport()
   const info = await lstat(folder)
   if (!info.isDirectory()) throw new Error(`${folder} is not a directory`)
   await makeDirectories(db, owner, targetSegments)
+  const imported = new Set<string>()
   for await (const file of walk(folder, folder, report)) {
     signal?.throwIfAborted()
     const rel = relative(folder, file)
-    const relSegments = rel.split(sep)
-    const badName = relSegments.map(validateSegment).find((reason) => reason !== undefined)
-    if (badName) {
-      report.failed.push({ path: rel, reason: `name not allowed: ${badName}` })
+    // The same name rule as uploads: each name checked as it is on disk, stored in NFC.
+    const checked = rel.split(sep).map(checkNodeName)
+    const refused = checked.find((name) => !name.ok)
+    if (refused !== undefined && !refused.ok) {
+      report.failed.push({ path: rel, reason: `name not allowed: ${refused.reason}` })
       continue
     }
+    const relSegments = checked.map((name) => (name.ok ? name.name : ''))
+    const key = relSegments.join('/')
+    if (imported.has(key)) {
+      report.failed.push({ path: rel, reason: 'another file here has the same name once both are in Unicode NFC' })
+      continue
+    }
+    imported.add(key)
     const segments = [...targetSegments, ...relSegments]
     const uri = formatKbUri({ login: owner.login, segments, directory: false })
     try {
@@ -73,7 +83,7 @@ export async function importFolder(
         continue
       }
       const bytes = new Uint8Array(await readFile(file))
-      const parsed = await parseDocument({ name: relSegments.at(-1)!, bytes })
+      const parsed = await parser.parse({ name: relSegments.at(-1)!, bytes, signal })
       const { outcome } = await putFile(db, {
         owner,
         segments,

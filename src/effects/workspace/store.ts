@@ -3,7 +3,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { type Kysely, type Transaction, sql } from 'kysely'
 import type { DB, NodeKind, NodeRow } from '../db/schema.ts'
-import { formatKbUri, pathToSegments, segmentsToPath, validateSegment } from './uri.ts'
+import { checkNodeName, formatKbUri, pathToSegments, segmentsToPath } from './uri.ts'
 import { InvalidUri, NodeConflict, NodeNotFound } from './workspace-errors.ts'
 
 export type Db = Kysely<DB> | Transaction<DB>
@@ -81,14 +81,22 @@ export async function getNode(db: Db, owner: Owner, segments: ReadonlyArray<stri
   return node
 }
 
+/** `segments` as stored: each name checked by the one name rule and put in NFC; InvalidUri otherwise. */
+function storedSegments(owner: Owner, segments: ReadonlyArray<string>, directory: boolean): string[] {
+  return segments.map((segment, i) => {
+    const checked = checkNodeName(segment)
+    if (!checked.ok) throw new InvalidUri({ uri: formatKbUri({ login: owner.login, segments: segments.slice(0, i + 1), directory: directory || i < segments.length - 1 }), reason: checked.reason })
+    return checked.name
+  })
+}
+
 /** Creates every missing directory along `segments`; a file in the way is a conflict. */
-export async function makeDirectories(db: Db, owner: Owner, segments: ReadonlyArray<string>): Promise<WorkspaceNode> {
+export async function makeDirectories(db: Db, owner: Owner, rawSegments: ReadonlyArray<string>): Promise<WorkspaceNode> {
+  const segments = storedSegments(owner, rawSegments, true)
   let parent = await ensureRoot(db, owner)
   for (let depth = 1; depth <= segments.length; depth++) {
     const here = segments.slice(0, depth)
     const name = here[depth - 1]!
-    const reason = validateSegment(name)
-    if (reason) throw new InvalidUri({ uri: formatKbUri({ login: owner.login, segments: here, directory: true }), reason })
     await db
       .insertInto('nodes')
       .values({ id: randomUUID(), owner_id: owner.id, parent_id: parent.id, name, path: segmentsToPath(here), kind: 'directory' })
@@ -131,12 +139,11 @@ export interface PutFileResult {
 }
 
 /** `putFile` inside a caller's transaction, so several files can be stored all or nothing. */
-export async function putFileInTransaction(trx: Transaction<DB>, { owner, segments, bytes, parsed }: NewFileVersion): Promise<PutFileResult> {
-  if (segments.length === 0) throw new NodeConflict({ uri: formatKbUri({ login: owner.login, segments, directory: true }), reason: 'the root is a directory' })
+export async function putFileInTransaction(trx: Transaction<DB>, { owner, segments: rawSegments, bytes, parsed }: NewFileVersion): Promise<PutFileResult> {
+  if (rawSegments.length === 0) throw new NodeConflict({ uri: formatKbUri({ login: owner.login, segments: [], directory: true }), reason: 'the root is a directory' })
+  const segments = storedSegments(owner, rawSegments, false)
   const name = segments.at(-1)!
-  const nameReason = validateSegment(name)
   const uri = formatKbUri({ login: owner.login, segments, directory: false })
-  if (nameReason) throw new InvalidUri({ uri, reason: nameReason })
   const hash = sha256Hex(bytes)
   const parent = await makeDirectories(trx, owner, segments.slice(0, -1))
   const path = segmentsToPath(segments)
@@ -187,7 +194,8 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
     .execute()
   await trx
     .updateTable('nodes')
-    .set({ current_version_id: versionId, updated_at: sql`now()` })
+    // a new version by anyone but a compile job (which marks its pages again) is the person's own file
+    .set({ current_version_id: versionId, updated_at: sql`now()`, generated: null })
     .where('id', '=', node.id)
     .execute()
   await trx
@@ -201,8 +209,8 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
       kind: 'parse',
       status: parsed.ok ? 'succeeded' : 'failed',
       error: parsed.ok ? null : (parsed.error ?? 'unknown parse error'),
-      started_at: sql<Date>`now()` as unknown as Date,
-      finished_at: sql<Date>`now()` as unknown as Date,
+      started_at: sql<Date>`now()`,
+      finished_at: sql<Date>`now()`,
     })
     .execute()
   return { outcome: current ? ('updated' as const) : ('added' as const), node: await getNode(trx, owner, segments) }

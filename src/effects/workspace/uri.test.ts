@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { fc, test } from '@fast-check/vitest'
-import { formatKbUri, isWithin, parseKbUri, validateSegment } from './uri.ts'
+import { checkNodeName, formatKbUri, isWithin, parseKbUri, validateSegment } from './uri.ts'
 import { InvalidUri, OutsideScope } from './workspace-errors.ts'
 
 const me = 'alice'
@@ -110,6 +110,50 @@ describe('hostile URIs (property)', () => {
     .filter((name) => validateSegment(name) === undefined)
   test.prop([fc.array(safeName, { maxLength: 6 }), fc.boolean()])('format then parse round-trips', (segments, directory) => {
     const uri = formatKbUri({ login: me, segments, directory })
-    expect(parse(uri)).toEqual({ login: me, segments })
+    expect(parse(uri)).toEqual({ login: me, segments: segments.map((segment) => segment.normalize('NFC')) })
+  })
+})
+
+describe('checkNodeName', () => {
+  it.each([
+    ['sub/secret.md', 'a name cannot hold a folder part'],
+    ['x\\y.md', 'a name cannot hold a folder part'],
+    ['/etc/passwd', 'a name cannot hold a folder part'],
+    ['invoice\u202Efdp.exe', 'invisible or control character U+202E is not allowed in a name'],
+    ['a\u202Ab.md', 'U+202A'],
+    ['a\u2066b\u2069.md', 'U+2066'],
+    ['zero\u200Bwidth.md', 'U+200B'],
+    ['zw\u200Cnj.md', 'U+200C'],
+    ['zw\u200Dj.md', 'U+200D'],
+    ['word\u2060joiner.md', 'U+2060'],
+    ['\uFEFFbom.md', 'U+FEFF'],
+    ['soft\u00ADhyphen.md', 'U+00AD'],
+    ['line\u2028break.md', 'U+2028'],
+    ['filler\u3164.md', 'U+3164'],
+    ['tab\there.md', 'U+0009'],
+    ['nul\u0000.md', 'U+0000'],
+    ['..', '".." segments are not allowed'],
+    ['', 'empty path segment'],
+    [' padded.md', 'whitespace'],
+  ])('refuses %j: %s', (raw, reason) => {
+    const checked = checkNodeName(raw)
+    expect(checked.ok).toBe(false)
+    expect(checked.ok ? '' : checked.reason).toContain(reason)
+  })
+
+  it('stores names in NFC, so the composed and decomposed forms of a name are the same name', () => {
+    const composed = 'caf\u00e9.md'
+    const decomposed = 'cafe\u0301.md'
+    expect(checkNodeName(decomposed)).toEqual({ ok: true, name: composed })
+    expect(checkNodeName(composed)).toEqual({ ok: true, name: composed })
+  })
+
+  it.each(['notes.md', '知识库.md', '😀 emoji.txt', '❤\uFE0F.md', 'Résumé (final).docx', 'a\u00A0b.md'])('accepts %j as it is', (name) => {
+    expect(checkNodeName(name)).toEqual({ ok: true, name })
+  })
+
+  it('lets a URI in either form find the one stored name', () => {
+    expect(parse('kb://me/cafe\u0301.md')).toEqual({ login: me, segments: ['caf\u00e9.md'] })
+    expect(parse('kb://me/cafe%CC%81.md')).toEqual({ login: me, segments: ['caf\u00e9.md'] })
   })
 })

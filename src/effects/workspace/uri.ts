@@ -41,6 +41,31 @@ export function validateSegment(name: string): string | undefined {
   return undefined
 }
 
+// Characters that render as nothing (or reorder what follows) let one name pose as another:
+// "invoice\u202Efdp.exe" shows as "invoiceexe.pdf". Refused in every name a user creates:
+// controls (Cc), format characters (Cf: bidi overrides and isolates U+202A–U+202E and
+// U+2066–U+2069, zero-width U+200B–U+200D, U+2060, U+FEFF, soft hyphen, tags), line and
+// paragraph separators, and the Hangul fillers that display as blank.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u115F\u1160\u3164\uFFA0]/u
+
+const codePointLabel = (ch: string): string => `U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`
+
+export type NodeNameCheck = { readonly ok: true; readonly name: string } | { readonly ok: false; readonly reason: string }
+
+/**
+ * The one rule for a name a user creates (upload, import, any new node): validated as given,
+ * never rewritten, except into Unicode NFC, so that "café.md" composed and decomposed are one
+ * name. Returns the name to store, or why it is refused.
+ */
+export function checkNodeName(raw: string): NodeNameCheck {
+  if (/[\/\\]/.test(raw)) return { ok: false, reason: 'a name cannot hold a folder part ("/" or "\\"); upload or create the folder first' }
+  const invisible = INVISIBLE.exec(raw)
+  if (invisible) return { ok: false, reason: `invisible or control character ${codePointLabel(invisible[0])} is not allowed in a name` }
+  const name = raw.normalize('NFC')
+  const reason = validateSegment(name)
+  return reason === undefined ? { ok: true, name } : { ok: false, reason }
+}
+
 function decodeSegment(raw: string, uri: string): string {
   let decoded: string
   try {
@@ -50,7 +75,8 @@ function decodeSegment(raw: string, uri: string): string {
   }
   const reason = validateSegment(decoded)
   if (reason) throw new InvalidUri({ uri, reason })
-  return decoded
+  // Names are stored in NFC (checkNodeName), so a URI typed in another form finds them.
+  return decoded.normalize('NFC')
 }
 
 /**

@@ -1,7 +1,10 @@
+// Workspace failures. Each carries its public `code` and HTTP `status`: the tools, the turn's
+// prepare step and the HTTP error handler all report the same code (docs/api.md lists each once).
 import { Data } from 'effect'
 
 /** A logical URI that is malformed or tries to escape (`..`, encoded dots/slashes, NUL, …). HTTP 400. */
 export class InvalidUri extends Data.TaggedError('InvalidUri')<{ readonly uri: string; readonly reason: string }> {
+  readonly code = 'invalid_uri'
   readonly status = 400
   override get message() {
     return `invalid URI ${JSON.stringify(this.uri.slice(0, 300))}: ${this.reason}`
@@ -10,6 +13,7 @@ export class InvalidUri extends Data.TaggedError('InvalidUri')<{ readonly uri: s
 
 /** The URI names something the caller may not see (another user's tree, or outside the selected scope). HTTP 403. */
 export class OutsideScope extends Data.TaggedError('OutsideScope')<{ readonly uri: string; readonly reason: string }> {
+  readonly code = 'outside_scope'
   readonly status = 403
   override get message() {
     return `${this.uri} is outside your scope: ${this.reason}`
@@ -18,6 +22,7 @@ export class OutsideScope extends Data.TaggedError('OutsideScope')<{ readonly ur
 
 /** No such node (never existed, deleted or moved). HTTP 404. */
 export class NodeNotFound extends Data.TaggedError('NodeNotFound')<{ readonly uri: string }> {
+  readonly code = 'not_found'
   readonly status = 404
   override get message() {
     return `${this.uri} does not exist (it may have been deleted or moved)`
@@ -26,6 +31,7 @@ export class NodeNotFound extends Data.TaggedError('NodeNotFound')<{ readonly ur
 
 /** A name or path conflicts with an existing node (e.g. a file where a directory is needed). HTTP 409. */
 export class NodeConflict extends Data.TaggedError('NodeConflict')<{ readonly uri: string; readonly reason: string }> {
+  readonly code = 'conflict'
   readonly status = 409
   override get message() {
     return `${this.uri}: ${this.reason}`
@@ -33,3 +39,8 @@ export class NodeConflict extends Data.TaggedError('NodeConflict')<{ readonly ur
 }
 
 export type WorkspaceError = InvalidUri | OutsideScope | NodeNotFound | NodeConflict
+
+/** Narrows an unknown thrown value to a workspace failure (repositories are promise-based). */
+export function isWorkspaceError(error: unknown): error is WorkspaceError {
+  return error instanceof InvalidUri || error instanceof OutsideScope || error instanceof NodeNotFound || error instanceof NodeConflict
+}

@@ -10,15 +10,19 @@ import { fileURLToPath } from 'node:url'
 import { findUserByLogin } from '../../../src/effects/auth/users.ts'
 import { makeLocalChatModel } from '../../../src/effects/llm/local/index.ts'
 import type { ChatModel } from '../../../src/effects/llm/model.ts'
+import { makeToolRegistry } from '../../../src/effects/tools/tool-registry.ts'
+import { WORKSPACE_TOOLS } from '../../../src/effects/tools/workspace-tools.ts'
 import { runTurn } from '../../../src/effects/turn/run-turn.ts'
 import { bootstrapDemo } from '../../../src/effects/workspace/bootstrap-demo.ts'
 import { importFolder } from '../../../src/effects/workspace/import-folder.ts'
+import { makeDocumentParser, type DocumentParser } from '../../../src/effects/workspace/parse/document-parser.ts'
 import type { Db, Owner } from '../../../src/effects/workspace/store.ts'
 import type { ChatMessage } from '../../../src/machines/index.ts'
 
 export const EVAL_CORPUS_DIR = fileURLToPath(new URL('../../fixtures/eval-corpus/', import.meta.url))
 const QUESTIONS_FILE = fileURLToPath(new URL('./questions.json', import.meta.url))
 const MAX_FILE_BYTES = 50 * 1024 * 1024
+const WORKSPACE_TOOL_REGISTRY = makeToolRegistry(WORKSPACE_TOOLS)
 
 export type EvalQuestion =
   | { readonly id: string; readonly scope: string; readonly question: string; readonly unanswerable: true }
@@ -72,12 +76,21 @@ export function loadEvalQuestions(): EvalQuestion[] {
 
 /** The sample corpus (as on a first start) and the evaluation corpus, both owned by `demo`. */
 export async function loadEvalCorpora(db: Db): Promise<Owner> {
-  const demo = await bootstrapDemo(db, { demoPassword: 'eval-password-1', maxFileBytes: MAX_FILE_BYTES })
+  const parser = makeDocumentParser({ threads: 1 })
+  try {
+    return await loadWith(db, parser)
+  } finally {
+    await parser.close()
+  }
+}
+
+async function loadWith(db: Db, parser: DocumentParser): Promise<Owner> {
+  const demo = await bootstrapDemo(db, { demoPassword: 'eval-password-1', maxFileBytes: MAX_FILE_BYTES, parser })
   if (!demo.created || demo.report === undefined || demo.report.failed.length > 0) {
     throw new Error(`the sample corpus did not load: ${JSON.stringify(demo.report?.failed ?? 'database not empty')}`)
   }
   const owner = (await findUserByLogin(db, 'demo'))!
-  const report = await importFolder(db, { owner, folder: EVAL_CORPUS_DIR, targetSegments: ['handbook'], maxFileBytes: MAX_FILE_BYTES })
+  const report = await importFolder(db, { owner, folder: EVAL_CORPUS_DIR, targetSegments: ['handbook'], maxFileBytes: MAX_FILE_BYTES, parser })
   if (report.failed.length > 0 || report.unparsed.length > 0) {
     throw new Error(`the evaluation corpus did not load: ${JSON.stringify([...report.failed, ...report.unparsed])}`)
   }
@@ -112,6 +125,7 @@ async function askOnce({ db, caller, model, question }: { db: Db; caller: Owner;
   const output = await runTurn({
     db,
     caller,
+    tools: WORKSPACE_TOOL_REGISTRY,
     model,
     turnId: randomUUID(),
     uri: question.scope,

@@ -4,7 +4,6 @@ export { DEFAULT_LOCAL_DELTA_DELAY_MS, LOCAL_MODEL_INFO, makeLocalChatModel, typ
 export {
   summariseAbstract,
   summariseDocument,
-  summariseExtractively,
   summariseOverview,
   type SummarisedDocument,
 } from './summaries.ts'

@@ -1,6 +1,6 @@
 import { fc, test as propertyTest } from '@fast-check/vitest'
 import { Cause, Effect, Exit } from 'effect'
-import { describe, expect, test } from 'vitest'
+import { describe, expect, onTestFinished, test, vi } from 'vitest'
 import { buildSummaryMessage, COMPACTION_INSTRUCTION, renderCompactionTranscript } from '../../../machines/compaction-plan.ts'
 import { parseTranscript } from './compaction-summary.ts'
 import { findAll, snippetAround } from '../../workspace/text-paging.ts'
@@ -343,6 +343,10 @@ describe('streaming', () => {
   })
 
   test('deltas are paced by deltaDelayMs, and interruption stops them', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    onTestFinished(() => {
+      vi.useRealTimers()
+    })
     const slow = makeLocalChatModel({ deltaDelayMs: 30 })
     const events: ModelStreamEvent[] = []
     const controller = new AbortController()
@@ -360,9 +364,13 @@ describe('streaming', () => {
       }),
       { signal: controller.signal },
     )
+    await vi.advanceTimersByTimeAsync(59)
+    expect(events).toHaveLength(2) // one at once, then one every 30 ms
+    await vi.advanceTimersByTimeAsync(1)
     const exit = await exitPromise
     expect(Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)).toBe(true)
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(vi.getTimerCount()).toBe(0) // the next delta's timer was cleared
+    await vi.runAllTimersAsync()
     expect(events).toHaveLength(3)
   })
 })

@@ -1,6 +1,6 @@
 import { fc, test as propertyTest } from '@fast-check/vitest'
 import { describe, expect, test } from 'vitest'
-import { cutText, summariseAbstract, summariseDocument, summariseExtractively, summariseOverview } from './summaries.ts'
+import { cutText, summariseAbstract, summariseDocument, summariseOverview } from './summaries.ts'
 
 const ARTICLE = [
   'The wiki compiler turns raw files into a layered wiki.',
@@ -41,9 +41,8 @@ describe('summariseDocument', () => {
     expect(summariseDocument({ title: '编译任务', text, maxChars: 42 })).toBe('编译任务会为每个目录生成概览和摘要文件。编译任务的配置在入队时复制进任务快照。')
   })
 
-  test('empty text gives an empty summary; summariseExtractively is the same without a title', () => {
+  test('empty text gives an empty summary', () => {
     expect(summariseDocument({ title: 'x', text: '   ', maxChars: 10 })).toBe('')
-    expect(summariseExtractively({ text: ARTICLE, maxChars: 180 })).toBe(summariseDocument({ title: '', text: ARTICLE, maxChars: 180 }))
   })
 
   propertyTest.prop(

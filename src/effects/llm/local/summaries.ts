@@ -117,11 +117,6 @@ export function summarisePage({ page, maxChars }: { readonly page: Page; readonl
   return chosen.length === 0 && units[0] !== undefined ? cutText(units[0].text, maxChars) : joinSentences(chosen)
 }
 
-/** `summariseDocument` without a title: kept for callers of the first version. */
-export function summariseExtractively({ text, maxChars }: { readonly text: string; readonly maxChars: number }): string {
-  return summariseDocument({ title: '', text, maxChars })
-}
-
 export interface SummarisedDocument {
   /** The file's name (or URI) as it should appear in the overview. */
   readonly name: string

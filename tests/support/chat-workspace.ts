@@ -1,24 +1,25 @@
-// The server, scripted provider and workspace shared by the chat scenarios of one test file.
+// The server side of a chat scenario: the real app over a fresh test database, a scripted model
+// provider behind two models (one with tools, one text only) and the user alice with a few
+// documents. Browser tests get it through useBrowserFixture (tests/support/browser.ts).
 import { putFile } from '../../src/effects/workspace/store.ts'
-import type { User } from '../../src/effects/auth/users.ts'
-import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
-import { startScriptedProvider, type ScriptedProvider } from '../support/scripted-provider.ts'
+import type { WorkspaceApp } from './browser.ts'
+import { addUserWithToken, startTestServer } from './test-server.ts'
+import { startScriptedProvider, type ScriptedProvider } from './scripted-provider.ts'
 
-export interface ChatFixture {
-  readonly server: TestServer
+export interface ChatWorkspace extends WorkspaceApp {
   readonly provider: ScriptedProvider
-  readonly alice: { readonly user: User; readonly password: string }
+  /** Stores a parsed text file for alice at `segments` under her root. */
   readonly putText: (segments: ReadonlyArray<string>, text: string) => Promise<void>
-  readonly close: () => Promise<void>
 }
 
 export const REMOTE_MODEL = 'remote'
 export const TEXT_ONLY_MODEL = 'text-only'
 
-export async function startChatFixture(): Promise<ChatFixture> {
+export async function startChatWorkspace(): Promise<ChatWorkspace> {
   const provider = await startScriptedProvider()
   const model = { profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, maxRetries: 0 }
   const server = await startTestServer({
+    compile: { worker: false }, // the compile form and its job list (nothing here runs a job)
     configure: (config) => ({
       ...config,
       streamsPerMinute: 1000,
@@ -42,7 +43,8 @@ export async function startChatFixture(): Promise<ChatFixture> {
   return {
     server,
     provider,
-    alice: { user: alice.user, password: alice.password },
+    login: 'alice',
+    password: alice.password,
     putText,
     close: async () => {
       await server.close()

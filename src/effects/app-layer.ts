@@ -1,0 +1,134 @@
+// The composition root: one place builds the running service from Effect layers —
+// configuration → database (opened, migrated) → document parser (worker pool) → features (the
+// retrieval catalog and its refresher, the compile worker: scoped resources) → model registry →
+// tool registry and pre-step hooks (the workspace tools plus the features') — into a ManagedRuntime.
+// The HTTP server, the CLI and the tests take their services from it; disposing the runtime
+// releases them in reverse order (workers stop, the pool closes, the embedded PostgreSQL stops
+// when this process was its last user).
+import { Context, Effect, Layer, ManagedRuntime } from 'effect'
+import { type AppConfig, AppConfigService } from './config/app-config.ts'
+import { AppSecret } from './config/secret.ts'
+import { Database, type DatabaseHandle, type DatabaseUnavailable } from './db/database.ts'
+import { type ModelRegistry, type ModelRegistryOptions, ModelRegistryService } from './llm/model-registry.ts'
+import { type Logger, LoggerService } from './logging/logger.ts'
+import { makeToolRegistry, type ToolRegistry, ToolRegistryService } from './tools/tool-registry.ts'
+import { type RetrievalFeature, RetrievalFeatureService } from './retrieval/retrieval-feature.ts'
+import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
+import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
+import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
+
+/** Hooks that run before every model step (features add theirs here). */
+export class PreStepHooks extends Context.Service<PreStepHooks, PreStepHook>()('knowagent/turn/PreStepHooks') {
+  static readonly none = Layer.succeed(PreStepHooks, composePreStepHooks([]))
+}
+
+export interface CoreLayerOptions {
+  readonly config: AppConfig
+  readonly logger: Logger
+  /** `serve` passes true: a second serve on the same embedded data dir refuses. */
+  readonly exclusiveDatabase?: boolean | undefined
+  /** Apply migrations when the database opens (default true). */
+  readonly migrate?: boolean | undefined
+  /** Model registry overrides (tests: no delta delay, an injected fetch). */
+  readonly models?: Partial<ModelRegistryOptions> | undefined
+  /**
+   * Long-lived features to run with this runtime (serve runs them all; CLI commands none). Each is
+   * a scoped resource: started when the runtime is built, stopped when it is disposed.
+   */
+  readonly features?: {
+    /** Retrieval services (Bailian), unless `retrieval.bailian.enabled` is false. `blConfigPath: null` skips the bl login import. */
+    readonly retrieval?: boolean | { readonly blConfigPath?: string | null | undefined } | undefined
+  } | undefined
+}
+
+export type CoreServices =
+  | AppConfigService
+  | LoggerService
+  | AppSecret
+  | Database
+  | ModelRegistryService
+  | ToolRegistryService
+  | PreStepHooks
+  | DocumentParserService
+  | RetrievalFeatureService
+
+/** Configuration, logger, secret and database: what every CLI command needs. */
+export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger' | 'exclusiveDatabase' | 'migrate'>) {
+  const base = Layer.mergeAll(AppConfigService.layer(options.config), Layer.succeed(LoggerService, options.logger))
+  return Layer.mergeAll(AppSecret.layer, Database.layer({ exclusive: options.exclusiveDatabase ?? false, migrate: options.migrate ?? true })).pipe(
+    Layer.provideMerge(base),
+  )
+}
+
+/** Everything a turn needs, on top of the database; the features' tools and hooks join the registries. */
+export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, DatabaseUnavailable> {
+  const models = ModelRegistryService.layer({ models: options.config.file.models ?? [], env: options.config.env, ...options.models })
+  // The parser's worker pool is scoped: released (its workers terminated) with the runtime.
+  const parser = DocumentParserService.layer(options.config.parsing)
+  const retrievalOption = options.features?.retrieval
+  const retrieval = retrievalOption
+    ? RetrievalFeatureService.layerFromCore(typeof retrievalOption === 'object' ? retrievalOption : {})
+    : RetrievalFeatureService.none
+  const registries = Layer.mergeAll(
+    Layer.effect(
+      ToolRegistryService,
+      Effect.gen(function* () {
+        const feature = yield* RetrievalFeatureService
+        return makeToolRegistry([...WORKSPACE_TOOLS, ...(feature?.tools ?? [])])
+      }),
+    ),
+    Layer.effect(
+      PreStepHooks,
+      Effect.gen(function* () {
+        const feature = yield* RetrievalFeatureService
+        return composePreStepHooks(feature ? [feature.preStep] : [])
+      }),
+    ),
+  )
+  return Layer.mergeAll(models, parser, registries).pipe(Layer.provideMerge(retrieval), Layer.provideMerge(databaseLayer(options)))
+}
+
+export interface CoreServiceValues {
+  readonly config: AppConfig
+  readonly logger: Logger
+  readonly secret: string
+  readonly database: DatabaseHandle
+  readonly models: ModelRegistry
+  readonly tools: ToolRegistry
+  readonly preStep: PreStepHook
+  readonly parser: DocumentParser
+  readonly retrieval: RetrievalFeature | undefined
+}
+
+/** The services as plain values, for code outside Effect (express routes, the CLI). */
+export const coreServiceValues = Effect.gen(function* () {
+  return {
+    config: yield* AppConfigService,
+    logger: yield* LoggerService,
+    secret: yield* AppSecret,
+    database: yield* Database,
+    models: yield* ModelRegistryService,
+    tools: yield* ToolRegistryService,
+    preStep: yield* PreStepHooks,
+    parser: yield* DocumentParserService,
+    retrieval: yield* RetrievalFeatureService,
+  } satisfies CoreServiceValues
+})
+
+/** Builds the runtime and reads the services out of it; `dispose` releases everything. */
+export async function startCoreRuntime(options: CoreLayerOptions): Promise<{ services: CoreServiceValues; dispose: () => Promise<void> }> {
+  const runtime = ManagedRuntime.make(coreLayer(options))
+  try {
+    const services = await runtime.runPromise(coreServiceValues)
+    return { services, dispose: () => runtime.dispose() }
+  } catch (error) {
+    await runtime.dispose()
+    throw unwrapLayerError(error)
+  }
+}
+
+/** A layer that failed to build rejects with Effect's wrapper; callers want the domain error itself. */
+export function unwrapLayerError(error: unknown): unknown {
+  const cause = (error as { cause?: unknown } | null)?.cause
+  return cause && typeof cause === 'object' && '_tag' in cause ? cause : error
+}

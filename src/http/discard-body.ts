@@ -1,0 +1,36 @@
+// A request refused before its body was read (auth, CSRF, a bad part, a file over the limit):
+// the answer goes out at once, and what the client is still sending is read and dropped for a
+// little while, so it sees the answer rather than a connection reset; past `maxBytes` or `ms`
+// the connection is closed. Memory stays flat either way: nothing is kept.
+import type { Request } from 'express'
+
+export interface DiscardLimits {
+  readonly maxBytes: number
+  readonly ms: number
+}
+
+export const DEFAULT_DISCARD_LIMITS: DiscardLimits = { maxBytes: 8 * 1024 * 1024, ms: 5_000 }
+
+export function discardRestOfBody(req: Request, { maxBytes, ms }: DiscardLimits = DEFAULT_DISCARD_LIMITS): void {
+  if (req.complete || req.destroyed) return
+  let dropped = 0
+  const close = (): void => {
+    cleanup()
+    req.socket.destroy()
+  }
+  const onData = (chunk: Buffer): void => {
+    dropped += chunk.length
+    if (dropped > maxBytes) close()
+  }
+  const timer = setTimeout(close, ms)
+  const cleanup = (): void => {
+    clearTimeout(timer)
+    req.off('data', onData)
+    req.off('end', cleanup)
+    req.off('close', cleanup)
+  }
+  req.on('data', onData)
+  req.once('end', cleanup)
+  req.once('close', cleanup)
+  req.resume()
+}

@@ -1,0 +1,49 @@
+// The import CLI applies the same name rule as uploads (checkNodeName): names are checked as
+// they are on disk, never rewritten except into NFC, and two names equal in NFC are one file.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createUser } from '../../src/effects/auth/users.ts'
+import { importFolder } from '../../src/effects/workspace/import-folder.ts'
+import { makeDocumentParser, type DocumentParser } from '../../src/effects/workspace/parse/index.ts'
+import { listChildren, getNode } from '../../src/effects/workspace/store.ts'
+import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+
+describe('importFolder: node names', () => {
+  let database: TestDatabase
+  let parser: DocumentParser
+  const folder = mkdtempSync(join(tmpdir(), 'knowagent-import-names-'))
+
+  beforeAll(async () => {
+    database = await openTestDatabase('postgres')
+    parser = makeDocumentParser({ threads: 1 })
+    mkdirSync(join(folder, 'notes'))
+    writeFileSync(join(folder, 'notes', 'caf\u00e9.md'), 'composed')
+    writeFileSync(join(folder, 'notes', 'cafe\u0301.md'), 'decomposed') // a different file on disk, the same name in NFC
+    writeFileSync(join(folder, 'notes', 'invoice\u202Efdp.md'), 'bidi')
+    writeFileSync(join(folder, 'notes', 'zero\u200Bwidth.md'), 'zero width')
+    writeFileSync(join(folder, 'notes', 'back\\slash.md'), 'backslash')
+    mkdirSync(join(folder, 'Re\u0301sume\u0301s')) // a decomposed folder name
+    writeFileSync(join(folder, 'Re\u0301sume\u0301s', 'a.md'), 'in a decomposed folder')
+  })
+  afterAll(async () => {
+    await parser?.close()
+    await database?.close()
+    rmSync(folder, { recursive: true, force: true })
+  })
+
+  it('refuses invisible, bidi and folder-part names, imports NFC names once, and says why', async () => {
+    const owner = await createUser(database.db, { login: 'importer', password: 'importer-password' })
+    const report = await importFolder(database.db, { owner, folder, targetSegments: ['in'], maxFileBytes: 1024, parser })
+    expect(report.added.sort()).toEqual(['kb://users/importer/in/R\u00e9sum\u00e9s/a.md', 'kb://users/importer/in/notes/caf\u00e9.md'].sort())
+    const failed = Object.fromEntries(report.failed.map(({ path, reason }) => [path, reason]))
+    expect(failed[join('notes', 'invoice\u202Efdp.md')]).toBe('name not allowed: invisible or control character U+202E is not allowed in a name')
+    expect(failed[join('notes', 'zero\u200Bwidth.md')]).toBe('name not allowed: invisible or control character U+200B is not allowed in a name')
+    expect(failed[join('notes', 'back\\slash.md')]).toMatch(/^name not allowed: a name cannot hold a folder part/)
+    expect(Object.values(failed).filter((reason) => reason.includes('the same name once both are in Unicode NFC'))).toHaveLength(1)
+    const notes = await getNode(database.db, owner, ['in', 'notes'])
+    const children = await listChildren(database.db, { owner, parent: notes, offset: 0, limit: 50 })
+    expect(children.entries.map((node) => node.name)).toEqual(['caf\u00e9.md'])
+  })
+})

@@ -1,0 +1,109 @@
+// A reverse proxy in front of the test server that can reshape the chat's SSE body on its way
+// to the browser: re-chunk it at chosen byte offsets (inside a UTF-8 code point, between CR and
+// LF), turn LF into CRLF, deliver several events in one chunk, or end it before the terminal
+// event. Everything else passes through, streaming, and a browser disconnect is passed on.
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+
+export type StreamReshaper = (body: Buffer) => ReadonlyArray<Buffer>
+
+export interface StreamProxy {
+  readonly url: string
+  /** Applies to the next POST /workspace/chat/stream responses (undefined = pass through). */
+  readonly reshape: (reshaper: StreamReshaper | undefined, options?: { delayMs?: number }) => void
+  readonly close: () => Promise<void>
+}
+
+export async function startStreamProxy(targetUrl: string): Promise<StreamProxy> {
+  const target = new URL(targetUrl)
+  let reshaper: StreamReshaper | undefined
+  let delayMs = 15
+  const sockets = new Set<Socket>()
+  const server: Server = createServer((req, res) => forward({ req, res, target, reshaper: req.url?.startsWith('/workspace/chat/stream') ? reshaper : undefined, delayMs }))
+  server.on('connection', (socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    reshape: (next, options = {}) => {
+      reshaper = next
+      delayMs = options.delayMs ?? 15
+    },
+    close: async () => {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+function forward({ req, res, target, reshaper, delayMs }: { req: IncomingMessage; res: ServerResponse; target: URL; reshaper: StreamReshaper | undefined; delayMs: number }) {
+  const upstream = httpRequest(
+    { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
+    (answer) => {
+      const headers = { ...answer.headers }
+      if (reshaper) delete headers['content-length']
+      res.writeHead(answer.statusCode ?? 502, headers)
+      res.flushHeaders()
+      if (!reshaper) {
+        answer.pipe(res)
+        return
+      }
+      const parts: Buffer[] = []
+      answer.on('data', (part: Buffer) => parts.push(part))
+      answer.on('end', () => void writeSlowly(res, reshaper(Buffer.concat(parts)), delayMs))
+    },
+  )
+  upstream.on('error', () => res.destroy())
+  res.on('close', () => {
+    if (!res.writableFinished) upstream.destroy() // the browser went away: so does the proxy's request
+  })
+  req.pipe(upstream)
+}
+
+async function writeSlowly(res: ServerResponse, chunks: ReadonlyArray<Buffer>, delayMs: number): Promise<void> {
+  res.socket?.setNoDelay(true)
+  for (const chunk of chunks) {
+    if (res.destroyed) return
+    await new Promise<void>((resolve) => res.write(chunk, () => resolve()))
+    await new Promise((resolve) => setTimeout(resolve, delayMs))
+  }
+  res.end()
+}
+
+/** Cuts a body at byte offsets. */
+export function cutAt(body: Buffer, offsets: ReadonlyArray<number>): Buffer[] {
+  const cuts = [...new Set(offsets.filter((o) => o > 0 && o < body.length))].sort((a, b) => a - b)
+  const parts: Buffer[] = []
+  let start = 0
+  for (const cut of [...cuts, body.length]) {
+    parts.push(body.subarray(start, cut))
+    start = cut
+  }
+  return parts.filter((part) => part.length > 0)
+}
+
+/** Byte offsets just after the first byte of every multi-byte UTF-8 sequence (a split inside each code point). */
+export function insideCodePoints(body: Buffer): number[] {
+  const offsets: number[] = []
+  for (let i = 0; i < body.length; i++) if (body[i]! >= 0xc0) offsets.push(i + 1)
+  return offsets
+}
+
+/** Byte offsets between each CR and its LF. */
+export function betweenCrAndLf(body: Buffer): number[] {
+  const offsets: number[] = []
+  for (let i = 0; i + 1 < body.length; i++) if (body[i] === 0x0d && body[i + 1] === 0x0a) offsets.push(i + 1)
+  return offsets
+}
+
+export const toCrlf = (body: Buffer) => Buffer.from(body.toString('utf8').replace(/\n/g, '\r\n'), 'utf8')
+
+/** The body up to (not including) its terminal `event: done` / `event: error` frame. */
+export function withoutTerminal(body: Buffer): Buffer {
+  const text = body.toString('utf8')
+  const at = Math.max(text.lastIndexOf('event: done\n'), text.lastIndexOf('event: error\n'))
+  if (at < 0) throw new Error('the stream had no terminal event to cut')
+  return Buffer.from(text.slice(0, at), 'utf8')
+}
