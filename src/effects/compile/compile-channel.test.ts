@@ -74,6 +74,8 @@ describe('the local channel', () => {
     const abstract = await Effect.runPromise(local.complete(abstractRequest({ directoryName: 'd', overview, skill: undefined })))
     expect(abstract).toMatch(/^d holds 2 compiled documents\./)
     expect(Array.from(abstract).length).toBeLessThanOrEqual(500)
+    for (const part of parts) expect(abstract, 'each document says what it is, without its name and URI').toContain(part.summary)
+    expect(abstract).not.toContain('kb://')
   })
 
   it('is deterministic, so the fingerprint of a step names its output', async () => {

@@ -41,6 +41,28 @@ describe('summariseDocument', () => {
     expect(summariseDocument({ title: '编译任务', text, maxChars: 42 })).toBe('编译任务会为每个目录生成概览和摘要文件。编译任务的配置在入队时复制进任务快照。')
   })
 
+  test('leaves out what does not stand alone: bold pseudo-headings, metadata lines, sentences that announce a list, list items that continue one', () => {
+    const text = [
+      '*Status: closed. Severity: medium, no data loss at all.*',
+      '',
+      'The server keeps every turn within fixed limits that protect the provider.',
+      '',
+      '**Symptom: "unknown model id".** The client asked for a model that is not in the configuration file.',
+      '',
+      'A single turn is bounded by these limits of its own:',
+      '',
+      '- at most twelve model steps in a single turn;',
+      '- Every tool call in a turn must target the selected scope.',
+    ].join('\n')
+    expect(summariseDocument({ title: 'limits', text, maxChars: 150 })).toBe(
+      'The server keeps every turn within fixed limits that protect the provider. Every tool call in a turn must target the selected scope.',
+    )
+  })
+
+  test('a data file is described by its keys or columns', () => {
+    expect(summariseDocument({ title: 'a.json', text: '{"models":[{"id":"m1"}]}', maxChars: 200 })).toBe('A JSON object with 1 key: models (1 entry: m1).')
+  })
+
   test('empty text gives an empty summary', () => {
     expect(summariseDocument({ title: 'x', text: '   ', maxChars: 10 })).toBe('')
   })
@@ -88,7 +110,13 @@ describe('summariseOverview', () => {
 })
 
 describe('summariseAbstract', () => {
-  test('the sentences whose terms recur across documents, one per document first, in document order', () => {
+  test("each document's first sentence first, in document order", () => {
+    expect(summariseAbstract({ title: 'guides', documents: DOCUMENTS, maxChars: 160 })).toBe(
+      'The guide explains the workspace and its tools. The runbook explains how to start a server. The compile pipeline turns raw files into a layered wiki.',
+    )
+  })
+
+  test('then the sentences whose terms recur across documents', () => {
     const abstract = summariseAbstract({ title: 'guides', documents: DOCUMENTS, maxChars: 200 })
     expect(abstract.length).toBeLessThanOrEqual(200)
     expect(abstract).toContain('Compaction')

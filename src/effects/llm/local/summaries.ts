@@ -6,6 +6,7 @@
 import { splitBlocks, type Block, type Page, type Sentence } from './blocks.ts'
 import { isEvidence, quoteFor, type Passage, type Quote } from './passages.ts'
 import type { ReadDocument } from './ranking.ts'
+import { describeDataFile } from './data-summary.ts'
 import { containsCjk, matchTerms } from './terms.ts'
 
 /** Sentences this short ("**One command, no setup.**") say too little to stand in a summary. */
@@ -23,10 +24,27 @@ function pageOf(text: string): Page {
   return { text: text.replace(/\r\n?/gu, '\n'), offset: 0, atStart: true, atEnd: true, name: '' }
 }
 
+/** A paragraph wholly in italics or of `Key: value` fields ("*Status: closed. Severity: medium.*"). */
+const METADATA = /^[*_][^*_].*[*_]$/u
+
+/** A bold line standing as a heading ("**Symptom: "unknown model id".**"). */
+const BOLD_LINE = /^(\*\*|__)[^*_]+\1[.:]?$/u
+
+/**
+ * Whether a sentence says something on its own: not a bold pseudo-heading, not one that announces
+ * what follows (a trailing colon), not a list item's continuation of the sentence above it
+ * ("- at most **24 tool calls** in total;").
+ */
+function standsAlone(sentence: Sentence, block: Block): boolean {
+  const text = sentence.text.trim()
+  if (BOLD_LINE.test(text) || /[:：]$/u.test(text)) return false
+  return !(block.kind === 'item' && /^[\p{Ll}]/u.test(text))
+}
+
 function unitsOf(blocks: ReadonlyArray<Block>, { short = false }: { short?: boolean } = {}): Unit[] {
-  const prose = blocks.filter((b) => isEvidence(b) && (b.kind === 'paragraph' || b.kind === 'item'))
+  const prose = blocks.filter((b) => isEvidence(b) && (b.kind === 'paragraph' || b.kind === 'item') && (short || !METADATA.test(b.text.trim())))
   const source = prose.length > 0 ? prose : blocks.filter(isEvidence)
-  const sentences: Sentence[] = source.flatMap((block) => block.sentences)
+  const sentences: Sentence[] = source.flatMap((block) => (short ? block.sentences : block.sentences.filter((s) => standsAlone(s, block))))
   const long = short ? sentences : sentences.filter((s) => s.text.length >= MIN_SENTENCE_CHARS || containsCjk(s.text))
   return (long.length > 0 ? long : sentences).map((s, position) => ({
     start: s.start,
@@ -94,6 +112,8 @@ export function cutText(text: string, maxChars: number): string {
  */
 export function summariseDocument({ title, text, maxChars }: { readonly title: string; readonly text: string; readonly maxChars: number }): string {
   const budget = Math.max(1, Math.floor(maxChars))
+  const data = describeDataFile({ title, text })
+  if (data !== undefined) return cutText(data, budget)
   const blocks = splitBlocks(pageOf(text))
   const whole = joinSentences(unitsOf(blocks, { short: true }).map((unit) => unit.text))
   if (Array.from(whole).length <= budget) return whole
@@ -133,17 +153,21 @@ export function summariseOverview({
   title,
   documents,
   maxChars,
+  maxCharsPerDocument,
 }: {
   readonly title: string
   readonly documents: ReadonlyArray<SummarisedDocument>
   readonly maxChars: number
+  /** A cap on each gist, so that a few documents do not make a long overview. */
+  readonly maxCharsPerDocument?: number | undefined
 }): string {
   const lines: string[] = []
   let used = 0
   const share = Math.floor(maxChars / Math.max(1, documents.length))
   for (const [index, document] of documents.entries()) {
     const prefix = `- ${document.name}: `
-    const gist = summariseDocument({ title: `${title} ${document.name}`, text: document.summary, maxChars: Math.max(60, share - prefix.length) })
+    const gistChars = Math.min(maxCharsPerDocument ?? Infinity, Math.max(60, share - prefix.length))
+    const gist = summariseDocument({ title: `${title} ${document.name}`, text: document.summary, maxChars: gistChars })
     const line = `${prefix}${gist === '' ? '(no text)' : gist}`
     const more = documents.length - index - 1
     const reserve = more > 0 ? 24 : 0
@@ -158,9 +182,9 @@ export function summariseOverview({
 }
 
 /**
- * A directory abstract (.abstract.md): the sentences of the documents' summaries whose terms
- * recur across the most documents, at most one per document until each has had its turn,
- * within `maxChars`, in the documents' order.
+ * A directory abstract (.abstract.md): each document's first sentence (the one that says what it
+ * is), the most recurring first when not all fit, then the sentences whose terms recur across
+ * the most documents, within `maxChars`, in the documents' order.
  */
 export function summariseAbstract({
   title,
@@ -184,11 +208,9 @@ export function summariseAbstract({
       return { unit, documentIndex, score: unit.terms.size === 0 ? 0 : weight / Math.sqrt(unit.terms.size) }
     }),
   )
+  // Each document's first sentence says what it is; it comes first, then the recurring ones.
   const best = new Map<number, (typeof scored)[number]>()
-  for (const entry of scored) {
-    const current = best.get(entry.documentIndex)
-    if (current === undefined || entry.score > current.score) best.set(entry.documentIndex, entry)
-  }
+  for (const entry of scored) if (!best.has(entry.documentIndex)) best.set(entry.documentIndex, entry)
   const rounds = [...best.values(), ...scored.filter((entry) => best.get(entry.documentIndex) !== entry)]
   const ordered = [...rounds.slice(0, best.size).sort((a, b) => b.score - a.score || a.documentIndex - b.documentIndex), ...rounds.slice(best.size).sort((a, b) => b.score - a.score || a.documentIndex - b.documentIndex || a.unit.position - b.unit.position)]
   const chosen: typeof scored = []
@@ -204,8 +226,6 @@ export function summariseAbstract({
 }
 
 const SUMMARY_HEADING = /\b(summary|abstract|overview|introduction|tl;?dr)\b|摘要|概述|简介|总结|概要/iu
-/** A paragraph wholly in italics or of `Key: value` fields ("*Status: closed. Severity: medium.*"). */
-const METADATA = /^[*_][^*_].*[*_]$/u
 
 /** The passage a summary starts with: the first under a "Summary" heading, else the first. */
 function leadPassage(document: ReadDocument, passages: ReadonlyArray<Passage>): number {
