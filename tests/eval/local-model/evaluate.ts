@@ -269,6 +269,17 @@ function summarise(results: ReadonlyArray<EvalResult>): EvalReport {
   }
 }
 
+/** Sorted times per corpus: the first folder of the question's scope (samples, handbook). */
+function timesByCorpus(results: ReadonlyArray<EvalResult>): Map<string, number[]> {
+  const byCorpus = new Map<string, number[]>()
+  for (const result of results) {
+    const corpus = /^kb:\/\/users\/[^/]+\/([^/]+)/u.exec(result.question.scope)?.[1] ?? result.question.scope
+    byCorpus.set(corpus, [...(byCorpus.get(corpus) ?? []), result.ms])
+  }
+  for (const times of byCorpus.values()) times.sort((a, b) => a - b)
+  return byCorpus
+}
+
 function percentile(sorted: ReadonlyArray<number>, p: number): number {
   if (sorted.length === 0) return 0
   return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
@@ -286,6 +297,9 @@ export function formatEvalReport(report: EvalReport, { verbose = false }: { verb
     `unanswerable  honest "nothing found", no citation    ${report.honest}/${report.unanswerable}  ${percent(report.honest, report.unanswerable)}`,
     `              wrong                                  ${report.unanswerable - report.honest}/${report.unanswerable}`,
     `time per question  p50 ${report.p50Ms.toFixed(1)} ms   p95 ${report.p95Ms.toFixed(1)} ms`,
+    ...[...timesByCorpus(report.results)].map(
+      ([corpus, times]) => `  ${corpus.padEnd(16)} p50 ${percentile(times, 0.5).toFixed(1)} ms   p95 ${percentile(times, 0.95).toFixed(1)} ms   (${times.length} questions)`,
+    ),
   ]
   const shown = verbose ? report.results : report.results.filter((r) => r.outcome === 'wrong' || r.outcome === 'missed')
   if (shown.length > 0) lines.push('')
