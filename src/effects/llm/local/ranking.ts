@@ -5,7 +5,7 @@
 import MiniSearch from 'minisearch'
 import { splitBlocks, type Block, type Page } from './blocks.ts'
 import { isEvidence, passagesOf, type Passage } from './passages.ts'
-import { fileNameTerms, keywordTermsMatch, matchTerms, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
+import { fileNameTerms, isGenericNoun, keywordTermsMatch, matchTerms, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
 
 export interface ReadDocument {
   readonly uri: string
@@ -165,6 +165,9 @@ export function keywordWeights({
   return new Map(keywords.map((keyword, i) => [keyword.text, idf(frequencies[i]! > 0 ? frequencies[i]! : rarestFound)]))
 }
 
+/** A number standing as a figure ("50 MB", "6000"), not inside a name ("L2", "D1", "utf8"). */
+const FIGURE = /(?<![\p{L}\p{N}_])\p{N}+/u
+
 /**
  * Whether a passage answers the question: it covers at least `MIN_COVERAGE` of the keyword
  * weight (in its text, headings or file name), its own text matches a keyword (or its file's
@@ -188,8 +191,11 @@ export function judgeRelevance({
   const { keywords, focus } = question
   const joined = keywordsMetAsCompound(keywords, textTerms)
   const matches = (k: Keyword, terms: ReadonlySet<string>) => keywordTermsMatch(k, terms) || joined.has(k.text)
-  const total = keywords.reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
-  const covered = keywords.filter((k) => matches(k, around)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
+  // Asked for a measure, the passage gives a figure (checked below) in its own words: "too large
+  // … 50 MB" answers "the maximum size", so the measure words it lacks do not count against it.
+  const counted = question.asksForMeasure ? keywords.filter((k) => !isGenericNoun(k.text) || matches(k, around)) : keywords
+  const total = counted.reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
+  const covered = counted.filter((k) => matches(k, around)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
   const coverage = total === 0 ? 0 : covered / total
   const missingName = keywords.find((k) => k.proper && !keywordTermsMatch(k, document.terms) && !keywordTermsMatch(k, document.nameTerms))
   if (missingName !== undefined) return { relevant: false, coverage, reason: `${document.uri} never mentions “${missingName.text}”` }
@@ -202,6 +208,9 @@ export function judgeRelevance({
   const missing = (k: Keyword | undefined) => k !== undefined && !matches(k, around)
   if (head !== undefined && (missing(head) || missing(action) || focusFound * 2 < focus.length)) {
     return { relevant: false, coverage, reason: `the passage is not about “${focus.map((k) => k.text).join(' ')}”` }
+  }
+  if (question.asksForMeasure && !FIGURE.test(document.passages[passageIndex]!.text)) {
+    return { relevant: false, coverage, reason: 'the passage gives no figure' }
   }
   const threshold = focus.length > 0 && focusFound === focus.length ? MIN_COVERAGE_WITH_FOCUS : MIN_COVERAGE
   if (coverage < threshold) return { relevant: false, coverage, reason: `coverage ${coverage.toFixed(2)} below ${threshold}` }

@@ -53,7 +53,8 @@ describe('analyseQuestion', () => {
     ['How is the input limit computed?', ['input']],
     ['What is the budget for team dinners?', []],
     ['How do I book a company car?', ['book', 'company', 'car']],
-    ['What is the maximum size of a file to parse?', []],
+    ['What is the maximum size of a file to parse?', ['file']],
+    ['What is the default level of the ranking?', ['ranking']],
     ['值班补贴是多少？', ['值班', '补贴']],
     ['年假有多少天？', []],
     ['Which class may I book for a nine-hour flight?', ['class']],
@@ -73,6 +74,13 @@ describe('analyseQuestion', () => {
   test('"How do I …" asks for an action on a thing: both must be there', () => {
     expect(analyseQuestion('How do I install knowagent on Windows?')).toMatchObject({ focusIsAction: true })
     expect(analyseQuestion('What is the dress code?')).toMatchObject({ focusIsAction: false })
+  })
+
+  test('a measure of a thing ("the maximum size of a file") asks for a figure; the thing itself does not', () => {
+    expect(analyseQuestion('What is the maximum size of a file to parse?').asksForMeasure).toBe(true)
+    expect(analyseQuestion('How many files may a job compile?').asksForMeasure).toBe(false)
+    expect(analyseQuestion('What is the history of the project?').asksForMeasure).toBe(false)
+    expect(analyseQuestion('What is the parental leave policy?').asksForMeasure).toBe(false)
   })
 
   test('a request for key points or a summary is recognised', () => {

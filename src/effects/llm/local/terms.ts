@@ -50,6 +50,8 @@ const GENERIC_NOUNS = new Set(
   ).split(' '),
 )
 
+export const isGenericNoun = (word: string): boolean => GENERIC_NOUNS.has(word)
+
 /** Words that ask for a summary of a document rather than name a subject. */
 const SUMMARY_INTENT = /\b(summar(y|ise|ize)|key points?|main points?|gist|tl;?dr|overview of)\b|要点|总结|概要|摘要|主要内容/iu
 
@@ -187,6 +189,8 @@ export interface QuestionTerms {
   readonly focus: ReadonlyArray<Keyword>
   /** The phrase is an action on a thing ("How do I *install knowagent*"): its first word must match too. */
   readonly focusIsAction: boolean
+  /** The question asks for a measure of the thing ("the maximum size of *a file*"): the answer gives a figure. */
+  readonly asksForMeasure: boolean
   /** The question asks for the gist of a document ("key points of README.md"). */
   readonly wantsSummary: boolean
 }
@@ -200,6 +204,7 @@ export function analyseQuestion(question: string): QuestionTerms {
   return {
     keywords,
     focusIsAction: phrase.action,
+    asksForMeasure: phrase.measure,
     focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text)),
     wantsSummary: SUMMARY_INTENT.test(question),
   }
@@ -262,28 +267,41 @@ const CHINESE_ASKS_ABOUT_SUBJECT = /(?:是什么|是多少|是哪些|有哪些|�
 const CHINESE_QUESTION_TAIL = /(?:是什么|是多少|是哪些|有哪些|有多少|多少|多长|多久|怎么样|怎么|如何|吗|呢|[？?。])+.*$/u
 
 /** The noun phrase a question asks about, when its form shows one (see `QuestionTerms.focus`). */
-function focusPhrase(question: string): { readonly text: string | undefined; readonly action: boolean } {
-  const none = { text: undefined, action: false }
+function focusPhrase(question: string): { readonly text: string | undefined; readonly action: boolean; readonly measure: boolean } {
+  const none = { text: undefined, action: false, measure: false }
   const text = question.normalize('NFKC').trim()
   if (containsCjk(text)) {
     // 深圳办公室的停车费是多少 → 停车费; 值班补贴是多少 → 值班补贴 (the subject before the question words).
     if (!text.includes('的')) {
       const asked = CHINESE_ASKS_ABOUT_SUBJECT.exec(text)
-      return asked === null || asked.index === 0 ? none : { text: text.slice(0, asked.index), action: false }
+      return asked === null || asked.index === 0 ? none : { text: text.slice(0, asked.index), action: false, measure: false }
     }
     const subject = text.slice(text.lastIndexOf('的') + 1)
     const tail = CHINESE_QUESTION_TAIL.exec(subject)
     const head = tail === null ? subject : subject.slice(0, tail.index)
-    return head.trim() === '' ? none : { text: head, action: false }
+    return head.trim() === '' ? none : { text: head, action: false, measure: false }
   }
   const passive = PASSIVE_FRAME.exec(text)
-  if (passive !== null) return { text: passive[1]!, action: false }
+  if (passive !== null) return { text: passive[1]!, action: false, measure: false }
   const frame = QUESTION_FRAME.exec(text)
   if (frame === null) return none
   const rest = text.slice(frame[0].length)
-  const end = PHRASE_END.exec(` ${rest}`)
-  const phrase = end === null ? rest : rest.slice(0, Math.max(0, end.index - 1))
-  return phrase.trim() === '' ? none : { text: phrase, action: /^\s*how\s/iu.test(frame[0]) && /\s(?:i|we|you)\s+$/iu.test(frame[0]) }
+  const phrase = phraseAt(rest)
+  if (phrase.trim() === '') return none
+  // "the maximum size of a file": a measure of a thing asks about the thing, and for a figure.
+  const of = /^\s+of\s+(?:the\s+|a\s+|an\s+)?/iu.exec(rest.slice(phrase.length))
+  const phraseKeywords = extractKeywords(phrase)
+  if (of !== null && phraseKeywords.length > 0 && phraseKeywords.every((k) => GENERIC_NOUNS.has(k.text))) {
+    const thing = phraseAt(rest.slice(phrase.length + of[0].length))
+    if (thing.trim() !== '') return { text: thing, action: false, measure: true }
+  }
+  return { text: phrase, action: /^\s*how\s/iu.test(frame[0]) && /\s(?:i|we|you)\s+$/iu.test(frame[0]), measure: false }
+}
+
+/** The words of `text` up to the first preposition, verb or punctuation that ends a noun phrase. */
+function phraseAt(text: string): string {
+  const end = PHRASE_END.exec(` ${text}`)
+  return end === null ? text : text.slice(0, Math.max(0, end.index - 1))
 }
 
 /** Whether a set of terms holds a keyword: at least half of its terms (all of a one-term keyword). */
