@@ -1,8 +1,8 @@
 // knowagent itself, assembled as `knowagent serve` assembles it (src/server.ts): the composition
 // root (startCoreRuntime: configuration, the embedded PostgreSQL of a fresh data dir — initdb,
-// start, migrations — the document parser, the retrieval feature with its pre-step hook, the model
-// registry, the tool registry), the compile feature (pg-boss queue, LISTEN/NOTIFY, a worker) and
-// the express app. The embedded postmaster and its backends are this process's children, so they
+// start, migrations — the document parser, the retrieval feature with its pre-step hook, the
+// compile feature — pg-boss queue, LISTEN/NOTIFY, a worker — the model and tool registries), the
+// server instance's registration and the express app. The embedded postmaster and its backends are this process's children, so they
 // count in the tree's memory. One bench user with an API token and a small workspace (so the `ls`
 // tool has something to list); one model whose baseUrl is the bench provider. Streams go to
 // POST /api/v1/knowledge-agent/stream. Not done here (it is not on the stream path): the demo
@@ -16,9 +16,9 @@ import type { KyselyPlugin } from 'kysely'
 import pg from 'pg'
 import { startCoreRuntime } from '../../../src/effects/app-layer.ts'
 import { createApiTokenFor, createUser } from '../../../src/effects/auth/users.ts'
-import { compileFeatureOptionsOf, startCompileFeature } from '../../../src/effects/compile/compile-feature.ts'
 import { loadConfig } from '../../../src/effects/config/app-config.ts'
 import { createLogger } from '../../../src/effects/logging/logger.ts'
+import { registerInstance } from '../../../src/effects/turn/instance-registry.ts'
 import { putFile } from '../../../src/effects/workspace/store.ts'
 import { createApp } from '../../../src/http/create-app.ts'
 import { API_PREFIX } from '../../../src/http/knowledge-agent.routes.ts'
@@ -70,16 +70,16 @@ export async function startKnowagentServer({
   const logger = createLogger({ level: 'warn', write: (line) => process.stderr.write(line + '\n') })
   let runtime: Awaited<ReturnType<typeof startCoreRuntime>>
   try {
-    // As serve: exclusive, migrated, the retrieval feature on (`blConfigPath: null`: no bl CLI
+    // As serve: exclusive, migrated, retrieval and compile on (`blConfigPath: null`: no bl CLI
     // login of whoever runs the bench is imported).
-    runtime = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: { blConfigPath: null } } })
+    runtime = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: { blConfigPath: null }, compile: true } })
   } catch (error) {
     removeDataDir()
     throw error
   }
   const { services, dispose } = runtime
   const { db } = services.database
-  const compile = await startCompileFeature(compileFeatureOptionsOf(services))
+  const instance = await registerInstance({ db, connection: services.database.connection, logger })
   const shutdown = new AbortController()
   // The app gets the same database through a plugin that only counts executed queries.
   let queries = 0
@@ -90,7 +90,7 @@ export async function startKnowagentServer({
       return args.result
     },
   }
-  const app = createApp({ ...appContextOf(services, shutdown.signal), db: db.withPlugin(counting), compile: compile.feature })
+  const app = createApp({ ...appContextOf(services, shutdown.signal), db: db.withPlugin(counting), instanceId: instance.instanceId })
   const user = await createUser(db, { login: BENCH_LOGIN, password: 'bench-password-0123' })
   const token = await createApiTokenFor(db, { secret: services.secret, login: BENCH_LOGIN })
   const note = 'Benchmark note: the workspace the `ls` tool lists.\n'
@@ -112,8 +112,8 @@ export async function startKnowagentServer({
       shutdown.abort(new Error('bench stop'))
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      await compile.stop()
-      await dispose() // the embedded PostgreSQL stops with the runtime
+      await instance.release()
+      await dispose() // compile attempts first, the embedded PostgreSQL last
       removeDataDir()
     },
   }

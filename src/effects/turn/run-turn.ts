@@ -57,6 +57,8 @@ export interface RunTurnOptions {
   readonly limits?: TurnInput['limits']
   /** The node `uri` resolved to, when the host has just resolved it (prepare then skips that query). */
   readonly scope?: WorkspaceNode | undefined
+  /** The server instance running the turn (instance-registry.ts), recorded so a dead one's turns can be closed. */
+  readonly instanceId?: string | undefined
 }
 
 export function stopReasonOf(reason: unknown): TurnStopReason {
@@ -131,7 +133,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   }
   // The turn's row is written while the turn prepares and calls the model (its commit waits for
   // the WAL flush: not on the path to the first delta); awaited before the outcome is recorded.
-  const recorded = recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id })
+  const recorded = recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id, instanceId: options.instanceId })
   const notRecorded = new AbortController()
   const finish = (outcome: Parameters<typeof recordTurnFinished>[1]) =>
     recordTurnFinished(db, outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
