@@ -238,7 +238,7 @@ function readEventStream({
       }
       if (state.status === 'streaming') return
       stopListening()
-      if (state.status === 'succeeded') releaseAfterDone(response, call)
+      if (state.status === 'succeeded') releaseAfterDone(response, call, input.signal)
       else call.abort() // an error payload: nothing more from this response is wanted
       resolve(fromStreamState(state))
     }
@@ -269,10 +269,12 @@ const DRAIN_AFTER_DONE_MS = 1000
 
 /**
  * After `[DONE]` the answer is known; the response normally ends a moment later. Let it end, so
- * the keep-alive socket goes back to the pool, but never wait on a provider that keeps talking.
+ * the keep-alive socket goes back to the pool, but never wait on a provider that keeps talking,
+ * nor past the caller's interruption (a stopped turn leaves no socket behind).
  */
-function releaseAfterDone(response: IncomingMessage, call: ProviderRequest): void {
+function releaseAfterDone(response: IncomingMessage, call: ProviderRequest, signal: AbortSignal): void {
   if (response.complete) return
+  if (signal.aborted) return call.abort()
   let bytes = 0
   const onData = (chunk: Buffer): void => {
     bytes += chunk.byteLength
@@ -280,9 +282,11 @@ function releaseAfterDone(response: IncomingMessage, call: ProviderRequest): voi
   }
   const timer = setTimeout(call.abort, DRAIN_AFTER_DONE_MS)
   timer.unref()
+  signal.addEventListener('abort', call.abort, { once: true })
   response.on('data', onData)
   response.once('close', () => {
     clearTimeout(timer)
+    signal.removeEventListener('abort', call.abort)
     response.off('data', onData)
   })
 }

@@ -16,6 +16,7 @@ import {
 } from '../../../tests/support/scripted-provider.ts'
 import type { ModelConfig } from './model-config.ts'
 import { makeOpenAiChatModel } from './openai-client.ts'
+import { postToProvider } from './provider-transport.ts'
 
 /** A keep-alive agent that remembers every socket it opened. */
 class RecordingAgent extends Agent {
@@ -96,6 +97,16 @@ describe('an ended call leaves no socket behind', () => {
     expect(agent.live()).toBe(0)
     await provider.waitForClientClose(0)
     await provider.waitForNoConnections()
+  })
+
+  test('aborted in the tick it was sent, before the agent handed it a socket: that socket is destroyed, not pooled', async () => {
+    const { provider, agent } = await setUp()
+    const call = postToProvider({ url: new URL(`${provider.baseUrl}/chat/completions`), headers: {}, body: '{}', agent })
+    call.abort()
+    await expect(call.response).rejects.toThrow()
+    expect(agent.opened).toHaveLength(1)
+    await agent.allClosed() // a pooled socket would stay open: the agent has no idle timeout
+    expect(agent.live()).toBe(0)
   })
 
   test('interrupted before the response headers: the same', async () => {

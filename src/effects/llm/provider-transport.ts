@@ -62,7 +62,11 @@ export function postToProvider({
     request,
     response,
     abort: () => {
-      if (!request.destroyed) request.destroy()
+      if (request.destroyed) return
+      // Destroyed before the agent handed it a socket, a request gives that socket back to the
+      // pool (Node's onSocket): wait for it, so the socket is destroyed with the request.
+      if (request.socket) request.destroy()
+      else request.once('socket', () => request.destroy())
     },
   }
 }
