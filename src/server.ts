@@ -22,8 +22,8 @@ export interface RunningServer {
 
 /** The routes' context from the runtime's services. */
 export function appContextOf(services: CoreServiceValues, shutdownSignal: AbortSignal): AppContext {
-  const { config, logger, secret, database, models, tools, preStep, parser } = services
-  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, parser, shutdownSignal }
+  const { config, logger, secret, database, models, tools, preStep, parser, retrieval } = services
+  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, parser, retrieval, shutdownSignal }
 }
 
 function listen(app: ReturnType<typeof createApp>, config: AppConfig): Promise<Server> {
@@ -38,7 +38,7 @@ export async function startServer({
   logger = createLogger({ level: config.logLevel }),
   announce = (line: string) => process.stderr.write(line + '\n'),
 }: { config?: AppConfig; logger?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
-  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true })
+  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true } })
   const { database } = services
   let server: Server | undefined
   try {

@@ -1,5 +1,11 @@
 import type { Child } from 'hono/jsx'
 
+/** A link in the top bar (e.g. Settings → Retrieval services, present only when the feature is on). */
+export interface NavLink {
+  readonly href: string
+  readonly label: string
+}
+
 export interface LayoutProps {
   readonly title: string
   readonly csrfToken?: string | undefined
@@ -8,6 +14,7 @@ export interface LayoutProps {
   readonly bodyClass?: string | undefined
   /** Load the page's own scripts (htmx's SSE extension and /static/js/main.js). */
   readonly interactive?: boolean | undefined
+  readonly nav?: ReadonlyArray<NavLink> | undefined
   readonly children?: Child
 }
 
@@ -15,7 +22,7 @@ export interface LayoutProps {
 // orphan it); no inline indicator CSS is needed (app.css styles .htmx-request).
 const HTMX_CONFIG = JSON.stringify({ history: 'reload', includeIndicatorCSS: false })
 
-export function Layout({ title, csrfToken, login, bodyClass, interactive, children }: LayoutProps) {
+export function Layout({ title, csrfToken, login, bodyClass, interactive, nav, children }: LayoutProps) {
   // htmx 4 does not inherit attributes implicitly: `:inherited` makes every request send the token.
   const csrfHeaders = csrfToken ? { 'hx-headers:inherited': JSON.stringify({ 'X-CSRF-Token': csrfToken }) } : {}
   return (
@@ -37,6 +44,13 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, childr
           <a class="brand" href="/workspace">
             <span class="brand-mark" aria-hidden="true">◆</span> knowagent
           </a>
+          {nav && nav.length > 0 ? (
+            <nav class="topnav" aria-label="Settings">
+              {nav.map((link) => (
+                <a href={link.href}>{link.label}</a>
+              ))}
+            </nav>
+          ) : null}
           {login ? (
             <form class="signout" method="post" action="/logout">
               <input type="hidden" name="_csrf" value={csrfToken ?? ''} />

@@ -1,6 +1,7 @@
 // The composition root: one place builds the running service from Effect layers —
-// configuration → database (opened, migrated) → model registry → tool registry → pre-step hooks
-// [→ the compile worker and the catalog refresher, as scoped resources] — into a ManagedRuntime.
+// configuration → database (opened, migrated) → document parser (worker pool) → features (the
+// retrieval catalog and its refresher, the compile worker: scoped resources) → model registry →
+// tool registry and pre-step hooks (the workspace tools plus the features') — into a ManagedRuntime.
 // The HTTP server, the CLI and the tests take their services from it; disposing the runtime
 // releases them in reverse order (workers stop, the pool closes, the embedded PostgreSQL stops
 // when this process was its last user).
@@ -10,7 +11,8 @@ import { AppSecret } from './config/secret.ts'
 import { Database, type DatabaseHandle, type DatabaseUnavailable } from './db/database.ts'
 import { type ModelRegistry, type ModelRegistryOptions, ModelRegistryService } from './llm/model-registry.ts'
 import { type Logger, LoggerService } from './logging/logger.ts'
-import { type ToolRegistry, ToolRegistryService } from './tools/tool-registry.ts'
+import { makeToolRegistry, type ToolRegistry, ToolRegistryService } from './tools/tool-registry.ts'
+import { type RetrievalFeature, RetrievalFeatureService } from './retrieval/retrieval-feature.ts'
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
@@ -29,6 +31,14 @@ export interface CoreLayerOptions {
   readonly migrate?: boolean | undefined
   /** Model registry overrides (tests: no delta delay, an injected fetch). */
   readonly models?: Partial<ModelRegistryOptions> | undefined
+  /**
+   * Long-lived features to run with this runtime (serve runs them all; CLI commands none). Each is
+   * a scoped resource: started when the runtime is built, stopped when it is disposed.
+   */
+  readonly features?: {
+    /** Retrieval services (Bailian), unless `retrieval.bailian.enabled` is false. `blConfigPath: null` skips the bl login import. */
+    readonly retrieval?: boolean | { readonly blConfigPath?: string | null | undefined } | undefined
+  } | undefined
 }
 
 export type CoreServices =
@@ -40,6 +50,7 @@ export type CoreServices =
   | ToolRegistryService
   | PreStepHooks
   | DocumentParserService
+  | RetrievalFeatureService
 
 /** Configuration, logger, secret and database: what every CLI command needs. */
 export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger' | 'exclusiveDatabase' | 'migrate'>) {
@@ -49,12 +60,32 @@ export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger
   )
 }
 
-/** Everything a turn needs, on top of the database. */
+/** Everything a turn needs, on top of the database; the features' tools and hooks join the registries. */
 export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, DatabaseUnavailable> {
   const models = ModelRegistryService.layer({ models: options.config.file.models ?? [], env: options.config.env, ...options.models })
   // The parser's worker pool is scoped: released (its workers terminated) with the runtime.
   const parser = DocumentParserService.layer(options.config.parsing)
-  return Layer.mergeAll(models, ToolRegistryService.layer(WORKSPACE_TOOLS), PreStepHooks.none, parser).pipe(Layer.provideMerge(databaseLayer(options)))
+  const retrievalOption = options.features?.retrieval
+  const retrieval = retrievalOption
+    ? RetrievalFeatureService.layerFromCore(typeof retrievalOption === 'object' ? retrievalOption : {})
+    : RetrievalFeatureService.none
+  const registries = Layer.mergeAll(
+    Layer.effect(
+      ToolRegistryService,
+      Effect.gen(function* () {
+        const feature = yield* RetrievalFeatureService
+        return makeToolRegistry([...WORKSPACE_TOOLS, ...(feature?.tools ?? [])])
+      }),
+    ),
+    Layer.effect(
+      PreStepHooks,
+      Effect.gen(function* () {
+        const feature = yield* RetrievalFeatureService
+        return composePreStepHooks(feature ? [feature.preStep] : [])
+      }),
+    ),
+  )
+  return Layer.mergeAll(models, parser, registries).pipe(Layer.provideMerge(retrieval), Layer.provideMerge(databaseLayer(options)))
 }
 
 export interface CoreServiceValues {
@@ -66,6 +97,7 @@ export interface CoreServiceValues {
   readonly tools: ToolRegistry
   readonly preStep: PreStepHook
   readonly parser: DocumentParser
+  readonly retrieval: RetrievalFeature | undefined
 }
 
 /** The services as plain values, for code outside Effect (express routes, the CLI). */
@@ -79,6 +111,7 @@ export const coreServiceValues = Effect.gen(function* () {
     tools: yield* ToolRegistryService,
     preStep: yield* PreStepHooks,
     parser: yield* DocumentParserService,
+    retrieval: yield* RetrievalFeatureService,
   } satisfies CoreServiceValues
 })
 

@@ -6,6 +6,7 @@ import type { User } from '../effects/auth/users.ts'
 import type { ModelRegistry } from '../effects/llm/model-registry.ts'
 import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
 import type { PreStepHook } from '../effects/turn/pre-step-hooks.ts'
+import type { RetrievalFeature } from '../effects/retrieval/retrieval-feature.ts'
 import type { DocumentParser } from '../effects/workspace/parse/document-parser.ts'
 
 /** Everything a route needs, built once at start-up. */
@@ -21,6 +22,8 @@ export interface AppContext {
   readonly parser: DocumentParser
   /** Runs before every model step of every turn (features register theirs in the composition root). */
   readonly preStep?: PreStepHook | undefined
+  /** Retrieval services (Bailian), when `retrieval.bailian.enabled` is not false: its settings page is mounted. */
+  readonly retrieval?: RetrievalFeature | undefined
   /** Keep-alive comment interval on idle SSE streams (default 15 s). */
   readonly sseKeepAliveMs?: number | undefined
   /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */

@@ -13,6 +13,7 @@ import { workspaceRoutes } from './workspace.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
 import { openAiRoutes } from './openai.routes.ts'
+import { retrievalRoutes } from './retrieval.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = fileURLToPath(new URL('../../views/static/', import.meta.url))
@@ -67,6 +68,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(workspaceRoutes(ctx))
   app.use(knowledgeAgentRoutes(ctx))
   app.use(chatRoutes(ctx))
+  if (ctx.retrieval) app.use(retrievalRoutes(ctx, ctx.retrieval))
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))

@@ -21,6 +21,7 @@ import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts
 import { discardRestOfBody } from './discard-body.ts'
 import { badRequest, forbidden, HttpError } from './http-errors.ts'
 import { readMultipartUpload } from './multipart-upload.ts'
+import { retrievalNav } from './retrieval.routes.ts'
 
 const PREVIEW_CHARS = 200_000
 const TREE_PAGE = 200
@@ -97,6 +98,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
       await renderPage(
         WorkspacePage({
           login: user.login,
+          nav: retrievalNav(ctx.retrieval),
           csrfToken: req.auth!.csrfToken,
           rootUri: rootUriOf(user),
           tree: await buildTree(user, directory),

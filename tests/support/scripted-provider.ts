@@ -197,7 +197,7 @@ export async function startScriptedProvider(
   }
 }
 
-function playScript({
+export function playScript({
   script,
   req,
   res,

@@ -30,9 +30,15 @@ export async function startTestServer({
   models,
   sseKeepAliveMs,
   preStep,
+  retrieval = false,
 }: {
   /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
   preStep?: PreStepHook
+  /**
+   * Runs the retrieval feature in the app's runtime, as serve does (its tools, pre-step hook and
+   * settings page; nothing when `retrieval.bailian.enabled` is false). The `bl` login import is off.
+   */
+  retrieval?: boolean
   env?: Record<string, string>
   configure?: (config: AppConfig) => AppConfig
   models?: Partial<ModelRegistryOptions>
@@ -43,7 +49,12 @@ export async function startTestServer({
   const logger: Logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
   let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, DATABASE_URL: created.url, ...env }, cwd: '/' })
   if (configure) config = configure(config)
-  const runtime = await startCoreRuntime({ config, logger, models: { local: { deltaDelayMs: 0 }, ...models } })
+  const runtime = await startCoreRuntime({
+    config,
+    logger,
+    models: { local: { deltaDelayMs: 0 }, ...models },
+    features: { retrieval: retrieval ? { blConfigPath: null } : false },
+  })
   const shutdownController = new AbortController()
   const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)

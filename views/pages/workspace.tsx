@@ -1,4 +1,4 @@
-import { Layout } from '../layout.tsx'
+import { Layout, type NavLink } from '../layout.tsx'
 import { ChatPanel, type ChatPanelProps } from '../partials/chat-panel.tsx'
 import { ContentPane, type ContentPaneProps } from '../partials/content-pane.tsx'
 import { WorkspaceTree, type TreeEntry } from '../partials/tree.tsx'
@@ -8,6 +8,8 @@ export type { TreeEntry } from '../partials/tree.tsx'
 
 export interface WorkspacePageProps {
   readonly login: string
+  /** Top-bar links (Settings → Retrieval services when that feature is on). */
+  readonly nav?: ReadonlyArray<NavLink> | undefined
   readonly csrfToken: string | undefined
   readonly rootUri: string
   readonly tree: ReadonlyArray<TreeEntry>
@@ -18,7 +20,7 @@ export interface WorkspacePageProps {
 /** Tree and preview on one side, the chat on the other, a keyboard-resizable divider between. */
 export function WorkspacePage(props: WorkspacePageProps) {
   return (
-    <Layout title="Workspace" csrfToken={props.csrfToken} login={props.login} bodyClass="page-workspace" interactive>
+    <Layout title="Workspace" csrfToken={props.csrfToken} login={props.login} nav={props.nav} bodyClass="page-workspace" interactive>
       <div class="workspace" id="workspace">
         <div class="browser-pane">
           <WorkspaceTree rootUri={props.rootUri} entries={props.tree} />

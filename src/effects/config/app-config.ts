@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { resolve } from 'node:path'
 import { ModelsConfigSchema } from '../llm/model-config.ts'
+import { type BailianConfig, resolveBailianConfig, RetrievalConfigSchema } from '../retrieval/bailian-config.ts'
 import { DEFAULT_PARSE_LIMITS, DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_MS, defaultParserThreads } from '../workspace/parse/parse-outcome.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
@@ -40,6 +41,8 @@ export const ConfigFileSchema = Schema.Struct({
       parserThreads: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 64 }))),
     }),
   ),
+  /** Retrieval services (docs/retrieval.md). */
+  retrieval: Schema.optional(RetrievalConfigSchema),
 })
 export type ConfigFile = typeof ConfigFileSchema.Type
 
@@ -60,6 +63,8 @@ export interface AppConfig {
   readonly streamsPerMinute: number
   readonly maxMessageChars: number
   readonly maxFileBytes: number
+  /** `retrieval.bailian` with defaults (enabled unless switched off). */
+  readonly retrievalBailian: BailianConfig
   readonly maxFilesPerUpload: number
   /** The document parser's budgets (its worker pool takes this object as it is). */
   readonly parsing: {
@@ -144,6 +149,7 @@ export function loadConfig({
     sessionTtlHours: file.server?.sessionTtlHours ?? 24 * 14,
     streamsPerMinute: file.limits?.streamsPerMinute ?? 30,
     maxMessageChars: file.limits?.maxMessageChars ?? 32_000,
+    retrievalBailian: resolveBailianConfig(file.retrieval?.bailian),
     maxFileBytes,
     maxFilesPerUpload: file.limits?.maxFilesPerUpload ?? 32,
     parsing: {

@@ -102,7 +102,56 @@ export interface TurnsTable {
   finished_at: NullableTimestamp
 }
 
+// Retrieval services (migrations/20261201040000_retrieval.ts)
+export interface RetrievalSettingsTable {
+  user_id: string
+  workspace_id: string | null
+  default_retrieve_agent_id: string | null
+  default_chat_agent_id: string | null
+  seeded_fields: ColumnType<string[], string[] | undefined, string[]>
+  updated_at: Timestamp
+}
+export interface UserCredentialsTable {
+  user_id: string
+  name: string
+  ciphertext: string
+  updated_at: Timestamp
+}
+export interface RetrievalCatalogsTable {
+  workspace_id: string
+  endpoint_host: string
+  fetched_at: NullableTimestamp
+  revision: ColumnType<string | number, number | string | undefined, number | string>
+  search_total: Generated<number>
+  chat_total: Generated<number>
+  search_truncated: Generated<boolean>
+  chat_truncated: Generated<boolean>
+  last_attempt_at: NullableTimestamp
+  last_error: string | null
+  last_error_at: NullableTimestamp
+}
+export interface RetrievalCatalogServicesTable {
+  workspace_id: string
+  scene: 'search' | 'chat'
+  agent_id: string
+  position: number
+  agent_name: string
+  status: string
+  modify_time: string | null
+  description: string | null
+}
+export interface RetrievalCatalogReadersTable {
+  workspace_id: string
+  key_fingerprint: string
+  verified_at: Timestamp
+}
+
 export interface DB {
+  retrieval_settings: RetrievalSettingsTable
+  user_credentials: UserCredentialsTable
+  retrieval_catalogs: RetrievalCatalogsTable
+  retrieval_catalog_services: RetrievalCatalogServicesTable
+  retrieval_catalog_readers: RetrievalCatalogReadersTable
   turns: TurnsTable
   users: UsersTable
   api_tokens: ApiTokensTable

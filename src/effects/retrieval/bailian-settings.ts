@@ -1,0 +1,216 @@
+// The Bailian settings of a user, read fresh on every call (so changes apply without restart):
+// the user layer and the credential store from PostgreSQL, the entry layer from the config file,
+// the environment as it is now. Writes come from the settings page; each is announced to
+// subscribers (the catalog refresher refreshes after a key or workspace change).
+import { Context, Data, Effect, Layer } from 'effect'
+import type { Kysely } from 'kysely'
+import type { DB } from '../db/schema.ts'
+import type { Logger } from '../logging/logger.ts'
+import type { BailianConnection } from './bailian-client.ts'
+import type { BailianConfig } from './bailian-config.ts'
+import { isValidWorkspaceId } from './bailian-endpoint.ts'
+import { BailianMissingCredentials } from './bailian-errors.ts'
+import { planBlImport, readBlCliConfig, type SeedField } from './bl-config-import.ts'
+import { makeCredentialCipher } from './credential-cipher.ts'
+import {
+  CREDENTIAL_NAMES,
+  type EditableKey,
+  planSettingsUpdate,
+  type ResolvedRetrievalSettings,
+  resolveRetrievalSettings,
+  type SettingKey,
+  type SettingLayers,
+} from './retrieval-settings.ts'
+import {
+  deleteCredential,
+  ensureUserLayerRow,
+  readCredentials,
+  readUserLayer,
+  updateUserLayer,
+  writeCredential,
+} from './retrieval-settings-store.ts'
+
+export interface BailianSettingsSnapshot {
+  /** Resolved values with their sources. `apiKey.value` is the secret: server-side use only. */
+  readonly settings: ResolvedRetrievalSettings
+  readonly endpointHost: string
+  readonly agentVersion: string | undefined
+  readonly chatTimeoutMs: number
+  /** Credential-store entries that could not be decrypted (the server secret changed). */
+  readonly unreadableCredentials: ReadonlyArray<string>
+}
+
+export interface SettingsChange {
+  readonly userId: string
+  readonly keys: ReadonlyArray<SettingKey>
+}
+
+/** A submitted settings value is refused (shown on the settings page; 400 over HTTP). */
+export class InvalidSettings extends Data.TaggedError('InvalidSettings')<{ readonly message: string }> {
+  readonly status = 400
+  get code(): string {
+    return 'retrieval.invalid_settings'
+  }
+}
+
+export interface BailianSettings {
+  readonly resolve: (userId: string) => Promise<BailianSettingsSnapshot>
+  /** Applies a submitted settings form (see `planSettingsUpdate`); returns the keys changed. */
+  readonly saveSettings: (userId: string, submitted: Partial<Record<EditableKey, string | undefined>>) => Promise<ReadonlyArray<EditableKey>>
+  readonly setApiKey: (userId: string, apiKey: string) => Promise<void>
+  /** Removes the stored key (the environment's, if any, shows through); false when none was stored. */
+  readonly removeApiKey: (userId: string) => Promise<boolean>
+  readonly subscribe: (listener: (change: SettingsChange) => void) => () => void
+}
+
+export interface BailianSettingsOptions {
+  readonly db: Kysely<DB>
+  readonly secret: string
+  readonly config: BailianConfig
+  /** Read at call time (usually `process.env`). */
+  readonly env: Readonly<Record<string, string | undefined>>
+  /** The `bl` CLI's login file (default ~/.bailian/config.json); null turns the one-time import off. */
+  readonly blConfigPath: string | null
+  readonly logger: Logger
+}
+
+const MAX_ID_LENGTH = 256
+const MAX_KEY_LENGTH = 512
+
+export function makeBailianSettings(options: BailianSettingsOptions): BailianSettings {
+  const { db, config, env, logger } = options
+  const cipher = makeCredentialCipher(options.secret)
+  const listeners = new Set<(change: SettingsChange) => void>()
+  const importChecked = new Set<string>()
+  const entry = {
+    workspaceId: config.workspaceId,
+    defaultRetrieveAgentId: config.defaultRetrieveAgentId,
+    defaultChatAgentId: config.defaultChatAgentId,
+  }
+
+  const announce = (change: SettingsChange): void => {
+    if (change.keys.length === 0) return
+    for (const listener of [...listeners]) {
+      try {
+        listener(change)
+      } catch (error) {
+        logger.error('retrieval settings listener failed', { error })
+      }
+    }
+  }
+
+  const layersOf = async (userId: string): Promise<{ layers: SettingLayers; seeded: ReadonlyArray<string>; unreadable: ReadonlyArray<string> }> => {
+    const [user, credentials] = await Promise.all([readUserLayer(db, userId), readCredentials(db, cipher, userId)])
+    return { layers: { user: user.values, entry, credentials: credentials.values, env }, seeded: user.seededFields, unreadable: credentials.unreadable }
+  }
+
+  /** Once per user and process: adopt the `bl` login for fields configured nowhere. */
+  const importFromBlOnce = async (userId: string): Promise<void> => {
+    if (options.blConfigPath === null || importChecked.has(userId)) return
+    importChecked.add(userId)
+    const file = await readBlCliConfig(options.blConfigPath)
+    const imported = await db.transaction().execute(async (trx) => {
+      await ensureUserLayerRow(trx, userId)
+      const user = await readUserLayer(trx, userId, { lock: true })
+      const credentials = await readCredentials(trx, cipher, userId)
+      const settings = resolveRetrievalSettings({ user: user.values, entry, credentials: credentials.values, env })
+      const plan = planBlImport({
+        seeded: user.seededFields,
+        configured: { apiKey: settings.apiKey.value !== undefined, workspaceId: settings.workspaceId.value !== undefined },
+        file,
+      })
+      if (plan.mark.length === 0) return []
+      if (plan.apiKey !== undefined) await writeCredential(trx, cipher, { userId, name: CREDENTIAL_NAMES.apiKey, value: plan.apiKey })
+      await updateUserLayer(trx, userId, {
+        values: plan.workspaceId !== undefined ? { workspaceId: plan.workspaceId } : {},
+        markSeeded: plan.mark,
+      })
+      return [...(plan.apiKey !== undefined ? (['apiKey'] as const) : []), ...(plan.workspaceId !== undefined ? (['workspaceId'] as const) : [])]
+    })
+    if (imported.length > 0) {
+      logger.info('retrieval settings imported from the bl CLI login', { userId, fields: imported })
+      announce({ userId, keys: imported })
+    }
+  }
+
+  const resolve: BailianSettings['resolve'] = async (userId) => {
+    await importFromBlOnce(userId)
+    const { layers, unreadable } = await layersOf(userId)
+    return {
+      settings: resolveRetrievalSettings(layers),
+      endpointHost: config.endpointHost,
+      agentVersion: config.agentVersion,
+      chatTimeoutMs: config.chatTimeoutMs,
+      unreadableCredentials: unreadable,
+    }
+  }
+
+  const saveSettings: BailianSettings['saveSettings'] = async (userId, submitted) => {
+    for (const [key, value] of Object.entries(submitted)) {
+      const trimmed = value?.trim() ?? ''
+      if (trimmed.length > MAX_ID_LENGTH) throw new InvalidSettings({ message: `${key} is too long (at most ${MAX_ID_LENGTH} characters)` })
+      if (key === 'workspaceId' && trimmed !== '' && !isValidWorkspaceId(trimmed)) {
+        throw new InvalidSettings({ message: 'the workspace id may hold only letters, digits, "-" and "_"' })
+      }
+      if (/[\u0000-\u001f\u007f]/.test(trimmed)) throw new InvalidSettings({ message: `${key} holds control characters` })
+    }
+    const { layers } = await layersOf(userId)
+    const current = resolveRetrievalSettings(layers)
+    const patch = planSettingsUpdate({ submitted, current })
+    const keys = Object.keys(patch) as EditableKey[]
+    if (keys.length === 0) return []
+    // A user-driven write or clear of the workspace id consumes its one-time import.
+    await updateUserLayer(db, userId, { values: patch, markSeeded: keys.includes('workspaceId') ? ['workspaceId'] : [] })
+    announce({ userId, keys })
+    return keys
+  }
+
+  const setApiKey: BailianSettings['setApiKey'] = async (userId, apiKey) => {
+    const value = apiKey.trim()
+    if (value === '') throw new InvalidSettings({ message: 'the API key is empty' })
+    if (value.length > MAX_KEY_LENGTH || /\s/.test(value)) throw new InvalidSettings({ message: 'that does not look like an API key' })
+    await writeCredential(db, cipher, { userId, name: CREDENTIAL_NAMES.apiKey, value })
+    await updateUserLayer(db, userId, { values: {}, markSeeded: ['apiKey'] })
+    announce({ userId, keys: ['apiKey'] })
+  }
+
+  const removeApiKey: BailianSettings['removeApiKey'] = async (userId) => {
+    const removed = await deleteCredential(db, { userId, name: CREDENTIAL_NAMES.apiKey })
+    await updateUserLayer(db, userId, { values: {}, markSeeded: ['apiKey'] })
+    if (removed) announce({ userId, keys: ['apiKey'] })
+    return removed
+  }
+
+  return {
+    resolve,
+    saveSettings,
+    setApiKey,
+    removeApiKey,
+    subscribe: (listener) => {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+  }
+}
+
+/** The connection a call needs, or which value is missing. */
+export function connectionOf(snapshot: BailianSettingsSnapshot): BailianConnection | BailianMissingCredentials {
+  const apiKey = snapshot.settings.apiKey.value
+  if (apiKey === undefined) return new BailianMissingCredentials({ missing: 'apiKey' })
+  const workspaceId = snapshot.settings.workspaceId.value
+  if (workspaceId === undefined || !isValidWorkspaceId(workspaceId)) return new BailianMissingCredentials({ missing: 'workspaceId' })
+  return { apiKey, workspaceId, endpointHost: snapshot.endpointHost, agentVersion: snapshot.agentVersion }
+}
+
+/** The current settings of a user as an Effect (a database failure is a defect). */
+export function resolveSettingsEffect(settings: BailianSettings, userId: string): Effect.Effect<BailianSettingsSnapshot> {
+  return Effect.promise(() => settings.resolve(userId))
+}
+
+/** The settings as a service of the composition root. */
+export class BailianSettingsService extends Context.Service<BailianSettingsService, BailianSettings>()('knowagent/retrieval/BailianSettings') {
+  static readonly layer = (options: BailianSettingsOptions): Layer.Layer<BailianSettingsService> =>
+    Layer.sync(BailianSettingsService, () => makeBailianSettings(options))
+}
+
+export type { SeedField }

@@ -1,0 +1,138 @@
+// The catalog cache as this process sees it: PostgreSQL is the truth (catalog-store.ts), memory holds
+// what was read, and NOTIFY from any process (this one included) drops a workspace from memory.
+// While the LISTEN connection is down nothing is trusted from memory: every read goes to the
+// database, and a reconnect forgets everything (notifications may have been missed).
+import { Context, Effect, Layer } from 'effect'
+import type { Kysely } from 'kysely'
+import type pg from 'pg'
+import type { DB } from '../db/schema.ts'
+import type { Logger } from '../logging/logger.ts'
+import type { Scene, SceneListing } from './bailian-client.ts'
+import { startChannelListener, type ChannelListener } from './catalog-listener.ts'
+import { CATALOG_CHANNEL, type CatalogStatus, keyFingerprint, publishCatalog, readCatalogStatus, recordCatalogFailure, revokeCatalogReader } from './catalog-store.ts'
+
+export interface CatalogCache {
+  readonly read: (workspaceId: string) => Promise<CatalogStatus>
+  /** The keyed fingerprint of an API key, to compare with `CatalogStatus.readers`. */
+  readonly fingerprint: (apiKey: string) => string
+  readonly publish: (input: {
+    readonly workspaceId: string
+    readonly endpointHost: string
+    readonly listing: Readonly<Record<Scene, SceneListing>>
+    readonly apiKey: string
+    readonly fetchedAt: Date
+  }) => Promise<void>
+  /** A failed refresh of the workspace: recorded on its document, which stays. */
+  readonly recordFailure: (input: { readonly workspaceId: string; readonly endpointHost: string; readonly message: string; readonly at: Date }) => Promise<void>
+  /** The service refused this key: it no longer reads the shared document. */
+  readonly revokeReader: (input: { readonly workspaceId: string; readonly apiKey: string }) => Promise<void>
+  /** Called with the workspace id whenever any process changed its catalog. */
+  readonly subscribe: (listener: (workspaceId: string) => void) => () => void
+  readonly listening: () => boolean
+  readonly close: () => Promise<void>
+}
+
+export interface CatalogCacheOptions {
+  readonly db: Kysely<DB>
+  readonly secret: string
+  readonly logger: Logger
+  /** Connection settings for the LISTEN client (`DatabaseHandle.connection`); without them nothing is cached in memory. */
+  readonly listenConnection?: pg.ClientConfig | undefined
+  readonly reconnectDelayMs?: { readonly initial: number; readonly max: number } | undefined
+}
+
+export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
+  const { db, secret, logger } = options
+  const memory = new Map<string, CatalogStatus>()
+  const listeners = new Set<(workspaceId: string) => void>()
+  let generation = 0
+
+  /** Drops a workspace from memory; a read in flight from before will not store its answer. */
+  const forget = (workspaceId: string): void => {
+    generation += 1
+    memory.delete(workspaceId)
+  }
+
+  const changed = (workspaceId: string): void => {
+    forget(workspaceId)
+    for (const listener of [...listeners]) {
+      try {
+        listener(workspaceId)
+      } catch (error) {
+        logger.error('catalog change listener failed', { error })
+      }
+    }
+  }
+
+  const channel: ChannelListener | undefined =
+    options.listenConnection === undefined
+      ? undefined
+      : startChannelListener({
+          connection: options.listenConnection,
+          channel: CATALOG_CHANNEL,
+          onNotify: (workspaceId) => changed(workspaceId),
+          onConnect: () => {
+            generation += 1
+            memory.clear()
+          },
+          onDisconnect: () => {
+            generation += 1
+            memory.clear()
+          },
+          logger,
+          reconnectDelayMs: options.reconnectDelayMs,
+        })
+
+  const read: CatalogCache['read'] = async (workspaceId) => {
+    const cached = memory.get(workspaceId)
+    if (cached !== undefined && channel?.connected() === true) return cached
+    const before = generation
+    const status = await readCatalogStatus(db, workspaceId)
+    // Keep it only if nothing changed while it was being read and notifications are flowing.
+    if (channel?.connected() === true && generation === before) memory.set(workspaceId, status)
+    return status
+  }
+
+  return {
+    read,
+    fingerprint: (apiKey) => keyFingerprint({ secret, apiKey }),
+    publish: async ({ workspaceId, endpointHost, listing, apiKey, fetchedAt }) => {
+      await publishCatalog(db, { workspaceId, endpointHost, listing, readerFingerprint: keyFingerprint({ secret, apiKey }), fetchedAt })
+      // Our own NOTIFY arrives later: a read right after the publish must already see it.
+      if (channel?.connected() === true) forget(workspaceId)
+      else changed(workspaceId)
+    },
+    recordFailure: async ({ workspaceId, endpointHost, message, at }) => {
+      await recordCatalogFailure(db, { workspaceId, endpointHost, message, at })
+      if (channel?.connected() === true) forget(workspaceId)
+      else changed(workspaceId)
+    },
+    revokeReader: async ({ workspaceId, apiKey }) => {
+      await revokeCatalogReader(db, { workspaceId, fingerprint: keyFingerprint({ secret, apiKey }) })
+      if (channel?.connected() === true) forget(workspaceId)
+      else changed(workspaceId)
+    },
+    subscribe: (listener) => {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+    listening: () => channel?.connected() === true,
+    close: async () => {
+      listeners.clear()
+      memory.clear()
+      await channel?.close()
+    },
+  }
+}
+
+/** The cache as a scoped service: the LISTEN connection is released when the runtime shuts down. */
+export class CatalogCacheService extends Context.Service<CatalogCacheService, CatalogCache>()('knowagent/retrieval/CatalogCache') {
+  static readonly layer = (options: CatalogCacheOptions): Layer.Layer<CatalogCacheService> =>
+    Layer.effect(
+      CatalogCacheService,
+      Effect.acquireRelease(
+        Effect.sync(() => makeCatalogCache(options)),
+        (cache) => Effect.promise(() => cache.close()),
+      ),
+    )
+}
