@@ -16,6 +16,7 @@ export const USAGE = `usage: knowagent <command> [options]
 
 commands:
   serve                                  start the server (PORT, HOST, DATABASE_URL, KNOWAGENT_DATA_DIR)
+  worker                                 run compile jobs only (serve runs workers too; DATABASE_URL or the data dir)
   migrate                                apply database migrations
   user add <login> [--password P]        create a user (a password is generated and printed when omitted)
   user passwd <login> [--password P]     set a user's password (signs out their sessions)
@@ -85,6 +86,24 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
           const onTerm = () => stop('SIGTERM')
           process.on('SIGINT', onInt)
           process.on('SIGTERM', onTerm)
+        })
+        return 0
+      }
+      case 'worker': {
+        parse(rest, {})
+        const { startWorkerProcess } = await import('./worker.ts')
+        const { createLogger } = await import('./effects/logging/logger.ts')
+        const config = loadConfig({ env: io.env })
+        const running = await startWorkerProcess({ config, logger: createLogger({ level: config.logLevel }) })
+        io.out(`knowagent worker ${running.worker.id} is taking compile jobs (stop with Ctrl-C)`)
+        await new Promise<void>((resolve) => {
+          const stop = () => {
+            process.off('SIGINT', stop)
+            process.off('SIGTERM', stop)
+            void running.stop().then(resolve)
+          }
+          process.on('SIGINT', stop)
+          process.on('SIGTERM', stop)
         })
         return 0
       }

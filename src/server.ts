@@ -12,6 +12,7 @@ import { failOrphanedTurns } from './effects/turn/turn-records.ts'
 import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import type { AppContext } from './http/app-context.ts'
 import { createApp } from './http/create-app.ts'
+import { compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from './effects/compile/compile-feature.ts'
 
 export interface RunningServer {
   readonly url: string
@@ -41,14 +42,16 @@ export async function startServer({
   const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true } })
   const { database } = services
   let server: Server | undefined
+  let compile: RunningCompileFeature | undefined
   try {
     const orphaned = await failOrphanedTurns(database.db)
     if (orphaned > 0) logger.warn('closed turns left running by a stopped process', { turns: orphaned })
     const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser: services.parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
+    compile = await startCompileFeature(compileFeatureOptionsOf(services))
     const shutdownController = new AbortController()
-    const app = createApp(appContextOf(services, shutdownController.signal))
+    const app = createApp({ ...appContextOf(services, shutdownController.signal), compile: compile.feature })
     const sockets = new Set<Socket>()
     server = await listen(app, config)
     server.on('connection', (socket) => {
@@ -85,12 +88,14 @@ export async function startServer({
             for (const socket of sockets) socket.destroy()
           }, 2000).unref()
         })
+        await compile?.stop() // running compile attempts are interrupted and released for retry
         await dispose()
         logger.info('stopped')
       })())
     return { url, server, database, shutdown }
   } catch (error) {
     server?.close()
+    await compile?.stop()
     await dispose()
     throw error
   }

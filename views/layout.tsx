@@ -14,6 +14,8 @@ export interface LayoutProps {
   readonly bodyClass?: string | undefined
   /** Load the page's own scripts (htmx's SSE extension and /static/js/main.js). */
   readonly interactive?: boolean | undefined
+  /** The page's module instead of /static/js/main.js (the workspace page's). */
+  readonly moduleScript?: string | undefined
   readonly nav?: ReadonlyArray<NavLink> | undefined
   readonly children?: Child
 }
@@ -22,7 +24,7 @@ export interface LayoutProps {
 // orphan it); no inline indicator CSS is needed (app.css styles .htmx-request).
 const HTMX_CONFIG = JSON.stringify({ history: 'reload', includeIndicatorCSS: false })
 
-export function Layout({ title, csrfToken, login, bodyClass, interactive, nav, children }: LayoutProps) {
+export function Layout({ title, csrfToken, login, bodyClass, interactive, moduleScript, nav, children }: LayoutProps) {
   // htmx 4 does not inherit attributes implicitly: `:inherited` makes every request send the token.
   const csrfHeaders = csrfToken ? { 'hx-headers:inherited': JSON.stringify({ 'X-CSRF-Token': csrfToken }) } : {}
   return (
@@ -37,7 +39,7 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, nav, c
         <meta name="htmx-config" content={HTMX_CONFIG} />
         <script src="/static/htmx.min.js" defer></script>
         {interactive ? <script src="/static/hx-sse.js" defer></script> : null}
-        {interactive ? <script type="module" src="/static/js/main.js"></script> : null}
+        {interactive ? <script type="module" src={moduleScript ?? '/static/js/main.js'}></script> : null}
       </head>
       <body class={bodyClass} {...csrfHeaders}>
         <header class="topbar">

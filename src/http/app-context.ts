@@ -6,6 +6,7 @@ import type { User } from '../effects/auth/users.ts'
 import type { ModelRegistry } from '../effects/llm/model-registry.ts'
 import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
 import type { PreStepHook } from '../effects/turn/pre-step-hooks.ts'
+import type { CompileFeature } from '../effects/compile/compile-service.ts'
 import type { RetrievalFeature } from '../effects/retrieval/retrieval-feature.ts'
 import type { DocumentParser } from '../effects/workspace/parse/document-parser.ts'
 
@@ -22,6 +23,8 @@ export interface AppContext {
   readonly parser: DocumentParser
   /** Runs before every model step of every turn (features register theirs in the composition root). */
   readonly preStep?: PreStepHook | undefined
+  /** Compile jobs (queueing, the task center, live updates); absent when the server runs without a queue. */
+  readonly compile?: CompileFeature | undefined
   /** Retrieval services (Bailian), when `retrieval.bailian.enabled` is not false: its settings page is mounted. */
   readonly retrieval?: RetrievalFeature | undefined
   /** Keep-alive comment interval on idle SSE streams (default 15 s). */

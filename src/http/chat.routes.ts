@@ -2,7 +2,6 @@
 //   POST /workspace/chat/stream        a turn as SSE: HTML fragments, then one named `done`/`error`
 //   POST /workspace/chat/command       an explicit ls/read/search/status as a result card
 //   GET  /workspace/chat/welcome       the welcome area for a directory (a new conversation)
-//   GET  /workspace/chat/compile-form  the compile form (/compile, /compiler, /parse)
 // Cookie session + CSRF (the X-CSRF-Token header htmx sends from the page's body attribute).
 // The conversation's history comes from the page with each request; nothing is kept here.
 import { Router, urlencoded, type Request } from 'express'
@@ -10,7 +9,6 @@ import { Schema } from 'effect'
 import type { User } from '../effects/auth/users.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import { CommandMessage, CommandCard, CommandRefused, type CommandOutcome } from '../../views/partials/command-card.tsx'
-import { CompileForm } from '../../views/partials/compile-form.tsx'
 import { isMessageKey } from '../../views/partials/message-parts.ts'
 import { Welcome } from '../../views/partials/welcome.tsx'
 import { renderFragment } from '../../views/render.ts'
@@ -23,7 +21,7 @@ import { badRequest } from './http-errors.ts'
 import { decodeBody } from './decode-request.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, streamTurn } from './turn-stream.ts'
-import { directoryOf, listDirectory, modelOptions } from './workspace-listing.ts'
+import { directoryOf, listDirectory } from './workspace-listing.ts'
 
 export const CHAT_PREFIX = '/workspace/chat'
 const FORM_LIMIT = '6mb' // the page sends the whole history (at most 1.5 MB of JSON, up to 3× that percent-encoded)
@@ -118,11 +116,6 @@ export function chatRoutes(ctx: AppContext): Router {
   router.get(`${CHAT_PREFIX}/welcome`, async (req, res) => {
     const { directory, entries } = await directoryEntries(ctx, req.auth!.user, queryString(req, 'uri'))
     res.type('html').send(await renderFragment(Welcome({ directoryUri: directory.uri, entries })))
-  })
-
-  router.get(`${CHAT_PREFIX}/compile-form`, async (req, res) => {
-    const { directory, entries } = await directoryEntries(ctx, req.auth!.user, queryString(req, 'uri'))
-    res.type('html').send(await renderFragment(CompileForm({ directoryUri: directory.uri, entries, models: modelOptions(ctx) })))
   })
 
   router.use(

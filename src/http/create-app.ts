@@ -13,6 +13,7 @@ import { workspaceRoutes } from './workspace.routes.ts'
 import { workspaceFilesRoutes } from './workspace-files.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
+import { compileRoutes } from './compile.routes.ts'
 import { openAiRoutes } from './openai.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
 
@@ -70,6 +71,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(workspaceFilesRoutes(ctx)) // file management and the workspace-wide search
   app.use(knowledgeAgentRoutes(ctx))
   app.use(chatRoutes(ctx))
+  if (ctx.compile) app.use(compileRoutes(ctx, ctx.compile))
   if (ctx.retrieval) app.use(retrievalRoutes(ctx, ctx.retrieval))
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 

@@ -2,6 +2,7 @@
 import { Router, json } from 'express'
 import { Schema } from 'effect'
 import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
+import type { CompileOptions } from '../effects/compile/compile-service.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
 import { decodeBody } from './decode-request.ts'
@@ -20,8 +21,8 @@ export const CommandRequest = Schema.Struct({
   query: Schema.optional(Schema.String),
 })
 
-/** Safe metadata only: never a key, endpoint or header. */
-export function buildOptions(ctx: AppContext) {
+/** Safe metadata only: never a key, endpoint, header or command line. `compile` is null when the server runs without compile jobs. */
+export function buildOptions(ctx: AppContext, compile: CompileOptions | null = null) {
   return {
     models: ctx.models.list().map((m) => ({
       id: m.id,
@@ -31,10 +32,7 @@ export function buildOptions(ctx: AppContext) {
       supports_native_tool_calling: m.supportsNativeToolCalling,
     })),
     default_model_id: ctx.models.list()[0]?.id ?? 'local',
-    compile: {
-      cli_profiles: [] as Array<{ id: string; name: string }>,
-      defaults: { max_files: 32, reasoning_level: 'medium', call_budget: 8, timeout_seconds: 600 },
-    },
+    compile,
     limits: {
       max_message_chars: ctx.config.maxMessageChars,
       streams_per_minute: ctx.config.streamsPerMinute,
@@ -49,8 +47,9 @@ export function knowledgeAgentRoutes(ctx: AppContext): Router {
   const router = Router()
   router.use(API_PREFIX, requireAuth(), json({ limit: '2mb' }), requireCsrf())
 
-  router.get(`${API_PREFIX}/options`, (_req, res) => {
-    res.set('Cache-Control', 'no-store').json(buildOptions(ctx))
+  router.get(`${API_PREFIX}/options`, async (req, res) => {
+    const compile = ctx.compile ? await ctx.compile.service.options({ caller: req.auth!.user }) : null
+    res.set('Cache-Control', 'no-store').json(buildOptions(ctx, compile))
   })
 
   router.post(`${API_PREFIX}/command`, async (req, res) => {

@@ -1,4 +1,4 @@
-// `knowagent/machines`: the turn machine and its pure helpers, for hosts that embed them.
+// `knowagent/machines`: the turn machine, the compile job machine and their pure helpers, for hosts that embed them.
 export * from './turn-types.ts'
 export * from './turn-contract.ts'
 export * from './turn.machine.ts'
@@ -9,4 +9,6 @@ export * from './turn-history.ts'
 export * from './context-blocks.ts'
 export * from './model-output.ts'
 export * from './turn-context.ts'
+export * from './compile-job-contract.ts'
+export * from './compile-job.machine.ts'
 export * from './catalog-refresh.machine.ts'

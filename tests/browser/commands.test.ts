@@ -119,12 +119,11 @@ describe.each(UUID_MODES)('commands ($name)', (mode) => {
     const dialog = page.getByRole('dialog', { name: 'Compile to wiki' })
     await run(page, command)
     await dialog.locator('.compile-form').waitFor()
-    await expect(dialog.locator('#compile-later').textContent()).resolves.toContain('Compile jobs come in a later release')
-    await expect(dialog.locator('.compile-files input[type="checkbox"]').evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value))).resolves.toEqual([
+    await expect(dialog.locator('.compile-files input[name="uris"]').evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value))).resolves.toEqual([
       'kb://users/alice/docs/a.md',
       'kb://users/alice/docs/b.txt',
     ])
-    await expect(dialog.getByRole('button', { name: /Queue compile/ }).isDisabled()).resolves.toBe(true)
+    await expect(dialog.getByRole('button', { name: /Queue compile/ }).isEnabled()).resolves.toBe(true)
     if (mode.randomUUID && command === '/compile') await screenshot(page, 'desktop-compile-dialog')
     await page.keyboard.press('Escape')
     await expect(dialog.isVisible()).resolves.toBe(false)

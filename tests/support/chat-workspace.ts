@@ -19,6 +19,7 @@ export async function startChatWorkspace(): Promise<ChatWorkspace> {
   const provider = await startScriptedProvider()
   const model = { profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, maxRetries: 0 }
   const server = await startTestServer({
+    compile: { worker: false }, // the compile form and its job list (nothing here runs a job)
     configure: (config) => ({
       ...config,
       streamsPerMinute: 1000,

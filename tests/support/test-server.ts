@@ -12,6 +12,15 @@ import type { AppContext } from '../../src/http/app-context.ts'
 import { createApp } from '../../src/http/create-app.ts'
 import { appContextOf } from '../../src/server.ts'
 import { createPostgresDatabase } from './test-database.ts'
+import type { CliProfile, QueueSettings } from '../../src/effects/compile/compile-config.ts'
+import { compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from '../../src/effects/compile/compile-feature.ts'
+
+/** Compile jobs on the test server (queue, LISTEN connection, service), with a worker unless `worker: false`. */
+export interface TestCompileOptions {
+  readonly worker?: boolean
+  readonly cliProfiles?: ReadonlyArray<CliProfile>
+  readonly settings?: Partial<QueueSettings>
+}
 
 export interface TestServer {
   readonly url: string
@@ -19,6 +28,8 @@ export interface TestServer {
   readonly ctx: AppContext
   readonly logLines: string[]
   readonly shutdownController: AbortController
+  /** Present with the `compile` option. */
+  readonly compile: RunningCompileFeature | undefined
   readonly close: () => Promise<void>
 }
 
@@ -30,8 +41,14 @@ export async function startTestServer({
   models,
   sseKeepAliveMs,
   preStep,
+  compile,
+  databaseUrl: sharedUrl,
   retrieval = false,
 }: {
+  /** Compile jobs (the queue, live updates and, unless `worker: false`, a worker). */
+  compile?: TestCompileOptions
+  /** Another server's database: two servers (two "processes") on one PostgreSQL; not dropped by this one. */
+  databaseUrl?: string
   /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
   preStep?: PreStepHook
   /**
@@ -44,10 +61,23 @@ export async function startTestServer({
   models?: Partial<ModelRegistryOptions>
   sseKeepAliveMs?: number
 } = {}): Promise<TestServer> {
-  const created = await createPostgresDatabase()
+  const created = sharedUrl ? { url: sharedUrl, drop: async () => {} } : await createPostgresDatabase()
   const logLines: string[] = []
   const logger: Logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
   let config = loadConfig({ env: { KNOWAGENT_DATA_DIR: '/nonexistent', KNOWAGENT_SECRET: TEST_SECRET, DATABASE_URL: created.url, ...env }, cwd: '/' })
+  if (compile) {
+    config = {
+      ...config,
+      file: {
+        ...config.file,
+        cliProfiles: compile.cliProfiles ?? config.file.cliProfiles,
+        compile: {
+          ...config.file.compile,
+          queue: { heartbeatSeconds: 10, retryDelaySeconds: 1, pollingIntervalSeconds: 0.5, ...config.file.compile?.queue, ...compile.settings, inServe: compile.worker !== false },
+        },
+      },
+    }
+  }
   if (configure) config = configure(config)
   const runtime = await startCoreRuntime({
     config,
@@ -56,7 +86,9 @@ export async function startTestServer({
     features: { retrieval: retrieval ? { blConfigPath: null } : false },
   })
   const shutdownController = new AbortController()
-  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, ...(preStep ? { preStep } : {}) }
+  const { database } = runtime.services
+  const running = compile ? await startCompileFeature(compileFeatureOptionsOf(runtime.services)) : undefined
+  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, compile: running?.feature, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
@@ -69,10 +101,12 @@ export async function startTestServer({
     ctx,
     logLines,
     shutdownController,
+    compile: running,
     close: async () => {
       shutdownController.abort()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
+      await running?.stop()
       await runtime.dispose()
       await created.drop()
     },

@@ -49,6 +49,8 @@ describe('loadConfig', () => {
     ['{"limts": {}}', '["limts"]'],
     ['{"limits": {"streamsPerMinute": -1}}', '["limits"]["streamsPerMinute"]'],
     ['{"models": [{"id": "m"}]}', '["models"][0]'],
+    ['{"cliProfiles": [{"id": "c", "name": "C", "command": ["/bin/c", "--m={model}"], "models": ["x"]}]}', '["cliProfiles"][0]["command"][1]'],
+    ['{"compile": {"queue": {"heartbeatSeconds": 5}}}', '["compile"]["queue"]["heartbeatSeconds"]'],
     ['{not json', 'invalid JSON'],
   ])('refuses %s naming the bad key', (json, where) => {
     const cwd = withConfigFile(json)

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { resolve } from 'node:path'
 import { ModelsConfigSchema } from '../llm/model-config.ts'
+import { CliProfilesSchema, CompileSettingsSchema } from '../compile/compile-config.ts'
 import { type BailianConfig, resolveBailianConfig, RetrievalConfigSchema } from '../retrieval/bailian-config.ts'
 import { DEFAULT_PARSE_LIMITS, DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_MS, defaultParserThreads } from '../workspace/parse/parse-outcome.ts'
 
@@ -12,6 +13,10 @@ const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 export const ConfigFileSchema = Schema.Struct({
   /** OpenAI-compatible model entries (docs/models.md); `local` is always added. */
   models: Schema.optional(ModelsConfigSchema),
+  /** Fixed argument vectors for the CLI compile channel (docs/compile.md). */
+  cliProfiles: Schema.optional(CliProfilesSchema),
+  /** Compile defaults, queue and worker settings (docs/compile.md). */
+  compile: Schema.optional(CompileSettingsSchema),
   server: Schema.optional(
     Schema.Struct({
       /** Trust X-Forwarded-* from a reverse proxy (sets Secure cookies behind https). */

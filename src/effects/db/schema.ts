@@ -39,7 +39,10 @@ export interface NodesTable {
   current_version_id: string | null
   created_at: Timestamp
   updated_at: Timestamp
+  /** Set on files a compile job wrote (never compile inputs); null for people's own files. */
+  generated: ColumnType<GeneratedKind | null, GeneratedKind | null | undefined, GeneratedKind | null>
 }
+export type GeneratedKind = 'summary' | 'overview' | 'abstract'
 export interface FileVersionsTable {
   id: string
   node_id: string
@@ -72,6 +75,31 @@ export interface JobsTable {
   started_at: NullableTimestamp
   finished_at: NullableTimestamp
   updated_at: Timestamp
+  /** Compile jobs: stage, files done/total, model calls used/budget. */
+  progress: ColumnType<unknown | null, string | null | undefined, string | null>
+  /** Compile jobs: the last structured failure (stage, code, message, attempt, …). */
+  failure: ColumnType<unknown | null, string | null | undefined, string | null>
+  /** Compile jobs: artifacts written, files skipped. */
+  result: ColumnType<unknown | null, string | null | undefined, string | null>
+  max_attempts: number | null
+  /** The queue's (pg-boss) job that runs the current attempts; a retry makes a new one. */
+  queue_job_id: string | null
+  queue_attempt: number | null
+  dead_lettered_at: NullableTimestamp
+}
+export interface CompileJobFilesTable {
+  job_id: string
+  position: number
+  owner_id: string
+  node_id: string | null
+  uri: string
+  active: Generated<boolean>
+}
+export interface CompileCacheTable {
+  owner_id: string
+  fingerprint: string
+  output: string
+  created_at: Timestamp
 }
 
 /** The words of one passage of a current file version, for the workspace-wide search (search-index.ts). */
@@ -160,6 +188,8 @@ export interface DB {
   file_versions: FileVersionsTable
   jobs: JobsTable
   search_passages: SearchPassagesTable
+  compile_job_files: CompileJobFilesTable
+  compile_cache: CompileCacheTable
 }
 
 export type UserRow = Selectable<UsersTable>

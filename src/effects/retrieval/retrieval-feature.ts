@@ -60,6 +60,14 @@ export interface RetrievalFeatureOptions {
   readonly now?: (() => number) | undefined
 }
 
+/** `{ BAILIAN_WORKSPACE_ID }` for a CLI-profile subprocess of this user: the id resolved through every layer (empty when unset). */
+export function subprocessEnvOf(settings: BailianSettings): (userId: string) => Promise<Record<string, string>> {
+  return async (userId): Promise<Record<string, string>> => {
+    const workspaceId = (await settings.resolve(userId)).settings.workspaceId.value
+    return workspaceId === undefined ? {} : { BAILIAN_WORKSPACE_ID: workspaceId }
+  }
+}
+
 /** The feature, or undefined when `retrieval.bailian.enabled` is false. */
 export function makeRetrievalFeature(options: RetrievalFeatureOptions): RetrievalFeature | undefined {
   if (!options.config.enabled) return undefined
@@ -100,10 +108,7 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
     refresher,
     calls,
     workspaceIdFor,
-    subprocessEnvFor: async (userId): Promise<Record<string, string>> => {
-      const workspaceId = await workspaceIdFor(userId)
-      return workspaceId === undefined ? {} : { BAILIAN_WORKSPACE_ID: workspaceId }
-    },
+    subprocessEnvFor: subprocessEnvOf(settings),
     close: async () => {
       unsubscribe()
       await refresher.stop()

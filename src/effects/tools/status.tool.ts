@@ -38,7 +38,10 @@ function latestJob(context: ToolContext, node: WorkspaceNode, kind: string) {
       .select(['kind', 'status', 'error', 'uri', 'created_at', 'finished_at'])
       .where('owner_id', '=', context.caller.id)
       .where('kind', '=', kind)
-    if (node.kind === 'file') query = query.where('node_id', '=', node.id)
+    // A compile job covers the files of one directory: its row names the directory, its files are listed apart.
+    if (node.kind === 'file' && kind === 'compile') {
+      query = query.where('id', 'in', context.db.selectFrom('compile_job_files').select('job_id').where('node_id', '=', node.id))
+    } else if (node.kind === 'file') query = query.where('node_id', '=', node.id)
     else if (node.path !== '') query = query.where(sql<boolean>`starts_with(uri, ${node.uri})`)
     return query.orderBy('created_at', 'desc').orderBy('id').limit(1).executeTakeFirst()
   })

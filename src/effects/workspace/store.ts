@@ -209,7 +209,8 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
     .execute()
   await trx
     .updateTable('nodes')
-    .set({ current_version_id: versionId, updated_at: sql`now()` })
+    // a new version by anyone but a compile job (which marks its pages again) is the person's own file
+    .set({ current_version_id: versionId, updated_at: sql`now()`, generated: null })
     .where('id', '=', node.id)
     .execute()
   await indexVersionText(trx, { ownerId: owner.id, nodeId: node.id, versionId, body: parsed.ok ? (parsed.text ?? '') : null })

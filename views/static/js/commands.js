@@ -66,7 +66,7 @@ export function initCommands({ chat }) {
     closeDialogs()
     byId('compile-dialog-body').replaceChildren()
     openDialog(compileDialog)
-    htmx.ajax('GET', `/workspace/chat/compile-form?uri=${encodeURIComponent(chat.directoryUri())}`, { target: '#compile-dialog-body', swap: 'innerHTML' })
+    htmx.ajax('GET', `/workspace/compile/form?uri=${encodeURIComponent(chat.directoryUri())}`, { target: '#compile-dialog-body', swap: 'innerHTML' })
   }
 
   chat.onCommand((text) => {
@@ -178,6 +178,5 @@ export function initCommands({ chat }) {
       chat.focusComposer()
       return
     }
-    if (event.target.closest('#compile-form')) event.preventDefault() // compile jobs come later
   })
 }

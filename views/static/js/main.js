@@ -2,10 +2,12 @@
 // loaded before this module by the page.
 import { initChat } from './chat.js'
 import { initCommands } from './commands.js'
+import { initCompileForm } from './compile-form.js'
 import { initDialogs } from './dialogs.js'
 import { initWorkspace } from './workspace.js'
 
 initDialogs()
 const chat = initChat()
 initCommands({ chat })
+initCompileForm()
 initWorkspace({ chat })

@@ -1,0 +1,110 @@
+// The compile feature as one resource of a server process: the queue (pg-boss, its own pool and
+// schema), the one LISTEN connection for live job updates, the compile service (queueing,
+// cancelling, retrying) and, unless the config leaves jobs to `knowagent worker` processes, a
+// worker. Started with the server, stopped before the database closes: running attempts are
+// interrupted and released for retry, then the queue and the LISTEN connection are closed.
+import { Context, Effect, Layer } from 'effect'
+import type { Kysely } from 'kysely'
+import type pg from 'pg'
+import type { CoreServiceValues } from '../app-layer.ts'
+import type { AppConfig } from '../config/app-config.ts'
+import type { DB } from '../db/schema.ts'
+import type { ModelRegistry } from '../llm/model-registry.ts'
+import type { Logger } from '../logging/logger.ts'
+import type { DocumentParser } from '../workspace/parse/document-parser.ts'
+import { resolveCompileDefaults, resolveQueueSettings } from './compile-config.ts'
+import type { CompileEnvironmentProvider } from './compile-pipeline.ts'
+import { startQueue } from './compile-queue.ts'
+import { type CompileFeature, makeCompileService } from './compile-service.ts'
+import { type CompileWorker, startCompileWorker } from './compile-worker.ts'
+import { makeJobEvents } from './job-events.ts'
+import { loadBundledSkills } from './skills.ts'
+
+export interface RunningCompileFeature {
+  readonly feature: CompileFeature
+  /** undefined when `compile.queue.inServe` is false. */
+  readonly worker: CompileWorker | undefined
+  readonly stop: () => Promise<void>
+}
+
+export interface CompileFeatureOptions {
+  readonly config: AppConfig
+  readonly db: Kysely<DB>
+  /** The database's connection settings (DatabaseHandle.connection). */
+  readonly connection: pg.ClientConfig
+  readonly models: ModelRegistry
+  readonly logger: Logger
+  /** e.g. BAILIAN_WORKSPACE_ID for a job's owner, exported to its CLI (the retrieval feature provides it). */
+  readonly extraEnv?: CompileEnvironmentProvider | undefined
+  /** The server's document parser: a job parses again a file whose parse had failed. */
+  readonly parser?: DocumentParser | undefined
+}
+
+/**
+ * The feature's options from the runtime's services (serve and the test server): a CLI profile's
+ * subprocess sees its owner's resolved Bailian workspace id when the retrieval feature runs.
+ */
+export function compileFeatureOptionsOf(services: CoreServiceValues): CompileFeatureOptions {
+  const { config, logger, database, models, parser, retrieval } = services
+  return {
+    config,
+    logger,
+    db: database.db,
+    connection: database.connection,
+    models,
+    parser,
+    extraEnv: retrieval ? (owner) => retrieval.subprocessEnvFor(owner.id) : undefined,
+  }
+}
+
+export async function startCompileFeature(options: CompileFeatureOptions): Promise<RunningCompileFeature> {
+  const { config, db, connection, models, logger } = options
+  const settings = resolveQueueSettings(config.file.compile)
+  const cliProfiles = config.file.cliProfiles ?? []
+  const bundledSkills = loadBundledSkills()
+  const queue = await startQueue({ connection, settings, logger, instanceName: 'serve' })
+  const events = makeJobEvents({ connection, logger })
+  let worker: CompileWorker | undefined
+  try {
+    await events.ready()
+    const service = makeCompileService({
+      db,
+      queue,
+      models,
+      cliProfiles,
+      defaults: resolveCompileDefaults({ settings: config.file.compile, firstModelId: models.list()[0]?.id ?? 'local' }),
+      bundledSkills,
+    })
+    if (settings.inServe) {
+      worker = await startCompileWorker({ db, connection, engines: { models, cliProfiles, serverEnv: config.env, extraEnv: options.extraEnv, parser: options.parser }, settings, events, logger, queue })
+    }
+    let stopping: Promise<void> | undefined
+    return {
+      feature: { service, events },
+      worker,
+      stop: () =>
+        (stopping ??= (async () => {
+          await worker?.stop()
+          await queue.stop({ graceful: true, timeoutMs: 10_000 })
+          await events.close()
+        })()),
+    }
+  } catch (error) {
+    await worker?.stop()
+    await queue.stop({ graceful: false, timeoutMs: 1_000 }).catch(() => {})
+    await events.close()
+    throw error
+  }
+}
+
+/** The compile feature as a scoped resource of the runtime (composition root). */
+export class CompileFeatureService extends Context.Service<CompileFeatureService, RunningCompileFeature>()('knowagent/compile/CompileFeature') {
+  static readonly layer = (options: CompileFeatureOptions): Layer.Layer<CompileFeatureService> =>
+    Layer.effect(
+      CompileFeatureService,
+      Effect.acquireRelease(
+        Effect.promise(() => startCompileFeature(options)),
+        (running) => Effect.promise(() => running.stop()),
+      ),
+    )
+}

@@ -1,0 +1,107 @@
+// The compile queue on PostgreSQL (SPEC §8): pg-boss, in its own schema, claims and schedules;
+// our `jobs` rows say what a job is and how it went. A queue job carries only our job id. Its
+// options come from the job's snapshot: retries (attempts − 1, exponential backoff), an expiry
+// past the job's timeout, a heartbeat so a dead worker's job is taken over, and a dead-letter
+// queue for jobs out of attempts. Sent in the same transaction as our row (pg-boss's Kysely
+// adapter), so a job is queued exactly when its row exists.
+import { fromKysely, PgBoss, type Clock, type ConstructorOptions } from 'pg-boss'
+import type pg from 'pg'
+import type { Db } from '../workspace/store.ts'
+import type { Logger } from '../logging/logger.ts'
+import type { QueueSettings } from './compile-config.ts'
+
+export const QUEUE_SCHEMA = 'knowagent_queue'
+export const COMPILE_QUEUE = 'compile'
+export const DEAD_LETTER_QUEUE = 'compile-dead'
+/** pg-boss's expiry covers the job's own timeout plus publishing and settling. */
+export const EXPIRY_MARGIN_SECONDS = 120
+
+export interface CompileQueueData {
+  readonly jobId: string
+}
+
+export interface QueueHandle {
+  readonly boss: PgBoss
+  readonly settings: QueueSettings
+  readonly stop: (options?: { graceful?: boolean; timeoutMs?: number }) => Promise<void>
+}
+
+export interface StartQueueOptions {
+  /** The database's connection settings (DatabaseHandle.connection); pg-boss opens its own small pool. */
+  readonly connection: pg.ClientConfig
+  readonly settings: QueueSettings
+  readonly logger?: Logger | undefined
+  /** Runs pg-boss's supervision (expiring dead workers' jobs, retention) in this process. Default true. */
+  readonly supervise?: boolean | undefined
+  /** pg-boss's clock (tests pass its TestClock). */
+  readonly clock?: Clock | undefined
+  readonly instanceName?: string | undefined
+  /** Connections pg-boss may open (its own pool). Default 4. */
+  readonly maxConnections?: number | undefined
+}
+
+/** pg's connection settings as pg-boss takes them (only what both name the same way). */
+export function bossConnection(connection: pg.ClientConfig): Pick<ConstructorOptions, 'connectionString' | 'host' | 'port' | 'user' | 'password' | 'database' | 'ssl'> {
+  const { connectionString, host, port, user, password, database, ssl } = connection
+  return Object.fromEntries(Object.entries({ connectionString, host, port, user, password, database, ssl }).filter(([, value]) => value !== undefined))
+}
+
+/** Starts pg-boss on the shared database (installing or migrating its schema) and makes sure both queues exist. */
+export async function startQueue(options: StartQueueOptions): Promise<QueueHandle> {
+  const boss = new PgBoss({
+    ...bossConnection(options.connection),
+    schema: QUEUE_SCHEMA,
+    max: options.maxConnections ?? 4,
+    application_name: 'knowagent-queue',
+    supervise: options.supervise ?? true,
+    schedule: false,
+    useListenNotify: true,
+    superviseIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
+    monitorIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
+    registerInstance: false,
+    persistWarnings: false,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.instanceName ? { instanceName: options.instanceName } : {}),
+  })
+  boss.on('error', (error) => options.logger?.warn('compile queue error', { error: error instanceof Error ? error.message : String(error) }))
+  await boss.start()
+  const queueOptions = {
+    retryBackoff: true,
+    retryDelay: Math.max(1, options.settings.retryDelaySeconds),
+    heartbeatSeconds: options.settings.heartbeatSeconds,
+  }
+  await boss.createQueue(DEAD_LETTER_QUEUE, { policy: 'standard', retentionSeconds: 30 * 24 * 3600, deleteAfterSeconds: 30 * 24 * 3600 })
+  await boss.createQueue(COMPILE_QUEUE, { policy: 'standard', deadLetter: DEAD_LETTER_QUEUE, notify: true, ...queueOptions })
+  await boss.updateQueue(COMPILE_QUEUE, { deadLetter: DEAD_LETTER_QUEUE, notify: true, ...queueOptions })
+  return {
+    boss,
+    settings: options.settings,
+    stop: ({ graceful = true, timeoutMs = 10_000 } = {}) => boss.stop({ graceful, timeout: timeoutMs, close: true }),
+  }
+}
+
+/** Queues one attempt sequence of `jobId` inside the caller's transaction; returns the queue job's id. */
+export async function sendCompileJob(
+  queue: QueueHandle,
+  trx: Db,
+  { jobId, queueJobId, maxAttempts, timeoutSeconds }: { jobId: string; queueJobId: string; maxAttempts: number; timeoutSeconds: number },
+): Promise<string> {
+  const id = await queue.boss.send(COMPILE_QUEUE, { jobId } satisfies CompileQueueData, {
+    id: queueJobId,
+    retryLimit: Math.max(0, maxAttempts - 1),
+    retryBackoff: true,
+    retryDelay: Math.max(1, queue.settings.retryDelaySeconds),
+    retryDelayMax: 600,
+    expireInSeconds: timeoutSeconds + EXPIRY_MARGIN_SECONDS,
+    heartbeatSeconds: queue.settings.heartbeatSeconds,
+    deadLetter: DEAD_LETTER_QUEUE,
+    db: fromKysely(trx),
+  })
+  if (id === null) throw new Error('the compile queue refused the job')
+  return id
+}
+
+/** Takes a queued job off the queue (a running one loses its claim at its next heartbeat). */
+export async function cancelQueueJob(queue: QueueHandle, queueJobId: string): Promise<void> {
+  await queue.boss.cancel(COMPILE_QUEUE, queueJobId)
+}

@@ -1,0 +1,165 @@
+// The compile worker (SPEC §8, §10): a long-lived resource that takes compile jobs from the queue
+// and runs each claimed attempt (compile-pipeline.ts). Any number of workers, in `knowagent serve`
+// or `knowagent worker` processes on any machine that reaches the database, share one queue:
+// pg-boss hands each attempt to exactly one of them, and a worker that dies mid-job stops sending
+// heartbeats, so its job is retried by another once the heartbeat expires.
+// Stopping is graceful and bounded: every running attempt is interrupted (its model call aborted,
+// its CLI process tree killed), recorded as released for retry, and settled with the queue before
+// the queue connection closes.
+import { Context, Effect, Layer } from 'effect'
+import type { Kysely } from 'kysely'
+import type pg from 'pg'
+import type { Clock, Job } from 'pg-boss'
+import { randomUUID } from 'node:crypto'
+import type { CompileJobOutput } from '../../machines/index.ts'
+import type { DB } from '../db/schema.ts'
+import type { Logger } from '../logging/logger.ts'
+import type { QueueSettings } from './compile-config.ts'
+import { findCompileJob } from './compile-jobs-store.ts'
+import { type AttemptStopReason, type CompileEngines, type CompileAttemptDeps, runCompileAttempt } from './compile-pipeline.ts'
+import { COMPILE_QUEUE, type CompileQueueData, type QueueHandle, startQueue } from './compile-queue.ts'
+import type { JobEvents } from './job-events.ts'
+
+export interface CompileWorker {
+  readonly id: string
+  /** Job ids of the attempts running now. */
+  readonly running: () => ReadonlyArray<string>
+  readonly queue: QueueHandle
+  /** Interrupts the running attempts, settles them, stops taking jobs and closes the queue. Safe to call twice. */
+  readonly stop: () => Promise<void>
+}
+
+export interface CompileWorkerOptions {
+  readonly db: Kysely<DB>
+  /** The database's connection settings (DatabaseHandle.connection). */
+  readonly connection: pg.ClientConfig
+  readonly engines: CompileEngines
+  readonly settings: QueueSettings
+  /** Cancel notifications (and nothing else) come through here. */
+  readonly events: JobEvents
+  readonly logger?: Logger | undefined
+  /** pg-boss's clock (tests pass its TestClock); the job machine's timeout uses real time. */
+  readonly clock?: Clock | undefined
+  /** A queue already started in this process (serve shares one); otherwise the worker starts its own. */
+  readonly queue?: QueueHandle | undefined
+  readonly onModelCall?: CompileAttemptDeps['onModelCall']
+  /** How long stop() waits for interrupted attempts to settle. Default 10 s. */
+  readonly stopTimeoutMs?: number | undefined
+}
+
+type QueueResult = { id: string; status: 'completed' | 'failed' | 'deadletter'; output?: object }
+
+function queueResultOf(id: string, output: CompileJobOutput): QueueResult {
+  switch (output.status) {
+    case 'succeeded':
+    case 'cancelled':
+      return { id, status: 'completed', output: { status: output.status } }
+    case 'queued':
+      return { id, status: 'failed', output: { code: output.failure.code, message: output.failure.message } }
+    case 'failed':
+      return { id, status: 'deadletter', output: { code: output.failure.code, message: output.failure.message } }
+  }
+}
+
+export async function startCompileWorker(options: CompileWorkerOptions): Promise<CompileWorker> {
+  const id = `worker-${randomUUID().slice(0, 8)}`
+  const logger = options.logger?.child({ worker: id })
+  const ownsQueue = options.queue === undefined
+  const queue = options.queue ?? (await startQueue({ connection: options.connection, settings: options.settings, logger, clock: options.clock, instanceName: id }))
+  const runs = new Map<string, AbortController>()
+  const settled = new Set<Promise<unknown>>()
+  let stopping: Promise<void> | undefined
+
+  const unsubscribe = options.events.subscribe((event) => {
+    if (event.type !== 'changed' || !runs.has(event.jobId)) return
+    void options.db
+      .selectFrom('jobs')
+      .select('status')
+      .where('id', '=', event.jobId)
+      .executeTakeFirst()
+      .then((row) => {
+        if (row?.status === 'cancelled') runs.get(event.jobId)?.abort('cancel' satisfies AttemptStopReason)
+      })
+      .catch(() => {})
+  })
+
+  const runJob = async (job: Job<CompileQueueData>): Promise<QueueResult> => {
+    const jobId = job.data?.jobId
+    const stored = typeof jobId === 'string' ? await findCompileJob(options.db, { id: jobId }) : undefined
+    if (!stored || !stored.snapshot) {
+      logger?.warn('compile queue job without a readable job row', { queueJobId: job.id, jobId })
+      return { id: job.id, status: 'completed', output: { status: 'missing' } }
+    }
+    const owner = await options.db.selectFrom('users').select(['id', 'login']).where('id', '=', stored.ownerId).executeTakeFirst()
+    if (!owner) return { id: job.id, status: 'completed', output: { status: 'owner_gone' } }
+    const controller = new AbortController()
+    runs.set(stored.view.id, controller)
+    const onClaimLost = () => controller.abort('claim_lost' satisfies AttemptStopReason)
+    job.signal.addEventListener('abort', onClaimLost, { once: true })
+    if (stopping) controller.abort('shutdown' satisfies AttemptStopReason)
+    try {
+      const attempt = job.retryCount + 1
+      logger?.info('compile attempt started', { jobId: stored.view.id, attempt, queueJobId: job.id })
+      const output = await runCompileAttempt({
+        db: options.db,
+        engines: options.engines,
+        claim: { jobId: stored.view.id, queueJobId: job.id, attempt },
+        owner,
+        job: stored,
+        snapshot: stored.snapshot,
+        signal: controller.signal,
+        onModelCall: options.onModelCall,
+      })
+      logger?.info('compile attempt ended', { jobId: stored.view.id, attempt, status: output.status, ...('failure' in output ? { code: output.failure.code } : {}) })
+      return queueResultOf(job.id, output)
+    } finally {
+      job.signal.removeEventListener('abort', onClaimLost)
+      runs.delete(stored.view.id)
+    }
+  }
+
+  await queue.boss.work<CompileQueueData>(
+    COMPILE_QUEUE,
+    {
+      batchSize: 1,
+      localConcurrency: options.settings.concurrency,
+      pollingIntervalSeconds: options.settings.pollingIntervalSeconds,
+      perJobResults: true,
+    },
+    async (jobs: Job<CompileQueueData>[]) => {
+      const run = Promise.all(jobs.map(runJob))
+      settled.add(run)
+      try {
+        return await run
+      } finally {
+        settled.delete(run)
+      }
+    },
+  )
+
+  const stop = () =>
+    (stopping ??= (async () => {
+      unsubscribe()
+      await queue.boss.offWork(COMPILE_QUEUE, { wait: false }).catch(() => {})
+      for (const controller of runs.values()) controller.abort('shutdown' satisfies AttemptStopReason)
+      const deadline = new Promise<void>((resolve) => setTimeout(resolve, options.stopTimeoutMs ?? 10_000).unref())
+      await Promise.race([Promise.allSettled([...settled]), deadline])
+      if (ownsQueue) await queue.stop({ graceful: true, timeoutMs: options.stopTimeoutMs ?? 10_000 })
+      logger?.info('compile worker stopped')
+    })())
+
+  logger?.info('compile worker started', { concurrency: options.settings.concurrency })
+  return { id, queue, running: () => [...runs.keys()], stop }
+}
+
+/** The worker as a scoped resource of the runtime: started with it, stopped (gracefully) when it is released. */
+export class CompileWorkerService extends Context.Service<CompileWorkerService, CompileWorker>()('knowagent/compile/CompileWorker') {
+  static readonly layer = (options: CompileWorkerOptions): Layer.Layer<CompileWorkerService> =>
+    Layer.effect(
+      CompileWorkerService,
+      Effect.acquireRelease(
+        Effect.promise(() => startCompileWorker(options)),
+        (worker) => Effect.promise(() => worker.stop()),
+      ),
+    )
+}

@@ -1,0 +1,385 @@
+// Compile jobs over HTTP (SPEC §6, §7, §8).
+//   JSON (bearer token, or cookie + CSRF)          HTML for htmx (cookie + CSRF)
+//   POST /api/v1/knowledge-agent/compile          GET  /workspace/compile/form?uri=   the compile form
+//   GET  /api/v1/knowledge-agent/jobs             POST /workspace/compile             queue (answer: job + refusals)
+//   GET  /api/v1/knowledge-agent/jobs/stream      POST /workspace/compile/skills      save one of the caller's skills
+//   GET  /api/v1/knowledge-agent/jobs/:id         GET  /tasks                          the task center
+//   POST /api/v1/knowledge-agent/jobs/:id/cancel  GET  /tasks/stream                   live rows (SSE)
+//   POST /api/v1/knowledge-agent/jobs/:id/retry   POST /tasks/:id/cancel | /retry      a row
+// Both live streams are one loop (`streamJobs`) with two projections (JSON events, HTML rows).
+import { json, type Request, type Response, Router, urlencoded } from 'express'
+import { Schema } from 'effect'
+import type { User } from '../effects/auth/users.ts'
+import { MAX_CALL_BUDGET, MAX_TIMEOUT_SECONDS } from '../effects/compile/compile-config.ts'
+import { type CompileJobView, type JobListFilter } from '../effects/compile/compile-jobs-store.ts'
+import { type CompileFeature, type CompileParams, MIN_TIMEOUT_SECONDS } from '../effects/compile/compile-service.ts'
+import { renderSkillFile, SKILL_NAME_PATTERN, userSkillSegments } from '../effects/compile/skills.ts'
+import type { JobStatus } from '../effects/db/schema.ts'
+import { resolveNode } from '../effects/workspace/resolve.ts'
+import { getNode, listChildren, putFile, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { formatKbUri, parseKbUri, pathToSegments } from '../effects/workspace/uri.ts'
+import { TasksPage, JOB_STATUS_FILTERS } from '../../views/pages/tasks.tsx'
+import { CompileError, CompileForm, type CompileFileEntry, CompileResult, SkillField } from '../../views/partials/compile-form.tsx'
+import { JobRow, JobRowNotice, JobRows, jobRowId } from '../../views/partials/compile-jobs.tsx'
+import { renderFragment, renderFragmentSync, renderPage } from '../../views/render.ts'
+import type { AppContext } from './app-context.ts'
+import { requireAuth, requireCsrf } from './authenticate.ts'
+import { decodeBody } from './decode-request.ts'
+import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
+import { badRequest, HttpError } from './http-errors.ts'
+import { openSse, type SseWriter } from './sse.ts'
+
+export const API_PREFIX = '/api/v1/knowledge-agent'
+const MAX_REQUEST_URIS = 256
+const JOB_PAGE = 50
+const FORM_LISTING = 500
+
+export type { CompileFeature }
+
+const Uri = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096))
+const Short = Schema.String.check(Schema.isMaxLength(200))
+
+export const CompileRequest = Schema.Struct({
+  uris: Schema.Array(Uri).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_REQUEST_URIS)),
+  channel: Schema.Literals(['llm', 'cli']),
+  model_id: Schema.optionalKey(Short),
+  profile_id: Schema.optionalKey(Short),
+  reasoning_level: Schema.optionalKey(Short),
+  call_budget: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_CALL_BUDGET }))),
+  timeout_seconds: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: MIN_TIMEOUT_SECONDS, maximum: MAX_TIMEOUT_SECONDS }))),
+  artifact_parent_uri: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(4096))),
+  skill: Schema.optionalKey(Short),
+})
+
+const FormInt = Schema.String.check(Schema.isPattern(/^\d{1,6}$/, { message: 'a whole number' }))
+const FormString = Schema.String.check(Schema.isMaxLength(4096))
+
+const CompileForm_ = Schema.Struct({
+  directory_uri: Uri,
+  uris: Schema.optionalKey(Schema.Union([Uri, Schema.Array(Uri).check(Schema.isMaxLength(MAX_REQUEST_URIS))])),
+  engine: Schema.String.check(Schema.isMaxLength(600)),
+  reasoning_level: Schema.optionalKey(Short),
+  call_budget: FormInt,
+  timeout_seconds: FormInt,
+  artifact_parent_uri: Schema.optionalKey(FormString),
+  skill: Schema.optionalKey(Short),
+  skill_name: Schema.optionalKey(FormString),
+  skill_description: Schema.optionalKey(FormString),
+  skill_audience: Schema.optionalKey(FormString),
+  skill_language: Schema.optionalKey(FormString),
+  skill_keep: Schema.optionalKey(FormString),
+})
+
+const SkillForm = Schema.Struct({
+  skill_name: Schema.String.check(Schema.isPattern(SKILL_NAME_PATTERN, { message: 'a skill name is 1–64 lowercase letters, digits or "-"' })),
+  skill_description: Schema.String.check(Schema.isMinLength(1, { message: 'describe the skill in a few words' }), Schema.isMaxLength(500)),
+  skill_audience: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(300))),
+  skill_language: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(100))),
+  skill_keep: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(500))),
+})
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+function queryString(req: Request, name: string): string | undefined {
+  const value = req.query[name]
+  if (value === undefined || value === '') return undefined
+  if (typeof value !== 'string') throw badRequest(`"${name}" must be a single string`)
+  return value
+}
+
+function queryInt(req: Request, name: string, { min, max, fallback }: { min: number; max: number; fallback: number }): number {
+  const raw = queryString(req, name)
+  if (raw === undefined) return fallback
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < min || Number(raw) > max) throw badRequest(`"${name}" must be a whole number from ${min} to ${max}`)
+  return Number(raw)
+}
+
+function jobId(req: Request): string {
+  const id = String(req.params.id ?? '')
+  if (!UUID.test(id)) throw new HttpError(404, 'job_not_found', `no compile job ${id.slice(0, 64)}`)
+  return id
+}
+
+/** The directory filter as the canonical URI jobs carry (`kb://me/x` → `kb://users/<login>/x/`). */
+function directoryFilter(user: User, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined
+  const path = parseKbUri({ uri: raw, callerLogin: user.login })
+  return formatKbUri({ login: path.login, segments: path.segments, directory: true })
+}
+
+function statusFilter(raw: string | undefined): JobStatus[] | undefined {
+  if (raw === undefined) return undefined
+  const statuses = raw.split(',').map((value) => value.trim())
+  const unknown = statuses.find((value) => !(JOB_STATUS_FILTERS as ReadonlyArray<string>).includes(value))
+  if (unknown !== undefined) throw badRequest(`unknown status "${unknown.slice(0, 40)}"; use ${JOB_STATUS_FILTERS.join(', ')}`, 'invalid_status')
+  return statuses as JobStatus[]
+}
+
+function listFilter(req: Request, user: User, limitMax = 100): JobListFilter {
+  return {
+    directoryUri: directoryFilter(user, queryString(req, 'directory')),
+    statuses: statusFilter(queryString(req, 'status')),
+    offset: queryInt(req, 'offset', { min: 0, max: 1_000_000, fallback: 0 }),
+    limit: queryInt(req, 'limit', { min: 1, max: limitMax, fallback: 20 }),
+  }
+}
+
+const matches = (filter: JobListFilter, job: CompileJobView) =>
+  (filter.directoryUri === undefined || job.directory_uri === filter.directoryUri) && (filter.statuses === undefined || filter.statuses.length === 0 || filter.statuses.includes(job.status))
+
+function toParams(body: typeof CompileRequest.Type): CompileParams {
+  return {
+    uris: body.uris,
+    channel: body.channel,
+    modelId: body.model_id,
+    profileId: body.profile_id,
+    reasoningLevel: body.reasoning_level,
+    callBudget: body.call_budget,
+    timeoutSeconds: body.timeout_seconds,
+    artifactParentUri: body.artifact_parent_uri,
+    skill: body.skill,
+  }
+}
+
+/** The form's engine value: `llm|<model>` or `cli|<profile>|<model>`. */
+export function decodeEngine(engine: string): Pick<CompileParams, 'channel' | 'modelId' | 'profileId'> {
+  const [channel, first, ...rest] = engine.split('|')
+  if (channel === 'llm' && first !== undefined && rest.length === 0) return { channel: 'llm', modelId: first }
+  if (channel === 'cli' && first !== undefined && rest.length > 0) return { channel: 'cli', profileId: first, modelId: rest.join('|') }
+  throw badRequest('choose an engine and model from the list', 'invalid_engine')
+}
+
+// ── the live job stream: one loop, two projections ────────────────────────────────────────
+
+export interface JobStreamProjector {
+  /** The jobs the filter selects, on connect (and again after a LISTEN reconnect). */
+  readonly snapshot: (jobs: ReadonlyArray<CompileJobView>) => void
+  /** One job changed; `visible` says whether it still matches the filter. */
+  readonly changed: (job: CompileJobView, visible: boolean) => void
+}
+
+export function jsonJobProjector(sse: SseWriter): JobStreamProjector {
+  return {
+    snapshot: (jobs) => void sse.send('jobs', { jobs }),
+    changed: (job, visible) => void sse.send('job', { job, visible }),
+  }
+}
+
+/** HTML rows for htmx: the first message replaces the table body; later ones replace, add or drop one row out of band. */
+export function htmlJobProjector(sse: SseWriter): JobStreamProjector {
+  const shown = new Set<string>()
+  return {
+    snapshot: (jobs) => {
+      shown.clear()
+      for (const job of jobs) shown.add(job.id)
+      sse.sendText(renderFragmentSync(JobRows({ jobs })) || '<!-- no jobs -->')
+    },
+    changed: (job, visible) => {
+      if (shown.has(job.id)) {
+        if (visible) sse.sendText(renderFragmentSync(JobRow({ job, oob: 'outerHTML' })))
+        else {
+          shown.delete(job.id)
+          sse.sendText(`<tr id="${jobRowId(job.id)}" hx-swap-oob="delete"></tr>`)
+        }
+      } else if (visible) {
+        shown.add(job.id)
+        sse.sendText(renderFragmentSync(JobRow({ job, oob: 'afterbegin target:#job-rows strip:false' })))
+      }
+    },
+  }
+}
+
+/** Streams the caller's jobs matching `filter` until the client goes away or the server shuts down. */
+export async function streamJobs(
+  ctx: AppContext,
+  { res, user, filter, feature, project }: { res: Response; user: User; filter: JobListFilter; feature: CompileFeature; project: (sse: SseWriter) => JobStreamProjector },
+): Promise<void> {
+  const sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
+  const projector = project(sse)
+  let work = Promise.resolve()
+  const enqueue = (task: () => Promise<void>) => {
+    work = work.then(task).catch((error: unknown) => ctx.logger.warn('job stream update failed', { error: error instanceof Error ? error.message : String(error) }))
+  }
+  const snapshot = () => enqueue(async () => projector.snapshot((await feature.service.list({ caller: user, filter })).jobs))
+  // Subscribed before the first snapshot: a change in between is sent after it, never lost.
+  const unsubscribe = feature.events.subscribe((event) => {
+    if (event.type === 'resync') return snapshot()
+    if (event.ownerId !== user.id) return
+    enqueue(async () => {
+      const job = await feature.service.get({ caller: user, id: event.jobId })
+      if (job) projector.changed(job, matches(filter, job))
+    })
+  })
+  snapshot()
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve()
+    res.on('close', stop)
+    ctx.shutdownSignal.addEventListener('abort', stop, { once: true })
+    if (ctx.shutdownSignal.aborted || res.destroyed) stop()
+  })
+  unsubscribe()
+  await work
+  sse.close()
+}
+
+// ── the form ─────────────────────────────────────────────────────────────────────────────
+
+async function formEntries(ctx: AppContext, user: User, directory: WorkspaceNode): Promise<CompileFileEntry[]> {
+  const page = await listChildren(ctx.db, { owner: user, parent: directory, offset: 0, limit: FORM_LISTING })
+  const files = page.entries.filter((node) => node.kind === 'file')
+  if (files.length === 0) return []
+  const rows = await ctx.db.selectFrom('nodes').select(['id', 'generated']).where('id', 'in', files.map((node) => node.id)).execute()
+  const generated = new Map(rows.map((row) => [row.id, row.generated]))
+  return files.map((node) => ({ name: node.name, uri: node.uri, size: node.size, generated: generated.get(node.id) ?? null }))
+}
+
+async function directoryNode(ctx: AppContext, user: User, uri: string): Promise<WorkspaceNode> {
+  const { node } = await resolveNode(ctx.db, { caller: user, uri })
+  return node.kind === 'directory' ? node : getNode(ctx.db, user, pathToSegments(node.path).slice(0, -1))
+}
+
+function modelOptions(ctx: AppContext) {
+  return ctx.models.list().map(({ id, name, profile, contextWindow, supportsNativeToolCalling }) => ({ id, name, profile, contextWindow, supportsNativeToolCalling }))
+}
+
+export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router {
+  const router = Router()
+  const { service } = feature
+
+  // ── JSON API ──────────────────────────────────────────────────────────────────────────
+  router.use([`${API_PREFIX}/compile`, `${API_PREFIX}/jobs`], requireAuth(), json({ limit: '1mb' }), requireCsrf())
+
+  router.post(`${API_PREFIX}/compile`, async (req, res) => {
+    const body = decodeBody(CompileRequest, req.body)
+    const result = await service.enqueue({ caller: req.auth!.user, params: toParams(body) })
+    res.status(result.jobs.some((job) => job.created) ? 201 : 200).json(result)
+  })
+
+  router.get(`${API_PREFIX}/jobs`, async (req, res) => {
+    const filter = listFilter(req, req.auth!.user)
+    const { jobs, total } = await service.list({ caller: req.auth!.user, filter })
+    res.set('Cache-Control', 'no-store').json({ jobs, total, offset: filter.offset, next_offset: filter.offset + jobs.length < total ? filter.offset + jobs.length : null })
+  })
+
+  router.get(`${API_PREFIX}/jobs/stream`, async (req, res) => {
+    const filter = listFilter(req, req.auth!.user)
+    await streamJobs(ctx, { res, user: req.auth!.user, filter, feature, project: jsonJobProjector })
+  })
+
+  router.get(`${API_PREFIX}/jobs/:id`, async (req, res) => {
+    const job = await service.get({ caller: req.auth!.user, id: jobId(req) })
+    if (!job) throw new HttpError(404, 'job_not_found', `no compile job ${req.params.id}`)
+    res.set('Cache-Control', 'no-store').json({ job })
+  })
+
+  router.post(`${API_PREFIX}/jobs/:id/cancel`, async (req, res) => {
+    const outcome = await service.cancel({ caller: req.auth!.user, id: jobId(req) })
+    if (!outcome.ok) throw new HttpError(outcome.status, outcome.code, outcome.message)
+    res.json({ job: outcome.job })
+  })
+
+  router.post(`${API_PREFIX}/jobs/:id/retry`, async (req, res) => {
+    const outcome = await service.retry({ caller: req.auth!.user, id: jobId(req) })
+    if (!outcome.ok) {
+      res.status(outcome.status).json({ error: { code: outcome.code, message: outcome.message, ...(outcome.job_id ? { job_id: outcome.job_id, configuration: outcome.configuration } : {}) } })
+      return
+    }
+    res.json({ job: outcome.job })
+  })
+
+  // ── HTML for htmx ─────────────────────────────────────────────────────────────────────
+  router.use(['/workspace/compile', '/tasks'], redirectHtmxToSignIn(), requireAuth(), urlencoded({ extended: false, limit: '256kb', parameterLimit: 400 }), requireCsrf())
+
+  router.get('/workspace/compile/form', async (req, res) => {
+    const user = req.auth!.user
+    const uri = queryString(req, 'uri')
+    if (uri === undefined) throw badRequest('"uri" is required')
+    const directory = await directoryNode(ctx, user, uri)
+    const [files, options, jobs] = await Promise.all([
+      formEntries(ctx, user, directory),
+      service.options({ caller: user }),
+      service.list({ caller: user, filter: { directoryUri: directory.uri, offset: 0, limit: 10 } }),
+    ])
+    res.type('html').send(await renderFragment(CompileForm({ directoryUri: directory.uri, files, models: modelOptions(ctx), options, jobs: jobs.jobs })))
+  })
+
+  router.post('/workspace/compile', async (req, res) => {
+    const form = decodeBody(CompileForm_, req.body)
+    const uris = form.uris === undefined ? [] : typeof form.uris === 'string' ? [form.uris] : form.uris
+    const params: CompileParams = {
+      uris,
+      ...decodeEngine(form.engine),
+      reasoningLevel: form.reasoning_level ?? '',
+      callBudget: Math.min(MAX_CALL_BUDGET, Math.max(1, Number(form.call_budget))),
+      timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, Math.max(MIN_TIMEOUT_SECONDS, Number(form.timeout_seconds))),
+      artifactParentUri: form.artifact_parent_uri?.trim() || undefined,
+      skill: form.skill ?? '',
+    }
+    const result = uris.length === 0 ? { jobs: [], refused: [] } : await service.enqueue({ caller: req.auth!.user, params })
+    res.type('html').send(await renderFragment(CompileResult(result)))
+  })
+
+  router.post('/workspace/compile/skills', async (req, res) => {
+    const user = req.auth!.user
+    const form = decodeBody(SkillForm, Object.fromEntries(Object.entries(req.body as Record<string, unknown>).filter(([key]) => key.startsWith('skill_'))))
+    const text = renderSkillFile({
+      name: form.skill_name,
+      description: form.skill_description,
+      audience: form.skill_audience ?? '',
+      language: form.skill_language ?? '',
+      keep: form.skill_keep ?? '',
+    })
+    const bytes = new TextEncoder().encode(text)
+    await putFile(ctx.db, { owner: user, segments: userSkillSegments(form.skill_name), bytes, parsed: { ok: true, mime: 'text/markdown', text } })
+    const options = await service.options({ caller: user })
+    res.type('html').send(await renderFragment(SkillField({ options, selected: `user:${form.skill_name}`, notice: `Saved your skill "${form.skill_name}".` })))
+  })
+
+  router.get('/tasks', async (req, res) => {
+    const user = req.auth!.user
+    const filter = { ...listFilter(req, user), offset: 0, limit: JOB_PAGE }
+    const { jobs, total } = await service.list({ caller: user, filter })
+    const query = new URLSearchParams()
+    if (filter.directoryUri) query.set('directory', filter.directoryUri)
+    if (filter.statuses) query.set('status', filter.statuses.join(','))
+    res.type('html').send(
+      await renderPage(
+        TasksPage({
+          login: user.login,
+          csrfToken: req.auth!.csrfToken,
+          jobs,
+          total,
+          directory: filter.directoryUri,
+          status: filter.statuses?.join(','),
+          streamUrl: `/tasks/stream${query.size > 0 ? `?${query}` : ''}`,
+        }),
+      ),
+    )
+  })
+
+  router.get('/tasks/stream', async (req, res) => {
+    const filter = { ...listFilter(req, req.auth!.user), offset: 0, limit: JOB_PAGE }
+    await streamJobs(ctx, { res, user: req.auth!.user, filter, feature, project: htmlJobProjector })
+  })
+
+  const rowAction = (action: 'cancel' | 'retry') => async (req: Request, res: Response) => {
+    const user = req.auth!.user
+    const id = jobId(req)
+    const outcome = action === 'cancel' ? await service.cancel({ caller: user, id }) : await service.retry({ caller: user, id })
+    if (outcome.ok) {
+      res.type('html').send(await renderFragment(JobRow({ job: outcome.job })))
+      return
+    }
+    const job = await service.get({ caller: user, id })
+    if (!job) throw new HttpError(404, 'job_not_found', outcome.message)
+    res.status(outcome.status).type('html').send(await renderFragment(JobRowNotice({ job, message: outcome.message })))
+  }
+  router.post('/tasks/:id/cancel', rowAction('cancel'))
+  router.post('/tasks/:id/retry', rowAction('retry'))
+
+  router.use(
+    ['/workspace/compile', '/tasks'],
+    fragmentErrorHandler(ctx.logger, ({ message }) => CompileError({ message })),
+  )
+  return router
+}

@@ -1,0 +1,157 @@
+// Compile jobs as table rows (the task center and the compile dialog): status, running stage with
+// progress, failure reason, cancel and retry. Rows are replaced in place (`hx-swap-oob`) by the
+// live stream, so one row component serves the first render, button answers and every update.
+import type { CompileJobView } from '../../src/effects/compile/compile-jobs-store.ts'
+
+export const jobRowId = (id: string) => `job-${id}`
+
+const STAGE_LABEL: Readonly<Record<string, string>> = {
+  queued: 'claimed',
+  parsing: 'parsing (L2)',
+  summarising: 'summarising',
+  overview: 'overview (L1)',
+  abstract: 'abstract (L0)',
+  publishing: 'publishing',
+}
+
+export function statusLabel(job: CompileJobView): string {
+  if (job.status === 'failed' && job.dead_lettered) return 'failed'
+  if (job.status === 'queued' && job.failure) return 'queued for retry'
+  return job.status
+}
+
+function fileName(uri: string): string {
+  return decodeURIComponent(uri.split('/').at(-1) ?? uri)
+}
+
+function Progress({ job }: { job: CompileJobView }) {
+  const progress = job.progress
+  if (job.status !== 'running' || !progress) {
+    return progress && job.status === 'succeeded' ? (
+      <span class="muted">
+        {progress.filesDone} file{progress.filesDone === 1 ? '' : 's'} · {progress.callsUsed} model call{progress.callsUsed === 1 ? '' : 's'}
+      </span>
+    ) : (
+      <span class="muted">—</span>
+    )
+  }
+  const percent = progress.filesTotal === 0 ? 0 : Math.round((progress.filesDone / progress.filesTotal) * 100)
+  return (
+    <span class="job-progress">
+      <span class="job-stage" data-stage={progress.stage}>
+        {STAGE_LABEL[progress.stage] ?? progress.stage}
+      </span>
+      <progress max={100} value={percent} aria-label={`files done: ${progress.filesDone} of ${progress.filesTotal}`}></progress>
+      <span class="muted">
+        {progress.filesDone}/{progress.filesTotal} files · {progress.callsUsed}/{progress.callBudget} calls
+      </span>
+    </span>
+  )
+}
+
+function Failure({ job }: { job: CompileJobView }) {
+  const failure = job.failure
+  if (!failure) return null
+  return (
+    <div class="job-failure" role={job.status === 'failed' ? 'alert' : undefined}>
+      <strong>
+        {failure.stage} · {failure.code}
+      </strong>{' '}
+      <span>{failure.message}</span>{' '}
+      <span class="muted">
+        (attempt {failure.attempt}
+        {job.max_attempts ? ` of ${job.max_attempts}` : ''}
+        {job.status === 'queued' ? ', will be retried' : job.dead_lettered ? ', no attempt left' : ''})
+      </span>
+      {failure.bodyReadable ? <p class="muted job-note">The parsed text of the files is saved and readable; only the summaries failed.</p> : null}
+    </div>
+  )
+}
+
+export function JobRow({ job, oob }: { job: CompileJobView; oob?: string | undefined }) {
+  const active = job.status === 'queued' || job.status === 'running'
+  const retryable = job.status === 'failed' || job.status === 'cancelled'
+  const configuration = job.configuration
+  return (
+    <tr id={jobRowId(job.id)} class={`job status-${job.status}`} data-job-id={job.id} data-status={job.status} data-stage={job.status === 'running' ? (job.progress?.stage ?? '') : ''} hx-swap-oob={oob}>
+      <td class="job-what">
+        <a href={`/workspace?uri=${encodeURIComponent(job.directory_uri)}`}>{job.directory_uri}</a>
+        <div class="muted job-files" title={job.files.map((file) => file.uri).join('\n')}>
+          {job.files.length} file{job.files.length === 1 ? '' : 's'}: {job.files.slice(0, 3).map((file) => fileName(file.uri)).join(', ')}
+          {job.files.length > 3 ? ` and ${job.files.length - 3} more` : ''}
+        </div>
+        {configuration ? (
+          <div class="muted job-config">
+            {configuration.channel === 'cli' ? `CLI ${configuration.profile_id} · ` : ''}
+            {configuration.model_id} · {configuration.reasoning_level || 'no reasoning level'} · budget {configuration.call_budget} · {configuration.timeout_seconds} s
+            {configuration.skill ? ` · skill ${configuration.skill.ref}` : ''}
+          </div>
+        ) : null}
+      </td>
+      <td class="job-status-cell">
+        <span class={`job-badge ${job.status}`}>{statusLabel(job)}</span>
+      </td>
+      <td>
+        <Progress job={job} />
+        <Failure job={job} />
+      </td>
+      <td class="job-actions">
+        {active ? (
+          <button type="button" class="small" hx-post={`/tasks/${job.id}/cancel`} hx-target={`#${jobRowId(job.id)}`} hx-swap="outerHTML" aria-label={`Cancel job ${job.id.slice(0, 8)}`}>
+            Cancel
+          </button>
+        ) : null}
+        {retryable ? (
+          <button type="button" class="small" hx-post={`/tasks/${job.id}/retry`} hx-target={`#${jobRowId(job.id)}`} hx-swap="outerHTML" aria-label={`Retry job ${job.id.slice(0, 8)}`}>
+            Retry
+          </button>
+        ) : null}
+      </td>
+    </tr>
+  )
+}
+
+/** A refusal of a row action (cancel, retry), shown in the row's place until the next update. */
+export function JobRowNotice({ job, message }: { job: CompileJobView; message: string }) {
+  return (
+    <tr id={jobRowId(job.id)} class={`job status-${job.status}`} data-job-id={job.id} data-status={job.status}>
+      <td colspan={4}>
+        <p class="job-failure" role="alert">
+          {message}
+        </p>
+      </td>
+    </tr>
+  )
+}
+
+export function JobRows({ jobs }: { jobs: ReadonlyArray<CompileJobView> }) {
+  return (
+    <>
+      {jobs.map((job) => (
+        <JobRow job={job} />
+      ))}
+    </>
+  )
+}
+
+/** The job table; its body connects to the live stream, whose first message re-renders the rows. */
+export function JobTable({ jobs, streamUrl, caption, empty }: { jobs: ReadonlyArray<CompileJobView>; streamUrl: string; caption: string; empty: string }) {
+  return (
+    <table class="entries jobs">
+      <caption class="muted">{caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">Directory and files</th>
+          <th scope="col">Status</th>
+          <th scope="col">Stage, progress, reason</th>
+          <th scope="col">
+            <span class="visually-hidden">Actions</span>
+          </th>
+        </tr>
+      </thead>
+      <tbody id="job-rows" hx-sse:connect={streamUrl} data-empty={empty}>
+        <JobRows jobs={jobs} />
+      </tbody>
+    </table>
+  )
+}
