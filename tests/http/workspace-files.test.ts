@@ -170,6 +170,31 @@ describe('workspace files over HTTP', () => {
     expect((await node('kb://me/new/', bob.token)).status).toBe(404)
   })
 
+  it('downloads the original bytes, byte for byte, with a safe attachment name; folders and other users refused', async () => {
+    const bytes = new Uint8Array([0xff, 0xfe, 0x00, 0x41, 0x0d, 0x0a, 0xc3, 0x28, 0x80])
+    const form = new FormData()
+    form.append('file', new Blob([bytes]), 'données (1) #x.bin')
+    const stored = await fetch(`${server.url}/api/v1/workspace/upload?uri=${encodeURIComponent('kb://me/downloads/')}&create_parents=true`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice.token}` },
+      body: form,
+    })
+    expect(stored.status).toBe(201)
+    const { files } = (await stored.json()) as { files: Array<{ uri: string }> }
+    const raw = await api(`/api/v1/workspace/raw?uri=${encodeURIComponent(files[0]!.uri)}`, { method: 'GET' })
+    expect(raw.status).toBe(200)
+    expect(new Uint8Array(await raw.arrayBuffer())).toEqual(bytes)
+    expect(raw.headers.get('content-disposition')).toBe(`attachment; filename*=UTF-8''${encodeURIComponent('données (1) #x.bin')}`)
+    expect(raw.headers.get('x-content-type-options')).toBe('nosniff')
+    const folder = await api(`/api/v1/workspace/raw?uri=${encodeURIComponent('kb://me/downloads/')}`, { method: 'GET' })
+    expect(folder.status).toBe(409)
+    const foreign = await api(`/api/v1/workspace/raw?uri=${encodeURIComponent('kb://users/bob/private/x.md')}`, { method: 'GET' })
+    expect(foreign.status).toBe(403)
+    expect(await foreign.text()).not.toContain('bob only')
+    const withCookie = await fetch(`${server.url}/api/v1/workspace/raw?uri=${encodeURIComponent(files[0]!.uri)}`, { headers: { cookie: session.cookie } })
+    expect(new Uint8Array(await withCookie.arrayBuffer())).toEqual(bytes) // a GET: the preview's Download link needs no CSRF token
+  })
+
   it('searches the caller’s whole tree, ranked, with the passage offset', async () => {
     const response = await api(`/api/v1/workspace/search?q=${encodeURIComponent('forty')}`, { method: 'GET' })
     const page = (await response.json()) as { hits: Array<{ uri: string; offset: number; snippet: string; matched: string }>; next_offset: number | null }
@@ -188,7 +213,9 @@ describe('workspace files over HTTP', () => {
     expect(renameForm).toContain('&lt;img src=x onerror=alert(1)&gt;.md')
 
     const deleteForm = await (await page(`/workspace/files/delete?uri=${encodeURIComponent('kb://me/docs/')}`)).text()
-    expect(deleteForm).toMatch(/Delete the folder <strong>docs<\/strong> and everything in it: <strong>\d+ files in \d+ folders<\/strong>/)
+    // docs/ holds a.md, deep/b.md, source/main.md, source/lib/util.md (moved in above) and the hostile file; reports/ is empty.
+    expect(deleteForm).toContain('Delete the folder <strong>docs</strong> and everything in it: <strong>5 files in 4 folders</strong>')
+    expect(deleteForm).toContain('Delete 5 files in 4 folders')
 
     const post = (action: string, fields: Record<string, string>) =>
       page(`/workspace/files/${action}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) })

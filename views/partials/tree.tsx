@@ -2,6 +2,8 @@
 // the path to the current node is rendered expanded. Links load the content pane in place; a long
 // name shows in full on hover (title) and on hover or focus (CSS). Files dropped on a folder's row
 // are uploaded into it, dropped elsewhere on the tree into the root.
+import { SearchButton } from './search-box.tsx'
+
 export interface TreeEntry {
   readonly id: string
   readonly name: string
@@ -92,6 +94,7 @@ export function TreeItems({ entries }: { entries: ReadonlyArray<TreeEntry> }) {
 export function WorkspaceTree({ rootUri, entries }: { rootUri: string; entries: ReadonlyArray<TreeEntry> }) {
   return (
     <nav class="sidebar" id="tree" aria-label="Workspace tree" data-drop-uri={rootUri}>
+      <SearchButton />
       <NodeLink uri={rootUri} class="root-link">
         <span class="icon home" aria-hidden="true"></span>
         <span class="name">{rootUri}</span>
