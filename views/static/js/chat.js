@@ -369,7 +369,7 @@ export function initChat() {
     byId('context-detail').innerHTML = initialMeter.detail
     if (fresh) forget(directoryUri)
     else if (restore(directoryUri)) return
-    htmx.ajax('GET', `/workspace/chat/welcome?uri=${encodeURIComponent(directoryUri)}`, { target: '#chat-log', swap: 'innerHTML' })
+    htmx.ajax('GET', `/workspace/chat/welcome?uri=${encodeURIComponent(directoryUri)}`, { source: log, target: '#chat-log', swap: 'innerHTML' })
   }
 
   /** A folder was renamed or moved: conversations kept under it follow it; the chat's own directory too. */

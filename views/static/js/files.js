@@ -12,7 +12,8 @@ const isUnder = (uri, prefix) => uri === prefix || (prefix.endsWith('/') && uri.
 const moved = (uri, from, to) => (isUnder(uri, from) ? to + uri.slice(from.length) : uri)
 
 function refreshTree(uri) {
-  return htmx.ajax('GET', `/workspace/tree/whole?uri=${encodeURIComponent(uri)}`, { target: '#tree', swap: 'outerHTML' })
+  // Each pane's requests are queued on the pane itself: htmx keeps one queued request per source.
+  return htmx.ajax('GET', `/workspace/tree/whole?uri=${encodeURIComponent(uri)}`, { source: byId('tree') ?? document.body, target: '#tree', swap: 'outerHTML' })
 }
 
 function currentNodeUri() {
@@ -72,7 +73,7 @@ function showStatus(text) {
   statusTimer = setTimeout(() => (live.textContent = ''), 8000)
 }
 
-const OUTCOME_TEXT = { added: 'added', updated: 'new version', unchanged: 'unchanged (same bytes)' }
+const OUTCOME_TEXT = { added: 'added', updated: 'new version', unchanged: 'unchanged (same bytes)', failed: 'not stored', pending: 'waiting' }
 
 function fileRow(name, outcome, detail) {
   const item = document.createElement('li')
@@ -116,7 +117,7 @@ function initUploads() {
     panel.hidden = false
     error.hidden = true
     create.hidden = true
-    list.replaceChildren(...names.map((name) => fileRow(name, 'pending', 'waiting')))
+    list.replaceChildren(...names.map((name) => fileRow(name, 'pending')))
     title.textContent = `Uploading ${files.length === 1 ? names[0] : `${files.length} files`} to ${directoryUri}…`
     progress.hidden = false
     progress.value = 0
@@ -148,7 +149,7 @@ function initUploads() {
       }
       const problem = cancelled ? { code: 'aborted', message: 'The upload was cancelled.' } : errorOf(xhr)
       title.textContent = 'Nothing was uploaded'
-      list.replaceChildren(...names.map((name) => fileRow(name, 'failed', 'not stored')))
+      list.replaceChildren(...names.map((name) => fileRow(name, 'failed')))
       error.textContent = problem.message
       error.hidden = false
       if (problem.code === 'not_found' && !createParents) {

@@ -93,7 +93,8 @@ const pageHref = (uri, offset) => `/workspace?uri=${encodeURIComponent(uri)}${of
 export function openNode(uri, { offset, keepChat = false } = {}) {
   keepChatOnce = keepChat
   document.body.classList.remove('chat-open') // at phone width the preview is under the chat
-  return htmx.ajax('GET', contentHref(uri, offset), { target: '#content', swap: 'outerHTML', push: pageHref(uri, offset) })
+  const source = byId('content') ?? document.body // htmx keeps one queued request per source element
+  return htmx.ajax('GET', contentHref(uri, offset), { source, target: '#content', swap: 'outerHTML', push: pageHref(uri, offset) })
 }
 
 function showPassage() {
@@ -105,14 +106,15 @@ function showPassage() {
 
 function initNavigation({ chat }) {
   document.addEventListener('htmx:after:swap', (event) => {
+    // Only a new content pane decides: other swaps (the tree, a dialog) may land while it loads.
+    if (event.detail?.ctx?.target?.id !== 'content') return
     const content = byId('content')
-    const intoContent = event.detail?.ctx?.target?.id === 'content'
-    const keepChat = intoContent && keepChatOnce
-    if (intoContent) keepChatOnce = false
+    const keepChat = keepChatOnce
+    keepChatOnce = false
     const directoryUri = content?.dataset.directoryUri
     if (!directoryUri) return
     markCurrent(content.dataset.nodeUri)
-    if (intoContent) showPassage()
+    showPassage()
     if (keepChat || directoryUri === chat.directoryUri()) return // the conversation goes on
     chat.resetConversation(directoryUri)
     expandTreeTo(directoryUri)
