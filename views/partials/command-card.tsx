@@ -140,15 +140,29 @@ function StatusBody({ result }: { result: StatusResult }) {
   )
 }
 
-function CardBody({ outcome }: { outcome: CommandOutcome }) {
-  if (!outcome.ok) {
-    const error = (outcome.result as { error?: { code?: string; message?: string } }).error
-    return (
+/** Failures a listing helps with: the name was wrong, or it is a folder. */
+const LS_HELPS = new Set(['not_found', 'is_directory', 'conflict', 'invalid_uri'])
+
+/** A failed command: its error once, and what to try next. */
+function FailedBody({ outcome }: { outcome: CommandOutcome }) {
+  const error = (outcome.result as { error?: { code?: string; message?: string } }).error
+  const code = error?.code ?? 'error'
+  return (
+    <>
       <p class="tool-error" role="alert">
-        <code>{error?.code ?? 'error'}</code> {error?.message ?? outcome.summary}
+        <code>{code}</code> {error?.message ?? outcome.summary}
       </p>
-    )
-  }
+      {LS_HELPS.has(code) ? (
+        <p class="card-hint">
+          Try <RunButton command="ls" label="List this folder (/ls)">/ls</RunButton> to see the names in this folder.
+        </p>
+      ) : null}
+    </>
+  )
+}
+
+function CardBody({ outcome }: { outcome: CommandOutcome }) {
+  if (!outcome.ok) return <FailedBody outcome={outcome} />
   switch (outcome.command) {
     case 'ls':
       return <LsBody result={outcome.result as LsResult} />
@@ -171,7 +185,7 @@ export function CommandCard({ outcome }: { outcome: CommandOutcome }) {
         <span class="badge">/{outcome.command}</span>
         {uri ? <code class="card-uri">{uri}</code> : null}
       </header>
-      <p class="card-summary">{outcome.summary}</p>
+      {outcome.ok ? <p class="card-summary">{outcome.summary}</p> : null}
       <CardBody outcome={outcome} />
     </section>
   )
