@@ -131,7 +131,56 @@ function JobLine({ label, job }: { label: string; job: JobInfo | null }) {
   )
 }
 
+function JobBadge({ job }: { job: JobInfo | null }) {
+  if (!job) return <span class="muted">none yet</span>
+  return (
+    <>
+      <span class={`job-status ${job.status}`}>{job.status}</span>
+      {job.error ? <span class="tool-error"> {job.error}</span> : null}
+    </>
+  )
+}
+
 function StatusBody({ result }: { result: StatusResult }) {
+  if (result.kind === 'directory') {
+    if (result.total === 0) return <p class="muted">No files below this folder.</p>
+    return (
+      <>
+        <p class="card-meta">
+          files {result.offset + 1}–{result.offset + result.files.length} of {result.total}, each with its own latest jobs
+        </p>
+        <table class="status-files">
+          <thead>
+            <tr>
+              <th scope="col">File</th>
+              <th scope="col">Text body (parse)</th>
+              <th scope="col">Wiki (compile)</th>
+            </tr>
+          </thead>
+          <tbody>
+            {result.files.map((file) => (
+              <tr>
+                <td>
+                  <code>{file.uri.replace(result.uri, '')}</code>
+                </td>
+                <td>
+                  <JobBadge job={file.body} />
+                </td>
+                <td>
+                  <JobBadge job={file.compile} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {result.next_offset !== null ? (
+          <RunButton command="status" arg={result.uri} offset={result.next_offset}>
+            More files
+          </RunButton>
+        ) : null}
+      </>
+    )
+  }
   return (
     <dl class="status-jobs">
       <JobLine label="Text body (parse)" job={result.body} />
