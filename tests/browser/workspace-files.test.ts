@@ -276,6 +276,21 @@ describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
     expect(workspace.problems()).toEqual([])
   })
 
+  it('follows the system colour scheme: dark mode when the system prefers it', async () => {
+    const page = await open({ uri: `${root}docs/a.md` })
+    const colours = () =>
+      page.evaluate(() => {
+        const of = (selector: string) => getComputedStyle(document.querySelector(selector)!)
+        return { page: of('html').backgroundColor, text: of('body').color, panel: of('#chat-panel').backgroundColor }
+      })
+    await page.emulateMedia({ colorScheme: 'light' })
+    await expect(colours()).resolves.toMatchObject({ page: 'rgb(245, 246, 248)', text: 'rgb(27, 30, 36)' })
+    await page.emulateMedia({ colorScheme: 'dark' })
+    await expect(colours()).resolves.toMatchObject({ page: 'rgb(18, 20, 25)', text: 'rgb(228, 231, 236)' })
+    await screenshot(page, `desktop-dark-${tag}`)
+    expect(workspace.problems()).toEqual([])
+  })
+
   it('a long name in the tree shows in full on hover and on focus', async () => {
     const long = `${tag}-a-very-long-file-name-that-does-not-fit-in-the-sidebar-at-all.md`
     await ui.app.putText(['long', long], 'long\n')
