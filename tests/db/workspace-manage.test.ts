@@ -71,11 +71,17 @@ describe('workspace management', () => {
     expect(b.parentId).toBe((await getNode(database.db, owner, ['dest', 'deep', 'more'])).id)
     const job = await database.db.selectFrom('jobs').select(['uri']).where('node_id', '=', b.id).executeTakeFirstOrThrow()
     expect(job.uri).toBe('kb://users/mona/dest/deep/more/b.md')
+    // A compile job's file list follows the file too (its row keeps the node id).
+    const compileJob = crypto.randomUUID()
+    await database.db.insertInto('jobs').values({ id: compileJob, owner_id: owner.id, uri: 'kb://users/mona/dest/deep/more/', kind: 'compile', status: 'succeeded' }).execute()
+    await database.db.insertInto('compile_job_files').values({ job_id: compileJob, position: 0, owner_id: owner.id, node_id: b.id, uri: 'kb://users/mona/dest/deep/more/b.md', active: false }).execute()
 
     const renamed = await moveNode(database.db, { owner, node: moved.node, destination: dest, name: 'shallow' })
     expect(renamed.node.uri).toBe('kb://users/mona/dest/shallow/')
     expect(await findNode(database.db, owner, ['dest', 'shallow', 'more', 'b.md'])).toBeDefined()
     expect(await findNode(database.db, owner, ['dest', 'deep'])).toBeUndefined()
+    const listed = await database.db.selectFrom('compile_job_files').select(['uri', 'node_id']).where('job_id', '=', compileJob).executeTakeFirstOrThrow()
+    expect(listed).toEqual({ uri: 'kb://users/mona/dest/shallow/more/b.md', node_id: b.id })
     const same = await moveNode(database.db, { owner, node: renamed.node, destination: dest })
     expect(same.moved).toBe(0)
   })

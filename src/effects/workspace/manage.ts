@@ -137,19 +137,28 @@ export async function moveNode(
   })
 }
 
-/** Jobs of the moved nodes name them by their new URIs (the job rows keep their node ids). */
+/**
+ * Jobs of the moved nodes name them by their new URIs (the job rows keep their node ids): parse
+ * jobs, and the file lists of compile jobs.
+ */
 async function followJobs(trx: Kysely<DB>, { owner, path }: { owner: Owner; path: string }): Promise<void> {
   const nodes = await trx
     .selectFrom('nodes')
     .select(['id', 'path', 'kind'])
     .where('owner_id', '=', owner.id)
     .where((eb) => eb.or([eb('path', '=', path), below(path)]))
-    .where((eb) => eb.exists(eb.selectFrom('jobs').select('jobs.id').whereRef('jobs.node_id', '=', 'nodes.id')))
+    .where((eb) =>
+      eb.or([
+        eb.exists(eb.selectFrom('jobs').select('jobs.id').whereRef('jobs.node_id', '=', 'nodes.id')),
+        eb.exists(eb.selectFrom('compile_job_files').select('compile_job_files.job_id').whereRef('compile_job_files.node_id', '=', 'nodes.id')),
+      ]),
+    )
     .execute()
   for (let i = 0; i < nodes.length; i += JOB_URI_BATCH) {
     const batch = nodes.slice(i, i + JOB_URI_BATCH)
     const values = sql.join(batch.map((row) => sql`(${row.id}::uuid, ${uriOf(owner, row)})`))
     await sql`update jobs set uri = moved.uri, updated_at = now() from (values ${values}) as moved(id, uri) where jobs.node_id = moved.id and jobs.owner_id = ${owner.id}`.execute(trx)
+    await sql`update compile_job_files set uri = moved.uri from (values ${values}) as moved(id, uri) where compile_job_files.node_id = moved.id and compile_job_files.owner_id = ${owner.id}`.execute(trx)
   }
 }
 
