@@ -95,14 +95,14 @@ async function textMatches(db: Db, { owner, tsQuery, limit }: { owner: Owner; ts
   const { rows } = await sql<{ node_id: string; start: number; rank: number; text: string; path: string; name: string; kind: 'directory' | 'file' }>`
     with query as (select to_tsquery('simple', ${tsQuery}) as q),
     best as (
-      select distinct on (p.node_id) p.node_id, p.version_id, p.start, p.length, ts_rank_cd(p.words, query.q) as rank
+      select distinct on (p.node_id) p.node_id, p.version_id, p.start, p.length, ts_rank_cd(p.words, query.q) as rank, n.path as node_path
       from search_passages p
       cross join query
       join nodes n on n.id = p.node_id and n.current_version_id = p.version_id
       where p.owner_id = ${owner.id} and p.words @@ query.q
       order by p.node_id, rank desc, p.start
     ),
-    top as (select * from best order by rank desc, node_id limit ${limit})
+    top as (select * from best order by rank desc, node_path collate "C" limit ${limit})
     select top.node_id, top.start, top.rank, substr(v.body, top.start + 1, top.length) as text, n.path, n.name, n.kind
     from top
     join file_versions v on v.id = top.version_id
@@ -147,7 +147,10 @@ export async function searchWorkspace(
     found.text = { start: row.start, text: row.text, rank: Number(row.rank) }
     candidates.set(row.node_id, found)
   }
+  // Ties go by path, as in both queries, so every page is cut from the same order.
+  const byPath = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
   const hits = [...candidates.values()]
+    .sort((a, b) => byPath(a.path, b.path))
     .map((candidate): WorkspaceSearchHit => {
       const segments = pathToSegments(candidate.path)
       const uri = formatKbUri({ login: owner.login, segments, directory: candidate.kind === 'directory' })
@@ -158,7 +161,7 @@ export async function searchWorkspace(
       const snippet = snippetAround({ text: candidate.text.text, offset: at, length, radius: SNIPPET_RADIUS }).replace(/\s+/g, ' ').trim()
       return { uri, name: candidate.name, kind: candidate.kind, matched, offset: candidate.text.start + at, snippet, score }
     })
-    .sort((a, b) => b.score - a.score || (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0))
+    .sort((a, b) => b.score - a.score) // stable: equal scores keep the path order
   const page = hits.slice(start, start + size)
   return { query, hits: page, offset: start, next_offset: hits.length > start + size ? start + size : null }
 }
