@@ -101,6 +101,13 @@ describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
     const page = await open({ uri: `${root}${base}/`, viewport: PHONE, allowConsoleErrors: [/status of 404/] }) // the vanished folder
     await markDocument(page)
     const panel = page.locator('#upload-panel')
+    // A conversation first: uploads must leave it as it is.
+    await page.getByRole('button', { name: 'Ask KnowAgent' }).click()
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Nothing uploaded yet.')))
+    await ask(page, 'Anything here?')
+    await waitForAnswer(page)
+    await page.getByRole('button', { name: 'Close chat' }).click()
 
     const chooser = page.waitForEvent('filechooser')
     await action(page, 'Upload files').click()
@@ -117,6 +124,11 @@ describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
     await dropFiles(treeRow(page, 'gone'), [{ name: 'dropped.txt', text: 'dropped text' }])
     await panel.locator('.upload-file', { hasText: 'dropped.txt' }).locator('.upload-outcome', { hasText: 'added' }).waitFor()
     await expect(panel.locator('#upload-title').textContent()).resolves.toBe(`Uploaded to ${root}${base}/gone/: 1 file`)
+    await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(2) // the chat untouched
+    await expect(history(page)).resolves.toEqual([
+      { role: 'user', content: 'Anything here?' },
+      { role: 'assistant', content: 'Nothing uploaded yet.' },
+    ])
     await treeRow(page, 'gone').getByRole('link').click()
     await page.locator('#content .entry-link', { hasText: /^dropped\.txt$/ }).waitFor()
 
