@@ -8,7 +8,7 @@ import { Database, type DatabaseHandle } from './effects/db/database.ts'
 import { migrateToLatest } from './effects/db/migrate.ts'
 import { silentLogger } from './effects/logging/logger.ts'
 import { generatePassword } from './effects/auth/passwords.ts'
-import { createApiTokenFor, createUser, findUserByLogin, setPassword, UserError } from './effects/auth/users.ts'
+import { createApiTokenFor, createUser, findUserByLogin, listApiTokens, revokeApiTokens, setPassword, UserError, type ApiTokenInfo } from './effects/auth/users.ts'
 import { formatImportReport, importFolder } from './effects/workspace/import-folder.ts'
 import { parseKbUri } from './effects/workspace/uri.ts'
 
@@ -19,8 +19,13 @@ commands:
   worker                                 run compile jobs only (serve runs workers too; DATABASE_URL or the data dir)
   migrate                                apply database migrations
   user add <login> [--password P]        create a user (a password is generated and printed when omitted)
-  user passwd <login> [--password P]     set a user's password (signs out their sessions)
+  user passwd <login> [--password P] [--revoke-tokens]
+                                         set a user's password; ends their sessions (API tokens
+                                         stay valid unless --revoke-tokens)
   token create <login> [--label L]       create an API token; prints only the token
+  token list <login>                     list a user's API tokens (id, label, created, last used,
+                                         revoked; never the token)
+  token revoke <login> <token-id|--all>  revoke one API token, or all of the user's tokens
   import <folder> <kb-uri> --user <login>
                                          import a folder (recursive, idempotent)
   help                                   show this help`
@@ -41,7 +46,7 @@ const defaultIo: Io = {
   env: process.env,
 }
 
-function parse<const O extends Record<string, { type: 'string' }>>(args: string[], options: O) {
+function parse<const O extends Record<string, { type: 'string' } | { type: 'boolean' }>>(args: string[], options: O) {
   try {
     return parseArgs({ args, options, allowPositionals: true, strict: true })
   } catch (error) {
@@ -66,6 +71,24 @@ async function withDatabase<T>(io: Io, run: (db: DatabaseHandle, secret: string)
   } finally {
     await runtime.dispose()
   }
+}
+
+async function userNamed(db: DatabaseHandle['db'], login: string) {
+  const user = await findUserByLogin(db, login)
+  if (!user) throw new UserError(`no user "${login}"`)
+  return user
+}
+
+const isoMinute = (at: Date | null) => (at ? at.toISOString().slice(0, 16).replace('T', ' ') : '-')
+
+/** One header line and one line per token: id, created, last used, revoked, label — never the token. */
+export function formatTokenList(tokens: ReadonlyArray<ApiTokenInfo>): string[] {
+  if (tokens.length === 0) return ['no API tokens']
+  const row = (cells: string[]) => cells.map((cell, i) => (i < 4 ? cell.padEnd(i === 0 ? 36 : 16) : cell)).join('  ').trimEnd()
+  return [
+    row(['id', 'created (UTC)', 'last used', 'revoked', 'label']),
+    ...tokens.map((t) => row([t.id, isoMinute(t.createdAt), isoMinute(t.lastUsedAt), isoMinute(t.revokedAt), JSON.stringify(t.label ?? '')])),
+  ]
 }
 
 export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
@@ -114,28 +137,53 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         return 0
       }
       case 'user': {
-        const { positionals, values } = parse(rest, { password: { type: 'string' } })
+        const { positionals, values } = parse(rest, { password: { type: 'string' }, 'revoke-tokens': { type: 'boolean' } })
         const [action, login] = expectPositionals(positionals, 2, '"user add <login>" or "user passwd <login>"')
         const password = values.password ?? generatePassword()
         if (action === 'add') {
+          if (values['revoke-tokens']) throw new UsageError('--revoke-tokens goes with "user passwd"')
           await withDatabase(io, ({ db }) => createUser(db, { login: login!, password }))
           io.out(values.password ? `created user ${login}` : `created user ${login} with password: ${password}`)
           return 0
         }
         if (action === 'passwd') {
-          await withDatabase(io, ({ db }) => setPassword(db, { login: login!, password }))
+          const change = await withDatabase(io, ({ db }) => setPassword(db, { login: login!, password, revokeTokens: values['revoke-tokens'] === true }))
           io.out(values.password ? `password set for ${login}` : `new password for ${login}: ${password}`)
+          io.out(`${change.sessionsEnded} browser session(s) ended.`)
+          io.out(
+            values['revoke-tokens']
+              ? `${change.tokensRevoked} API token(s) revoked; none of ${login}'s tokens work any more.`
+              : `${change.tokensValid} API token(s) stay valid (revoke them with --revoke-tokens or \`knowagent token revoke ${login} --all\`).`,
+          )
           return 0
         }
         throw new UsageError(`unknown user action "${action}"`)
       }
       case 'token': {
-        const { positionals, values } = parse(rest, { label: { type: 'string' } })
-        const [action, login] = expectPositionals(positionals, 2, '"token create <login>"')
-        if (action !== 'create') throw new UsageError(`unknown token action "${action}"`)
-        const token = await withDatabase(io, ({ db }, secret) => createApiTokenFor(db, { secret, login: login!, ...(values.label ? { label: values.label } : {}) }))
-        io.out(token)
-        return 0
+        const { positionals, values } = parse(rest, { label: { type: 'string' }, all: { type: 'boolean' } })
+        const [action, login, tokenId] = positionals
+        if (action === 'create') {
+          expectPositionals(positionals, 2, '"token create <login>"')
+          if (values.all) throw new UsageError('--all goes with "token revoke"')
+          const token = await withDatabase(io, ({ db }, secret) => createApiTokenFor(db, { secret, login: login!, ...(values.label ? { label: values.label } : {}) }))
+          io.out(token)
+          return 0
+        }
+        if (action === 'list') {
+          expectPositionals(positionals, 2, '"token list <login>"')
+          const tokens = await withDatabase(io, async ({ db }) => listApiTokens(db, { userId: (await userNamed(db, login!)).id }))
+          for (const line of formatTokenList(tokens)) io.out(line)
+          return 0
+        }
+        if (action === 'revoke') {
+          if (positionals.length !== (values.all ? 2 : 3)) throw new UsageError('expected "token revoke <login> <token-id>" or "token revoke <login> --all"')
+          const revoked = await withDatabase(io, async ({ db }) =>
+            revokeApiTokens(db, { userId: (await userNamed(db, login!)).id, tokenId: values.all ? 'all' : tokenId! }),
+          )
+          io.out(values.all ? `${revoked} API token(s) of ${login} revoked.` : revoked ? `token ${tokenId} revoked.` : `token ${tokenId} was already revoked.`)
+          return 0
+        }
+        throw new UsageError(action ? `unknown token action "${action}"` : 'expected "token create|list|revoke <login>"')
       }
       case 'import': {
         const { positionals, values } = parse(rest, { user: { type: 'string' } })

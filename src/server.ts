@@ -8,11 +8,10 @@ import { startCoreRuntime, type CoreServiceValues } from './effects/app-layer.ts
 import { loadConfig, type AppConfig } from './effects/config/app-config.ts'
 import type { DatabaseHandle } from './effects/db/database.ts'
 import { createLogger, type Logger } from './effects/logging/logger.ts'
-import { failOrphanedTurns } from './effects/turn/turn-records.ts'
+import { registerInstance, type InstanceRegistration } from './effects/turn/instance-registry.ts'
 import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import type { AppContext } from './http/app-context.ts'
 import { createApp } from './http/create-app.ts'
-import { compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from './effects/compile/compile-feature.ts'
 
 export interface RunningServer {
   readonly url: string
@@ -23,8 +22,8 @@ export interface RunningServer {
 
 /** The routes' context from the runtime's services. */
 export function appContextOf(services: CoreServiceValues, shutdownSignal: AbortSignal): AppContext {
-  const { config, logger, secret, database, models, tools, preStep, parser, retrieval } = services
-  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, parser, retrieval, shutdownSignal }
+  const { config, logger, secret, database, models, tools, preStep, parser, retrieval, compile } = services
+  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, parser, retrieval, compile: compile?.feature, shutdownSignal }
 }
 
 function listen(app: ReturnType<typeof createApp>, config: AppConfig): Promise<Server> {
@@ -39,19 +38,18 @@ export async function startServer({
   logger = createLogger({ level: config.logLevel }),
   announce = (line: string) => process.stderr.write(line + '\n'),
 }: { config?: AppConfig; logger?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
-  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true } })
+  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true, compile: true } })
   const { database } = services
   let server: Server | undefined
-  let compile: RunningCompileFeature | undefined
+  let instance: InstanceRegistration | undefined
   try {
-    const orphaned = await failOrphanedTurns(database.db)
-    if (orphaned > 0) logger.warn('closed turns left running by a stopped process', { turns: orphaned })
+    // Closes the turns that dead processes left running (ours stay ours while we live).
+    instance = await registerInstance({ db: database.db, connection: database.connection, logger })
     const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser: services.parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
-    compile = await startCompileFeature(compileFeatureOptionsOf(services))
     const shutdownController = new AbortController()
-    const app = createApp({ ...appContextOf(services, shutdownController.signal), compile: compile.feature })
+    const app = createApp({ ...appContextOf(services, shutdownController.signal), instanceId: instance.instanceId })
     const sockets = new Set<Socket>()
     server = await listen(app, config)
     server.on('connection', (socket) => {
@@ -88,14 +86,14 @@ export async function startServer({
             for (const socket of sockets) socket.destroy()
           }, 2000).unref()
         })
-        await compile?.stop() // running compile attempts are interrupted and released for retry
-        await dispose()
+        await instance?.release()
+        await dispose() // compile attempts are interrupted and released for retry first, the database last
         logger.info('stopped')
       })())
     return { url, server, database, shutdown }
   } catch (error) {
     server?.close()
-    await compile?.stop()
+    await instance?.release()
     await dispose()
     throw error
   }

@@ -54,11 +54,14 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, module
             </nav>
           ) : null}
           {login ? (
-            <form class="signout" method="post" action="/logout">
-              <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
-              <span class="who">{login}</span>
-              <button type="submit" class="ghost">Sign out</button>
-            </form>
+            <div class="topbar-links">
+              <a href="/settings">Settings</a>
+              <form class="signout" method="post" action="/logout">
+                <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
+                <span class="who">{login}</span>
+                <button type="submit" class="ghost">Sign out</button>
+              </form>
+            </div>
           ) : null}
         </header>
         <main>{children}</main>

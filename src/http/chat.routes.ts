@@ -4,7 +4,7 @@
 //   GET  /workspace/chat/welcome       the welcome area for a directory (a new conversation)
 // Cookie session + CSRF (the X-CSRF-Token header htmx sends from the page's body attribute).
 // The conversation's history comes from the page with each request; nothing is kept here.
-import { Router, urlencoded, type Request } from 'express'
+import { Router, urlencoded } from 'express'
 import { Schema } from 'effect'
 import type { User } from '../effects/auth/users.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
@@ -18,7 +18,7 @@ import { runExplicitCommand } from './explicit-command.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { htmlTurnProjector } from './html-turn-projector.tsx'
 import { badRequest } from './http-errors.ts'
-import { decodeBody } from './decode-request.ts'
+import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, streamTurn } from './turn-stream.ts'
 import { directoryOf, listDirectory } from './workspace-listing.ts'
@@ -42,7 +42,7 @@ const ChatCommandForm = Schema.Struct({
   uri: FormString,
   path: Schema.optional(FormString),
   query: Schema.optional(Schema.String.check(Schema.isMaxLength(200))),
-  offset: Schema.optional(Schema.String.check(Schema.isPattern(/^\d{1,9}$/, { message: 'offset is a whole number' }))),
+  offset: Schema.optional(QueryInt({ minimum: 0 })),
   message_key: Schema.optional(MessageKey),
   placement: Schema.optional(Schema.Literals(['chat', 'dialog'])),
 })
@@ -75,11 +75,7 @@ async function directoryEntries(ctx: AppContext, user: User, uri: string) {
   return { directory, entries: await listDirectory(ctx, user, directory) }
 }
 
-function queryString(req: Request, name: string): string {
-  const value = req.query[name]
-  if (typeof value !== 'string' || value === '') throw badRequest(`"${name}" must be a single non-empty string`)
-  return value
-}
+const DirectoryQuery = Schema.Struct({ uri: FormString.check(Schema.isMinLength(1)) })
 
 export function chatRoutes(ctx: AppContext): Router {
   const router = Router()
@@ -103,7 +99,7 @@ export function chatRoutes(ctx: AppContext): Router {
       scopeUri: form.uri,
       targetUri: resolveCommandTarget({ scopeUri: form.uri, path: form.path }),
       query: form.query,
-      offset: form.offset === undefined ? undefined : Number(form.offset),
+      offset: form.offset,
     }
     const outcome: CommandOutcome = { command: form.command, ...(await runExplicitCommand(ctx, { user, command })) }
     const html =
@@ -114,7 +110,7 @@ export function chatRoutes(ctx: AppContext): Router {
   })
 
   router.get(`${CHAT_PREFIX}/welcome`, async (req, res) => {
-    const { directory, entries } = await directoryEntries(ctx, req.auth!.user, queryString(req, 'uri'))
+    const { directory, entries } = await directoryEntries(ctx, req.auth!.user, decodeQuery(DirectoryQuery, req).uri)
     res.type('html').send(await renderFragment(Welcome({ directoryUri: directory.uri, entries })))
   })
 

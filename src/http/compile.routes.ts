@@ -24,7 +24,8 @@ import { JobRow, JobRowNotice, JobRows, jobRowId } from '../../views/partials/co
 import { renderFragment, renderFragmentSync, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
-import { decodeBody } from './decode-request.ts'
+import { admitCompileRequest, createStreamCap } from './compile-limits.ts'
+import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { badRequest, HttpError } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'
@@ -51,7 +52,6 @@ export const CompileRequest = Schema.Struct({
   skill: Schema.optionalKey(Short),
 })
 
-const FormInt = Schema.String.check(Schema.isPattern(/^\d{1,6}$/, { message: 'a whole number' }))
 const FormString = Schema.String.check(Schema.isMaxLength(4096))
 
 const CompileForm_ = Schema.Struct({
@@ -59,8 +59,8 @@ const CompileForm_ = Schema.Struct({
   uris: Schema.optionalKey(Schema.Union([Uri, Schema.Array(Uri).check(Schema.isMaxLength(MAX_REQUEST_URIS))])),
   engine: Schema.String.check(Schema.isMaxLength(600)),
   reasoning_level: Schema.optionalKey(Short),
-  call_budget: FormInt,
-  timeout_seconds: FormInt,
+  call_budget: QueryInt({ minimum: 1, maximum: MAX_CALL_BUDGET }),
+  timeout_seconds: QueryInt({ minimum: MIN_TIMEOUT_SECONDS, maximum: MAX_TIMEOUT_SECONDS }),
   artifact_parent_uri: Schema.optionalKey(FormString),
   skill: Schema.optionalKey(Short),
   skill_name: Schema.optionalKey(FormString),
@@ -80,19 +80,17 @@ const SkillForm = Schema.Struct({
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-function queryString(req: Request, name: string): string | undefined {
-  const value = req.query[name]
-  if (value === undefined || value === '') return undefined
-  if (typeof value !== 'string') throw badRequest(`"${name}" must be a single string`)
-  return value
-}
+const QueryText = Schema.String.check(Schema.isMaxLength(4096))
+const FormQuery = Schema.Struct({ uri: Uri })
 
-function queryInt(req: Request, name: string, { min, max, fallback }: { min: number; max: number; fallback: number }): number {
-  const raw = queryString(req, name)
-  if (raw === undefined) return fallback
-  if (!/^\d{1,9}$/.test(raw) || Number(raw) < min || Number(raw) > max) throw badRequest(`"${name}" must be a whole number from ${min} to ${max}`)
-  return Number(raw)
-}
+/** The job list's query (API, task center and both live streams), decoded like every other query: bad numbers are 400 `invalid_request`. */
+const JobsQuery = (limitMax: number) =>
+  Schema.Struct({
+    directory: Schema.optionalKey(QueryText),
+    status: Schema.optionalKey(QueryText),
+    offset: Schema.optionalKey(QueryInt({ minimum: 0, maximum: 1_000_000 })),
+    limit: Schema.optionalKey(QueryInt({ minimum: 1, maximum: limitMax })),
+  })
 
 function jobId(req: Request): string {
   const id = String(req.params.id ?? '')
@@ -102,13 +100,13 @@ function jobId(req: Request): string {
 
 /** The directory filter as the canonical URI jobs carry (`kb://me/x` → `kb://users/<login>/x/`). */
 function directoryFilter(user: User, raw: string | undefined): string | undefined {
-  if (raw === undefined) return undefined
+  if (raw === undefined || raw === '') return undefined
   const path = parseKbUri({ uri: raw, callerLogin: user.login })
   return formatKbUri({ login: path.login, segments: path.segments, directory: true })
 }
 
 function statusFilter(raw: string | undefined): JobStatus[] | undefined {
-  if (raw === undefined) return undefined
+  if (raw === undefined || raw === '') return undefined
   const statuses = raw.split(',').map((value) => value.trim())
   const unknown = statuses.find((value) => !(JOB_STATUS_FILTERS as ReadonlyArray<string>).includes(value))
   if (unknown !== undefined) throw badRequest(`unknown status "${unknown.slice(0, 40)}"; use ${JOB_STATUS_FILTERS.join(', ')}`, 'invalid_status')
@@ -116,11 +114,12 @@ function statusFilter(raw: string | undefined): JobStatus[] | undefined {
 }
 
 function listFilter(req: Request, user: User, limitMax = 100): JobListFilter {
+  const query = decodeQuery(JobsQuery(limitMax), req)
   return {
-    directoryUri: directoryFilter(user, queryString(req, 'directory')),
-    statuses: statusFilter(queryString(req, 'status')),
-    offset: queryInt(req, 'offset', { min: 0, max: 1_000_000, fallback: 0 }),
-    limit: queryInt(req, 'limit', { min: 1, max: limitMax, fallback: 20 }),
+    directoryUri: directoryFilter(user, query.directory),
+    statuses: statusFilter(query.status),
+    offset: query.offset ?? 0,
+    limit: query.limit ?? 20,
   }
 }
 
@@ -245,12 +244,23 @@ function modelOptions(ctx: AppContext) {
 export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router {
   const router = Router()
   const { service } = feature
+  const streams = createStreamCap()
+  const liveJobs = async (req: Request, res: Response, filter: JobListFilter, project: (sse: SseWriter) => JobStreamProjector) => {
+    const user = req.auth!.user
+    const release = streams.hold(user.id)
+    try {
+      await streamJobs(ctx, { res, user, filter, feature, project })
+    } finally {
+      release()
+    }
+  }
 
   // ── JSON API ──────────────────────────────────────────────────────────────────────────
   router.use([`${API_PREFIX}/compile`, `${API_PREFIX}/jobs`], requireAuth(), json({ limit: '1mb' }), requireCsrf())
 
   router.post(`${API_PREFIX}/compile`, async (req, res) => {
     const body = decodeBody(CompileRequest, req.body)
+    await admitCompileRequest(ctx, req.auth!.user)
     const result = await service.enqueue({ caller: req.auth!.user, params: toParams(body) })
     res.status(result.jobs.some((job) => job.created) ? 201 : 200).json(result)
   })
@@ -263,7 +273,7 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
 
   router.get(`${API_PREFIX}/jobs/stream`, async (req, res) => {
     const filter = listFilter(req, req.auth!.user)
-    await streamJobs(ctx, { res, user: req.auth!.user, filter, feature, project: jsonJobProjector })
+    await liveJobs(req, res, filter, jsonJobProjector)
   })
 
   router.get(`${API_PREFIX}/jobs/:id`, async (req, res) => {
@@ -279,7 +289,9 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
   })
 
   router.post(`${API_PREFIX}/jobs/:id/retry`, async (req, res) => {
-    const outcome = await service.retry({ caller: req.auth!.user, id: jobId(req) })
+    const id = jobId(req)
+    await admitCompileRequest(ctx, req.auth!.user)
+    const outcome = await service.retry({ caller: req.auth!.user, id })
     if (!outcome.ok) {
       res.status(outcome.status).json({ error: { code: outcome.code, message: outcome.message, ...(outcome.job_id ? { job_id: outcome.job_id, configuration: outcome.configuration } : {}) } })
       return
@@ -292,8 +304,7 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
 
   router.get('/workspace/compile/form', async (req, res) => {
     const user = req.auth!.user
-    const uri = queryString(req, 'uri')
-    if (uri === undefined) throw badRequest('"uri" is required')
+    const { uri } = decodeQuery(FormQuery, req)
     const directory = await directoryNode(ctx, user, uri)
     const [files, options, jobs] = await Promise.all([
       formEntries(ctx, user, directory),
@@ -310,11 +321,12 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
       uris,
       ...decodeEngine(form.engine),
       reasoningLevel: form.reasoning_level ?? '',
-      callBudget: Math.min(MAX_CALL_BUDGET, Math.max(1, Number(form.call_budget))),
-      timeoutSeconds: Math.min(MAX_TIMEOUT_SECONDS, Math.max(MIN_TIMEOUT_SECONDS, Number(form.timeout_seconds))),
+      callBudget: form.call_budget,
+      timeoutSeconds: form.timeout_seconds,
       artifactParentUri: form.artifact_parent_uri?.trim() || undefined,
       skill: form.skill ?? '',
     }
+    if (uris.length > 0) await admitCompileRequest(ctx, req.auth!.user)
     const result = uris.length === 0 ? { jobs: [], refused: [] } : await service.enqueue({ caller: req.auth!.user, params })
     res.type('html').send(await renderFragment(CompileResult(result)))
   })
@@ -359,12 +371,13 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
 
   router.get('/tasks/stream', async (req, res) => {
     const filter = { ...listFilter(req, req.auth!.user), offset: 0, limit: JOB_PAGE }
-    await streamJobs(ctx, { res, user: req.auth!.user, filter, feature, project: htmlJobProjector })
+    await liveJobs(req, res, filter, htmlJobProjector)
   })
 
   const rowAction = (action: 'cancel' | 'retry') => async (req: Request, res: Response) => {
     const user = req.auth!.user
     const id = jobId(req)
+    if (action === 'retry') await admitCompileRequest(ctx, user)
     const outcome = action === 'cancel' ? await service.cancel({ caller: user, id }) : await service.retry({ caller: user, id })
     if (outcome.ok) {
       res.type('html').send(await renderFragment(JobRow({ job: outcome.job })))

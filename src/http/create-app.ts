@@ -13,6 +13,7 @@ import { workspaceRoutes } from './workspace.routes.ts'
 import { workspaceFilesRoutes } from './workspace-files.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
+import { settingsRoutes } from './settings.routes.ts'
 import { compileRoutes } from './compile.routes.ts'
 import { openAiRoutes } from './openai.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
@@ -25,7 +26,7 @@ const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data: https:",
+  "img-src 'self' data:", // never a remote image: a URL can carry data out (docs/security.md)
   "connect-src 'self'",
   "object-src 'none'",
   "base-uri 'none'",
@@ -73,6 +74,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(chatRoutes(ctx))
   if (ctx.compile) app.use(compileRoutes(ctx, ctx.compile))
   if (ctx.retrieval) app.use(retrievalRoutes(ctx, ctx.retrieval))
+  app.use(settingsRoutes(ctx))
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))

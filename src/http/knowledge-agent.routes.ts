@@ -5,7 +5,7 @@ import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
 import type { CompileOptions } from '../effects/compile/compile-service.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
-import { decodeBody } from './decode-request.ts'
+import { decodeBody, SafeInt } from './decode-request.ts'
 import { HttpError } from './http-errors.ts'
 import { runExplicitCommand } from './explicit-command.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
@@ -16,8 +16,8 @@ export const API_PREFIX = '/api/v1/knowledge-agent'
 export const CommandRequest = Schema.Struct({
   command: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)),
   uri: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096)),
-  offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-  limit: Schema.optional(Schema.Int.check(Schema.isGreaterThan(0))),
+  offset: Schema.optional(SafeInt({ minimum: 0 })),
+  limit: Schema.optional(SafeInt({ minimum: 1 })),
   query: Schema.optional(Schema.String),
 })
 

@@ -1,7 +1,9 @@
 // Validation of POST stream bodies: the fields, sizes, and an OpenAI-shaped history whose tool
 // results all answer an earlier assistant tool call (a provider would reject orphans).
 import { Schema } from 'effect'
-import { toolPairingProblems, type ChatMessage } from '../machines/index.ts'
+import { DEFAULT_PROTOCOL_RESERVE, estimateInputBytes, inputLimit } from '../machines/context-accounting.ts'
+import { toolPairingProblems, type ChatMessage, type ToolSchema } from '../machines/index.ts'
+import type { ModelInfo } from '../effects/llm/model.ts'
 import { badRequest } from './http-errors.ts'
 
 const ToolCallPart = Schema.Struct({
@@ -43,4 +45,33 @@ export function checkStreamRequest(request: StreamRequest, { maxMessageChars }: 
   const problems = toolPairingProblems(history)
   if (problems.length > 0) throw badRequest(`invalid history: ${problems.join('; ')}`, 'invalid_history')
   return history
+}
+
+/**
+ * Refuses a message that cannot fit the model's input even with no history: its bytes (as the
+ * turn counts them, SPEC §5) plus the system prompt and tool schemas over the model's input limit.
+ * Without this the turn would start, stream, and end in `context.over_limit`.
+ */
+export function checkMessageFitsModel({
+  message,
+  model,
+  systemPrompt,
+  tools,
+}: {
+  message: string
+  model: ModelInfo
+  systemPrompt: string
+  tools: ReadonlyArray<ToolSchema>
+}): void {
+  const limit = inputLimit({ contextWindow: model.contextWindow, maxOutputTokens: model.maxOutputTokens, protocolReserve: DEFAULT_PROTOCOL_RESERVE })
+  const fixed = estimateInputBytes({ messages: [{ role: 'system', content: systemPrompt }, { role: 'user', content: '' }], tools })
+  const total = estimateInputBytes({ messages: [{ role: 'system', content: systemPrompt }, { role: 'user', content: message }], tools })
+  if (total <= limit) return
+  const messageBytes = total - fixed
+  throw badRequest(
+    `"message" is ${messageBytes} bytes as the model counts input; model "${model.id}" accepts at most ${limit} bytes of input ` +
+      `(window ${model.contextWindow} − output reserve ${model.maxOutputTokens} − ${DEFAULT_PROTOCOL_RESERVE}), ` +
+      `of which the system prompt and tool schemas take ${fixed}: shorten the message to at most ${Math.max(0, limit - fixed)} bytes`,
+    'message_too_large',
+  )
 }

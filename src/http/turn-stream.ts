@@ -8,14 +8,16 @@ import { Effect } from 'effect'
 import { randomUUID } from 'node:crypto'
 import type { User } from '../effects/auth/users.ts'
 import type { ChatModel } from '../effects/llm/model.ts'
+import { createRateLimiter } from '../effects/limits/rate-limiter.ts'
+import { buildSystemPrompt } from '../effects/turn/prepare-turn.ts'
 import { runTurn } from '../effects/turn/run-turn.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import type { ChatMessage, TurnEmitted, TurnOutput, Usage } from '../machines/index.ts'
 import type { TerminalFields } from '../client/wire-events.ts'
 import type { AppContext } from './app-context.ts'
 import { badRequest, HttpError } from './http-errors.ts'
-import { createRateLimiter, type RateLimiter } from './rate-limit.ts'
 import { openSse, type SseWriter } from './sse.ts'
+import { checkMessageFitsModel } from './stream-request.ts'
 
 export type TurnProgressEvent = Exclude<TurnEmitted, { type: 'done' } | { type: 'error' }>
 type TerminalEmitted = Extract<TurnEmitted, { type: 'done' } | { type: 'error' }>
@@ -44,21 +46,11 @@ export interface TurnStreamInput {
   readonly preferences?: string | undefined
 }
 
-const limiters = new WeakMap<AppContext, RateLimiter>()
-
-/** Streams per user per minute, shared by every stream endpoint of one app. */
-function streamLimiter(ctx: AppContext): RateLimiter {
-  let limiter = limiters.get(ctx)
-  if (!limiter) {
-    limiter = createRateLimiter({ limit: ctx.config.streamsPerMinute, windowMs: 60_000 })
-    limiters.set(ctx, limiter)
-  }
-  return limiter
-}
-
 /**
  * Everything that can refuse a turn before a byte of the stream is sent: the model id, the URI
- * (400/403/404) and the rate limit (429). Throws HttpError or a tagged workspace error.
+ * (400/403/404), a message the model cannot take (400) and the per-user stream rate limit (429,
+ * counted in the database, so it holds across every server process). Throws HttpError or a
+ * tagged workspace error.
  */
 export async function admitTurnStream(
   ctx: AppContext,
@@ -69,8 +61,16 @@ export async function admitTurnStream(
       Effect.catchTag('UnknownModel', (error) => Effect.fail(badRequest(`${error.reason}; ${modelsHint}`, 'unknown_model'))),
     ),
   )
-  await resolveNode(ctx.db, { caller: user, uri: input.uri })
-  const waitMs = streamLimiter(ctx).take(user.id)
+  const { node } = await resolveNode(ctx.db, { caller: user, uri: input.uri })
+  const nativeTools = model.info.supportsNativeToolCalling
+  checkMessageFitsModel({
+    message: input.message,
+    model: model.info,
+    systemPrompt: buildSystemPrompt({ scopeUri: node.uri, scopeKind: node.kind, nativeTools, preferences: input.preferences }),
+    tools: nativeTools ? ctx.tools.schemas : [],
+  })
+  const limiter = createRateLimiter({ db: ctx.db, limit: ctx.config.streamsPerMinute, windowMs: 60_000, now: ctx.now })
+  const waitMs = await limiter.take(`stream:${user.id}`)
   if (waitMs > 0) {
     const seconds = Math.ceil(waitMs / 1000)
     throw new HttpError(429, 'rate_limited', `at most ${ctx.config.streamsPerMinute} streams per minute; retry in ${seconds} s`, {
@@ -171,6 +171,7 @@ export async function runProjectedTurn(
       onEvent: forward,
       signal: stop.signal,
       logger: ctx.logger.child({ turnId, login: user.login }),
+      instanceId: ctx.instanceId,
     })
   } catch (error) {
     ctx.logger.error('turn crashed', {

@@ -6,7 +6,7 @@ import type { ModelOption } from '../../views/partials/chat-panel.tsx'
 import type { TreeEntry } from '../../views/partials/tree.tsx'
 import type { AppContext } from './app-context.ts'
 
-const LISTING_PAGE = 500
+export const LISTING_PAGE = 500
 const TREE_PAGE = 200
 
 export function toEntry(node: WorkspaceNode, children?: ReadonlyArray<TreeEntry>): TreeEntry {

@@ -1,5 +1,6 @@
 import { Router } from 'express'
 import type { Request, Response } from 'express'
+import { Schema } from 'effect'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { User } from '../effects/auth/users.ts'
@@ -16,23 +17,41 @@ import { TreeError, TreeItems } from '../../views/partials/tree.tsx'
 import { renderMarkdown } from '../../views/render-markdown.ts'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
-import { buildTree, directoryOf, listDirectory, modelOptions } from './workspace-listing.ts'
+import { buildTree, directoryOf, LISTING_PAGE, listDirectory, modelOptions } from './workspace-listing.ts'
 import { contentProblemHandler, pageProblemHandler } from './node-problems.ts'
 import { requireAuth } from './authenticate.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { discardRestOfBody } from './discard-body.ts'
 import { badRequest, forbidden, HttpError } from './http-errors.ts'
 import { readMultipartUpload } from './multipart-upload.ts'
+import { decodeQuery, QueryInt } from './decode-request.ts'
+import { NOTICE_CODES, noticeText, uploadNoticeQuery } from '../../views/partials/notices.ts'
 import { retrievalNav } from './retrieval.routes.ts'
 
 const PREVIEW_CHARS = 200_000
 const TREE_PAGE = 200
 
+const UriParam = Schema.String.check(Schema.isMaxLength(4096))
+const UriQuery = Schema.Struct({ uri: Schema.optional(UriParam) })
+const Count = Schema.optional(QueryInt({ minimum: 0, maximum: 100_000 }))
+const WorkspaceQuery = Schema.Struct({
+  uri: Schema.optional(UriParam),
+  /** A citation's or a search hit's code-point offset: the preview opens there, the passage highlighted. */
+  offset: Schema.optional(QueryInt({ minimum: 0, maximum: 999_999_999 })),
+  notice: Schema.optional(Schema.Literals(NOTICE_CODES)),
+  added: Count,
+  updated: Count,
+  unchanged: Count,
+  unparsed: Count,
+})
+const NodeQuery = Schema.Struct({
+  uri: Schema.optional(UriParam),
+  offset: Schema.optional(QueryInt({ minimum: 0 })),
+  limit: Schema.optional(QueryInt({ minimum: 1, maximum: LISTING_PAGE })),
+})
+
 function queryUri(req: Request, fallback: string): string {
-  const uri = req.query.uri
-  if (uri === undefined) return fallback
-  if (typeof uri !== 'string') throw badRequest('"uri" must be a single string')
-  return uri
+  return decodeQuery(UriQuery, req).uri ?? fallback
 }
 
 export interface UploadSummary {
@@ -42,14 +61,6 @@ export interface UploadSummary {
 }
 
 const rootUriOf = (user: User) => formatKbUri({ login: user.login, segments: [], directory: true })
-
-/** `?offset=` of a citation or a search hit: a code-point offset, or absent. */
-function queryOffset(req: Request): number | undefined {
-  const offset = req.query.offset
-  if (offset === undefined) return undefined
-  if (typeof offset !== 'string' || !/^\d{1,9}$/.test(offset)) throw badRequest('"offset" must be a whole number of characters', 'invalid_request')
-  return Number(offset)
-}
 
 /** `?create_parents=true`: an upload into a folder that does not exist creates it (and the folders above). */
 function queryFlag(req: Request, name: string): boolean {
@@ -75,7 +86,7 @@ async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode, offse
     versionNo: content.versionNo,
     truncated,
     parseError: content.parseStatus === 'failed' ? (content.parseError ?? 'unknown error') : undefined,
-    ...(isMarkdown ? { html: renderMarkdown(text) } : { text }),
+    ...(isMarkdown ? { html: renderMarkdown(text, { baseUri: node.uri }) } : { text }),
   }
 }
 
@@ -89,8 +100,11 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, rootUriOf(user)) })
     const directory = await directoryOf(ctx, user, node)
     const listing = node.kind === 'directory' ? await listDirectory(ctx, user, directory) : []
-    const notice = typeof req.query.notice === 'string' ? req.query.notice.slice(0, 500) : undefined
-    const preview = node.kind === 'file' ? await previewOf(ctx, user, node, queryOffset(req)) : undefined
+    const query = decodeQuery(WorkspaceQuery, req)
+    const notice = query.notice
+      ? noticeText({ code: query.notice, counts: { added: query.added ?? 0, updated: query.updated ?? 0, unchanged: query.unchanged ?? 0, unparsed: query.unparsed ?? 0 } })
+      : undefined
+    const preview = node.kind === 'file' ? await previewOf(ctx, user, node, query.offset) : undefined
     return { directory, props: { directoryUri: directory.uri, nodeUri: node.uri, listing, preview, csrfToken: req.auth!.csrfToken, notice } }
   }
 
@@ -236,18 +250,17 @@ export function workspaceRoutes(ctx: AppContext): Router {
 
   router.post('/workspace/upload', async (req, res) => {
     const results = await storeUpload(req, res)
-    const notice = results.map((r) => `${r.outcome} ${r.uri}${r.parse_error ? ` (text not extracted: ${r.parse_error})` : ''}`).join('; ')
-    const directory = typeof req.query.uri === 'string' ? req.query.uri : ''
-    res.redirect(303, `/workspace?uri=${encodeURIComponent(directory)}&notice=${encodeURIComponent(notice)}`)
+    res.redirect(303, `/workspace?uri=${encodeURIComponent(queryUri(req, ''))}&${uploadNoticeQuery(results)}`)
   })
 
   /** Metadata of a node: a directory's children (paged) or a file's current version. */
   router.get('/api/v1/workspace/node', async (req, res) => {
     const user = req.auth!.user
-    const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, 'kb://me/') })
+    const query = decodeQuery(NodeQuery, req)
+    const { node } = await resolveNode(ctx.db, { caller: user, uri: query.uri ?? 'kb://me/' })
     if (node.kind === 'directory') {
-      const offset = Math.max(0, Number(req.query.offset ?? 0) || 0)
-      const limit = Math.min(500, Math.max(1, Number(req.query.limit ?? 100) || 100))
+      const offset = query.offset ?? 0
+      const limit = query.limit ?? 100
       const page = await listChildren(ctx.db, { owner: user, parent: node, offset, limit })
       res.json({
         uri: node.uri,

@@ -109,6 +109,10 @@ export function invalidatesRunningFetch(reason: CatalogTriggerReason): boolean {
   return reason !== 'tool-rejected'
 }
 
+function crashText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error ?? 'unknown error')
+}
+
 export const catalogRefreshMachine = setup({
   types: {
     context: {} as CatalogRefreshContext,
@@ -129,7 +133,7 @@ export const catalogRefreshMachine = setup({
       event.type === 'catalog.check' &&
       isCatalogDue({ fetchedAt: event.fetchedAt, now: event.now, failedAt: context.failedAt, ttlMs: context.ttlMs, failureBackoffMs: context.failureBackoffMs }),
     invalidatesRunningFetch: ({ event }) => event.type === 'catalog.refresh' && invalidatesRunningFetch(event.reason),
-    fetchSucceeded: ({ event }) => (event as unknown as { output: FetchCatalogOutput }).output.ok,
+    fetchSucceeded: (_, params: { readonly output: FetchCatalogOutput }) => params.output.ok,
     wantsAgain: ({ context }) => context.again !== undefined,
   },
   actions: {
@@ -149,14 +153,8 @@ export const catalogRefreshMachine = setup({
       enqueue.assign({ generation, joined: 0 })
       enqueue.emit({ type: 'refresh.started', generation, reason: context.reason })
     }),
-    recordSuccess: assign(({ context, event }) => {
-      const output = (event as unknown as { output?: FetchCatalogOutput }).output
-      return { failedAt: undefined, succeededAt: output?.at ?? context.requestedAt }
-    }),
-    recordFailure: assign(({ context, event }) => {
-      const output = (event as unknown as { output?: FetchCatalogOutput }).output
-      return { failedAt: output?.at ?? context.requestedAt }
-    }),
+    recordSuccess: assign(({ context }, params: { readonly at: number | undefined }) => ({ failedAt: undefined, succeededAt: params.at ?? context.requestedAt })),
+    recordFailure: assign(({ context }, params: { readonly at: number | undefined }) => ({ failedAt: params.at ?? context.requestedAt })),
     /** Answered by the fetch about to start (from rest) or the one after the running fetch. */
     acknowledgeNext: enqueueActions(({ context, event, enqueue }) => {
       if (event.type === 'catalog.refresh' && event.ticket !== undefined) {
@@ -171,14 +169,7 @@ export const catalogRefreshMachine = setup({
       }
     }),
     emitSucceeded: emit(({ context }) => ({ type: 'refresh.settled' as const, generation: context.generation, ok: true })),
-    emitFailed: emit(({ context, event }) => {
-      const output = (event as unknown as { output?: FetchCatalogOutput }).output
-      const message =
-        output !== undefined && !output.ok
-          ? output.message
-          : `the catalog refresh crashed: ${String((event as unknown as { error?: unknown }).error ?? 'unknown error')}`
-      return { type: 'refresh.settled' as const, generation: context.generation, ok: false, message }
-    }),
+    emitFailed: emit(({ context }, params: { readonly message: string }) => ({ type: 'refresh.settled' as const, generation: context.generation, ok: false, message: params.message })),
   },
 }).createMachine({
   id: 'catalogRefresh',
@@ -219,10 +210,26 @@ export const catalogRefreshMachine = setup({
           reason: context.reason,
         }),
         onDone: [
-          { guard: 'fetchSucceeded', target: 'settled', actions: ['recordSuccess', 'emitSucceeded'] },
-          { target: 'settled', actions: ['recordFailure', 'emitFailed'] },
+          {
+            guard: { type: 'fetchSucceeded', params: ({ event }) => ({ output: event.output }) },
+            target: 'settled',
+            actions: [{ type: 'recordSuccess', params: ({ event }) => ({ at: event.output.at }) }, 'emitSucceeded'],
+          },
+          {
+            target: 'settled',
+            actions: [
+              { type: 'recordFailure', params: ({ event }) => ({ at: event.output.at }) },
+              { type: 'emitFailed', params: ({ event }) => ({ message: event.output.ok ? 'the catalog refresh failed' : event.output.message }) },
+            ],
+          },
         ],
-        onError: { target: 'settled', actions: ['recordFailure', 'emitFailed'] },
+        onError: {
+          target: 'settled',
+          actions: [
+            { type: 'recordFailure', params: () => ({ at: undefined }) },
+            { type: 'emitFailed', params: ({ event }) => ({ message: `the catalog refresh crashed: ${crashText(event.error)}` }) },
+          ],
+        },
       },
       on: {
         'catalog.refresh': [

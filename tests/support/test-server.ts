@@ -13,7 +13,7 @@ import { createApp } from '../../src/http/create-app.ts'
 import { appContextOf } from '../../src/server.ts'
 import { createPostgresDatabase } from './test-database.ts'
 import type { CliProfile, QueueSettings } from '../../src/effects/compile/compile-config.ts'
-import { compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from '../../src/effects/compile/compile-feature.ts'
+import type { RunningCompileFeature } from '../../src/effects/compile/compile-feature.ts'
 
 /** Compile jobs on the test server (queue, LISTEN connection, service), with a worker unless `worker: false`. */
 export interface TestCompileOptions {
@@ -40,6 +40,7 @@ export async function startTestServer({
   configure,
   models,
   sseKeepAliveMs,
+  now,
   preStep,
   compile,
   databaseUrl: sharedUrl,
@@ -60,6 +61,8 @@ export async function startTestServer({
   configure?: (config: AppConfig) => AppConfig
   models?: Partial<ModelRegistryOptions>
   sseKeepAliveMs?: number
+  /** The app's clock (sessions, throttling, rate limits), for tests that move time. */
+  now?: () => number
 } = {}): Promise<TestServer> {
   const created = sharedUrl ? { url: sharedUrl, drop: async () => {} } : await createPostgresDatabase()
   const logLines: string[] = []
@@ -83,12 +86,12 @@ export async function startTestServer({
     config,
     logger,
     models: { local: { deltaDelayMs: 0 }, ...models },
-    features: { retrieval: retrieval ? { blConfigPath: null } : false },
+    features: { retrieval: retrieval ? { blConfigPath: null } : false, compile: compile !== undefined },
   })
   const shutdownController = new AbortController()
   const { database } = runtime.services
-  const running = compile ? await startCompileFeature(compileFeatureOptionsOf(runtime.services)) : undefined
-  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, compile: running?.feature, ...(preStep ? { preStep } : {}) }
+  const running = runtime.services.compile
+  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, now, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
@@ -106,7 +109,6 @@ export async function startTestServer({
       shutdownController.abort()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      await running?.stop()
       await runtime.dispose()
       await created.drop()
     },

@@ -34,17 +34,34 @@ export async function createUser(db: Db, { login, password }: { login: string; p
   return (await findUserByLogin(db, login))!
 }
 
-export async function setPassword(db: Db, { login, password }: { login: string; password: string }): Promise<void> {
+export interface PasswordChange {
+  readonly sessionsEnded: number
+  /** Tokens that still work (all of them unless `revokeTokens`). */
+  readonly tokensValid: number
+  readonly tokensRevoked: number
+}
+
+/** Sets a password and signs out every session of the user; API tokens stay valid unless `revokeTokens`. */
+export async function setPassword(
+  db: Db,
+  { login, password, revokeTokens = false }: { login: string; password: string; revokeTokens?: boolean },
+): Promise<PasswordChange> {
   const reason = validatePassword(password)
   if (reason) throw new UserError(reason)
-  const result = await db
-    .updateTable('users')
-    .set({ password_hash: await hashPassword(password) })
-    .where('login', '=', login)
-    .executeTakeFirst()
-  if (Number(result.numUpdatedRows) === 0) throw new UserError(`no user "${login}"`)
-  // A new password signs out every existing session.
-  await db.deleteFrom('sessions').where('user_id', 'in', db.selectFrom('users').select('id').where('login', '=', login)).execute()
+  const hash = await hashPassword(password)
+  return db.transaction().execute(async (trx) => {
+    const user = await trx.updateTable('users').set({ password_hash: hash }).where('login', '=', login).returning('id').executeTakeFirst()
+    if (!user) throw new UserError(`no user "${login}"`)
+    const sessions = await trx.deleteFrom('sessions').where('user_id', '=', user.id).executeTakeFirst()
+    const revoked = revokeTokens ? await revokeTokensWhere(trx, { userId: user.id }) : 0
+    const valid = await trx
+      .selectFrom('api_tokens')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('user_id', '=', user.id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirstOrThrow()
+    return { sessionsEnded: Number(sessions.numDeletedRows), tokensValid: Number(valid.n), tokensRevoked: revoked }
+  })
 }
 
 export async function findUserByLogin(db: Db, login: string): Promise<User | undefined> {
@@ -68,12 +85,71 @@ const DUMMY_HASH = 'scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAA
 export async function createApiTokenFor(db: Db, { secret, login, label }: { secret: string; login: string; label?: string }): Promise<string> {
   const user = await findUserByLogin(db, login)
   if (!user) throw new UserError(`no user "${login}"`)
+  return (await createApiToken(db, { secret, userId: user.id, label })).token
+}
+
+export const MAX_TOKEN_LABEL_CHARS = 100
+
+export async function createApiToken(
+  db: Db,
+  { secret, userId, label }: { secret: string; userId: string; label?: string | undefined },
+): Promise<{ id: string; token: string }> {
+  const trimmed = label?.trim()
+  if (trimmed && trimmed.length > MAX_TOKEN_LABEL_CHARS) throw new UserError(`a token label is at most ${MAX_TOKEN_LABEL_CHARS} characters`)
   const token = generateApiToken()
+  const id = randomUUID()
   await db
     .insertInto('api_tokens')
-    .values({ id: randomUUID(), user_id: user.id, token_hash: hashToken({ secret, token }), label: label ?? null })
+    .values({ id, user_id: userId, token_hash: hashToken({ secret, token }), label: trimmed || null })
     .execute()
-  return token
+  return { id, token }
+}
+
+/** What is shown of a token: never the token itself (only its keyed hash is stored anyway). */
+export interface ApiTokenInfo {
+  readonly id: string
+  readonly label: string | null
+  readonly createdAt: Date
+  readonly lastUsedAt: Date | null
+  readonly revokedAt: Date | null
+}
+
+export async function listApiTokens(db: Db, { userId, includeRevoked = true }: { userId: string; includeRevoked?: boolean }): Promise<ApiTokenInfo[]> {
+  let query = db
+    .selectFrom('api_tokens')
+    .select(['id', 'label', 'created_at', 'last_used_at', 'revoked_at'])
+    .where('user_id', '=', userId)
+    .orderBy('created_at')
+    .orderBy('id')
+  if (!includeRevoked) query = query.where('revoked_at', 'is', null)
+  const rows = await query.execute()
+  return rows.map((row) => ({
+    id: row.id,
+    label: row.label,
+    createdAt: new Date(row.created_at),
+    lastUsedAt: row.last_used_at ? new Date(row.last_used_at) : null,
+    revokedAt: row.revoked_at ? new Date(row.revoked_at) : null,
+  }))
+}
+
+async function revokeTokensWhere(db: Db, { userId, tokenId }: { userId: string; tokenId?: string }): Promise<number> {
+  let query = db.updateTable('api_tokens').set({ revoked_at: sql<Date>`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null)
+  if (tokenId !== undefined) query = query.where('id', '=', tokenId)
+  return Number((await query.executeTakeFirst()).numUpdatedRows)
+}
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * Revokes one of the user's tokens (or all of them): effective on the next request in every
+ * process, since each request looks its token up in the database. Returns how many were revoked.
+ */
+export async function revokeApiTokens(db: Db, { userId, tokenId }: { userId: string; tokenId: string | 'all' }): Promise<number> {
+  if (tokenId === 'all') return revokeTokensWhere(db, { userId })
+  if (!UUID_PATTERN.test(tokenId)) throw new UserError(`"${tokenId}" is not a token id (see the list of tokens)`)
+  const token = await db.selectFrom('api_tokens').select(['id', 'revoked_at']).where('id', '=', tokenId).where('user_id', '=', userId).executeTakeFirst()
+  if (!token) throw new UserError(`no token ${tokenId} for this user`)
+  return revokeTokensWhere(db, { userId, tokenId })
 }
 
 export async function findUserByApiToken(db: Db, { secret, token }: { secret: string; token: string }): Promise<User | undefined> {
@@ -99,11 +175,11 @@ export interface Session {
 
 export async function createSession(
   db: Db,
-  { secret, userId, ttlHours }: { secret: string; userId: string; ttlHours: number },
+  { secret, userId, ttlHours, now = Date.now() }: { secret: string; userId: string; ttlHours: number; now?: number },
 ): Promise<{ token: string; csrfToken: string; expiresAt: Date }> {
   const token = generateOpaqueToken()
   const csrfToken = generateOpaqueToken()
-  const expiresAt = new Date(Date.now() + ttlHours * 3600_000)
+  const expiresAt = new Date(now + ttlHours * 3600_000)
   await db
     .insertInto('sessions')
     .values({ id_hash: hashToken({ secret, token }), user_id: userId, csrf_token: csrfToken, expires_at: expiresAt })
@@ -111,13 +187,13 @@ export async function createSession(
   return { token, csrfToken, expiresAt }
 }
 
-export async function findSession(db: Db, { secret, token }: { secret: string; token: string }): Promise<Session | undefined> {
+export async function findSession(db: Db, { secret, token, now = Date.now() }: { secret: string; token: string; now?: number }): Promise<Session | undefined> {
   const row = await db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
     .select(['users.id', 'users.login', 'users.created_at', 'sessions.csrf_token'])
     .where('sessions.id_hash', '=', hashToken({ secret, token }))
-    .where('sessions.expires_at', '>', sql<Date>`now()`)
+    .where('sessions.expires_at', '>', new Date(now))
     .executeTakeFirst()
   return row ? { user: { id: row.id, login: row.login, createdAt: new Date(row.created_at) }, csrfToken: row.csrf_token } : undefined
 }

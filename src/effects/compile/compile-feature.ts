@@ -44,7 +44,7 @@ export interface CompileFeatureOptions {
  * The feature's options from the runtime's services (serve and the test server): a CLI profile's
  * subprocess sees its owner's resolved Bailian workspace id when the retrieval feature runs.
  */
-export function compileFeatureOptionsOf(services: CoreServiceValues): CompileFeatureOptions {
+export function compileFeatureOptionsOf(services: Omit<CoreServiceValues, 'compile'>): CompileFeatureOptions {
   const { config, logger, database, models, parser, retrieval } = services
   return {
     config,
@@ -97,14 +97,12 @@ export async function startCompileFeature(options: CompileFeatureOptions): Promi
   }
 }
 
-/** The compile feature as a scoped resource of the runtime (composition root). */
-export class CompileFeatureService extends Context.Service<CompileFeatureService, RunningCompileFeature>()('knowagent/compile/CompileFeature') {
-  static readonly layer = (options: CompileFeatureOptions): Layer.Layer<CompileFeatureService> =>
-    Layer.effect(
-      CompileFeatureService,
-      Effect.acquireRelease(
-        Effect.promise(() => startCompileFeature(options)),
-        (running) => Effect.promise(() => running.stop()),
-      ),
-    )
+/**
+ * The compile feature as a scoped resource of the composition root: started after the services it
+ * uses, stopped before them (running attempts are interrupted and released for retry). Its value is
+ * undefined when the runtime runs without it (CLI commands).
+ */
+export class CompileFeatureService extends Context.Service<CompileFeatureService, RunningCompileFeature | undefined>()('knowagent/compile/CompileFeature') {
+  /** No compile feature. */
+  static readonly none: Layer.Layer<CompileFeatureService> = Layer.succeed(CompileFeatureService, undefined)
 }

@@ -291,7 +291,7 @@ async function ensureParsedBody({
       await trx.updateTable('file_versions').set({ body: text, parse_status: 'parsed', parse_error: null }).where('id', '=', row.version_id).execute()
       await trx
         .insertInto('jobs')
-        .values({ id: randomUUID(), owner_id: owner.id, node_id: node.id, version_id: row.version_id, uri: node.uri, kind: 'parse', status: 'succeeded', started_at: sql<Date>`now()` as unknown as Date, finished_at: sql<Date>`now()` as unknown as Date })
+        .values({ id: randomUUID(), owner_id: owner.id, node_id: node.id, version_id: row.version_id, uri: node.uri, kind: 'parse', status: 'succeeded', started_at: sql<Date>`now()`, finished_at: sql<Date>`now()` })
         .execute()
     })
   }

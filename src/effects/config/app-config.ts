@@ -30,6 +30,8 @@ export const ConfigFileSchema = Schema.Struct({
     Schema.Struct({
       /** Streams per user per minute on POST stream. */
       streamsPerMinute: Schema.optional(PositiveInt),
+      /** Compile requests (queue or retry) per user per minute, across every server process. */
+      compileRequestsPerMinute: Schema.optional(PositiveInt),
       /** Largest chat message accepted, in characters. */
       maxMessageChars: Schema.optional(PositiveInt),
       /** Largest uploaded or imported file, in bytes (a file of exactly this size is accepted). */
@@ -44,6 +46,14 @@ export const ConfigFileSchema = Schema.Struct({
       /** Heap plus ArrayBuffers of one parser worker. */
       parseMemoryMb: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(32))),
       parserThreads: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 64 }))),
+      /** Failed sign-ins per login before lock-outs start (then 1 s, 2 s, 4 s … up to signInMaxLockoutSeconds). */
+      signInFailuresPerLogin: Schema.optional(PositiveInt),
+      /** Failed sign-ins per client address (IPv6: per /64) before lock-outs start. */
+      signInFailuresPerAddress: Schema.optional(PositiveInt),
+      /** Longest sign-in lock-out, in seconds. */
+      signInMaxLockoutSeconds: Schema.optional(PositiveInt),
+      /** Password checks (scrypt) run at once per process; more wait in a short queue. */
+      concurrentPasswordChecks: Schema.optional(PositiveInt),
     }),
   ),
   /** Retrieval services (docs/retrieval.md). */
@@ -66,6 +76,7 @@ export interface AppConfig {
   readonly secureCookies: boolean
   readonly sessionTtlHours: number
   readonly streamsPerMinute: number
+  readonly compileRequestsPerMinute: number
   readonly maxMessageChars: number
   readonly maxFileBytes: number
   /** `retrieval.bailian` with defaults (enabled unless switched off). */
@@ -80,6 +91,10 @@ export interface AppConfig {
   }
   /** Where uploads are spooled while they arrive (each request gets a private folder, always removed). */
   readonly uploadTempDir: string
+  readonly signInFailuresPerLogin: number
+  readonly signInFailuresPerAddress: number
+  readonly signInMaxLockoutSeconds: number
+  readonly concurrentPasswordChecks: number
   /** The whole environment, for API-key lookups at call time (never logged). */
   readonly env: Readonly<Record<string, string | undefined>>
 }
@@ -153,6 +168,7 @@ export function loadConfig({
     secureCookies: file.server?.secureCookies ?? false,
     sessionTtlHours: file.server?.sessionTtlHours ?? 24 * 14,
     streamsPerMinute: file.limits?.streamsPerMinute ?? 30,
+    compileRequestsPerMinute: file.limits?.compileRequestsPerMinute ?? 20,
     maxMessageChars: file.limits?.maxMessageChars ?? 32_000,
     retrievalBailian: resolveBailianConfig(file.retrieval?.bailian),
     maxFileBytes,
@@ -168,6 +184,10 @@ export function loadConfig({
       },
     },
     uploadTempDir: resolve(cwd, env.KNOWAGENT_UPLOAD_TMPDIR || tmpdir()),
+    signInFailuresPerLogin: file.limits?.signInFailuresPerLogin ?? 5,
+    signInFailuresPerAddress: file.limits?.signInFailuresPerAddress ?? 50,
+    signInMaxLockoutSeconds: file.limits?.signInMaxLockoutSeconds ?? 900,
+    concurrentPasswordChecks: file.limits?.concurrentPasswordChecks ?? 2,
     env,
   }
 }

@@ -128,6 +128,26 @@ export interface TurnsTable {
   usage: ColumnType<unknown | null, string | null | undefined, string | null>
   created_at: Timestamp
   finished_at: NullableTimestamp
+  /** The server process running the turn (null: recorded before instances existed, or embedded use). */
+  instance_id: ColumnType<string | null, string | null | undefined, string | null>
+}
+
+export interface RateLimitHitsTable {
+  key: string
+  hits: ColumnType<Date[], Date[], Date[]>
+}
+export interface SignInThrottlesTable {
+  key: string
+  failures: Generated<number>
+  blocked_until: NullableTimestamp
+  last_attempt_at: Timestamp
+}
+export interface InstancesTable {
+  id: string
+  lock_key: Generated<number>
+  host: string
+  pid: number
+  started_at: Generated<Date>
 }
 
 // Retrieval services (migrations/20261201040000_retrieval.ts)
@@ -188,6 +208,9 @@ export interface DB {
   file_versions: FileVersionsTable
   jobs: JobsTable
   search_passages: SearchPassagesTable
+  rate_limit_hits: RateLimitHitsTable
+  sign_in_throttles: SignInThrottlesTable
+  instances: InstancesTable
   compile_job_files: CompileJobFilesTable
   compile_cache: CompileCacheTable
 }

@@ -8,8 +8,6 @@ import type { Logger } from '../logging/logger.ts'
 export interface ChannelListener {
   /** True while LISTEN is in effect (notifications are being received). */
   readonly connected: () => boolean
-  /** The server process id of the listening connection, for diagnostics and tests. */
-  readonly backendPid: () => number | undefined
   readonly close: () => Promise<void>
 }
 
@@ -81,7 +79,6 @@ export function startChannelListener(options: ChannelListenerOptions): ChannelLi
 
   return {
     connected: () => isConnected,
-    backendPid: () => (isConnected ? (client as unknown as { processID?: number } | undefined)?.processID : undefined),
     close: async () => {
       closed = true
       if (timer !== undefined) clearTimeout(timer)

@@ -50,6 +50,8 @@ export interface RunTurnOptions {
   readonly preStep?: PreStepHook | undefined
   readonly logger?: Logger | undefined
   readonly limits?: TurnInput['limits']
+  /** The server instance running the turn (instance-registry.ts), recorded so a dead one's turns can be closed. */
+  readonly instanceId?: string | undefined
 }
 
 export function stopReasonOf(reason: unknown): TurnStopReason {
@@ -85,7 +87,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
       }),
     },
   })
-  await recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id })
+  await recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id, instanceId: options.instanceId })
   const finish = (outcome: Parameters<typeof recordTurnFinished>[1]) =>
     recordTurnFinished(db, outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
   let output: TurnOutput

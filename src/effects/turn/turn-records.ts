@@ -4,8 +4,14 @@
 import { sql } from 'kysely'
 import type { Db } from '../workspace/store.ts'
 
-export async function recordTurnStarted(db: Db, turn: { id: string; userId: string; uri: string; modelId: string }): Promise<void> {
-  await db.insertInto('turns').values({ id: turn.id, user_id: turn.userId, uri: turn.uri, model_id: turn.modelId, status: 'running' }).execute()
+export async function recordTurnStarted(
+  db: Db,
+  turn: { id: string; userId: string; uri: string; modelId: string; instanceId?: string | undefined },
+): Promise<void> {
+  await db
+    .insertInto('turns')
+    .values({ id: turn.id, user_id: turn.userId, uri: turn.uri, model_id: turn.modelId, status: 'running', instance_id: turn.instanceId ?? null })
+    .execute()
 }
 
 export async function recordTurnFinished(
@@ -47,13 +53,52 @@ export async function findTurn(db: Db, id: string) {
   return db.selectFrom('turns').selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-/** Turns left `running` by a process that died are closed as failed at start-up. */
-export async function failOrphanedTurns(db: Db): Promise<number> {
+const interrupted = () =>
+  ({
+    status: 'failed',
+    error_code: 'interrupted',
+    error_message: 'the server stopped while this turn was running',
+    finished_at: sql<Date>`now()`,
+  }) as const
+
+/**
+ * The advisory-lock class every server instance locks its `instances.lock_key` under (session
+ * level, on a connection of its own): the lock is held exactly as long as the process lives.
+ */
+export const INSTANCE_LOCK_CLASS = 1802399607
+
+/** Ids of the registered instances whose lock is held, i.e. whose process is alive. */
+export const liveInstanceIds = sql`(
+  select i.id from instances i
+    join pg_locks l on l.locktype = 'advisory' and l.granted and l.objsubid = 2
+     and l.classid = ${sql.lit(INSTANCE_LOCK_CLASS)}::oid and l.objid = i.lock_key::oid
+     and l.database = (select oid from pg_database where datname = current_database()))`
+
+/**
+ * Closes as failed (`interrupted`) the running turns of every instance but `self` whose process
+ * is gone, and forgets those instances. Turns recorded without an instance (embedded use of
+ * `runTurn`) are closed once they are an hour old.
+ */
+export async function failTurnsOfDeadInstances(db: Db, { self }: { self: string | undefined }): Promise<number> {
   const result = await db
     .updateTable('turns')
-    .set({ status: 'failed', error_code: 'interrupted', error_message: 'the server stopped while this turn was running', finished_at: sql<Date>`now()` })
+    .set(interrupted())
     .where('status', '=', 'running')
-    .where('created_at', '<', sql<Date>`now() - interval '1 hour'`)
+    .where((eb) =>
+      eb.or([
+        eb.and([
+          eb('instance_id', 'is not', null),
+          ...(self ? [eb('instance_id', '!=', self)] : []),
+          sql<boolean>`instance_id not in ${liveInstanceIds}`,
+        ]),
+        eb.and([eb('instance_id', 'is', null), eb('created_at', '<', sql<Date>`now() - interval '1 hour'`)]),
+      ]),
+    )
     .executeTakeFirst()
+  await db
+    .deleteFrom('instances')
+    .where(sql<boolean>`id not in ${liveInstanceIds}`)
+    .$if(self !== undefined, (q) => q.where('id', '!=', self!))
+    .execute()
   return Number(result.numUpdatedRows)
 }

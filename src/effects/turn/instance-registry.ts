@@ -1,0 +1,130 @@
+// Which server processes are alive, as PostgreSQL sees it. Each process registers an instance
+// row and holds a session-level advisory lock on its key on a connection of its own; the lock
+// goes when the process (or its connection) dies, with no timeout to tune. At registration and
+// then every `sweepIntervalMs`, the running turns of instances whose lock is free are closed as
+// `interrupted`, so several processes sharing one database only ever close dead processes' turns.
+import pg from 'pg'
+import { randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import type { Logger } from '../logging/logger.ts'
+import type { Db } from '../workspace/store.ts'
+import { failTurnsOfDeadInstances, INSTANCE_LOCK_CLASS } from './turn-records.ts'
+
+export interface InstanceRegistration {
+  readonly instanceId: string
+  /** Closes dead instances' running turns now; resolves to how many were closed. */
+  readonly sweep: () => Promise<number>
+  /** Stops the sweeps, forgets this instance and closes its lock connection (idempotent). */
+  readonly release: () => Promise<void>
+}
+
+/** Inserts (or finds again) the instance row and takes its lock, in one transaction on `client`. */
+async function lockInstance(client: pg.Client, { instanceId, host, pid }: { instanceId: string; host: string; pid: number }): Promise<void> {
+  // The row becomes visible together with a held lock: no other process can see it unlocked.
+  await client.query('begin')
+  try {
+    const { rows } = await client.query<{ lock_key: number }>(
+      `insert into instances (id, host, pid) values ($1, $2, $3)
+       on conflict (id) do update set host = excluded.host returning lock_key`,
+      [instanceId, host.slice(0, 255), pid],
+    )
+    await client.query('select pg_advisory_lock($1::int, $2::int)', [INSTANCE_LOCK_CLASS, rows[0]!.lock_key])
+    await client.query('commit')
+  } catch (error) {
+    await client.query('rollback').catch(() => {})
+    throw error
+  }
+}
+
+export async function registerInstance({
+  db,
+  connection,
+  logger,
+  sweepIntervalMs = 60_000,
+  instanceId = randomUUID(),
+  host = hostname(),
+  pid = process.pid,
+}: {
+  db: Db
+  /** Connection settings of the same database as `db` (`DatabaseHandle.connection`): the lock needs a connection outside the pool. */
+  connection: pg.ClientConfig
+  logger?: Logger | undefined
+  sweepIntervalMs?: number
+  instanceId?: string
+  host?: string
+  pid?: number
+}): Promise<InstanceRegistration> {
+  let client: pg.Client | undefined
+  let released = false
+
+  const connect = async () => {
+    const next = new pg.Client({ ...connection, application_name: `knowagent instance ${instanceId}` })
+    const lost = (reason: string) => {
+      if (client !== next) return
+      client = undefined // locked no longer: take it again on the next sweep
+      logger?.warn('instance lock connection lost', { instanceId, reason })
+    }
+    next.on('error', (error) => lost(error.message))
+    next.on('end', () => lost('connection ended'))
+    await next.connect()
+    try {
+      await lockInstance(next, { instanceId, host, pid })
+    } catch (error) {
+      await next.end().catch(() => {})
+      throw error
+    }
+    client = next
+  }
+
+  /** Our lock is held only while its connection answers: check before judging anyone else. */
+  const ensureLocked = async () => {
+    const current = client
+    if (current) {
+      const alive = await current.query('select 1').then(
+        () => true,
+        () => false,
+      )
+      if (alive) return
+      if (client === current) client = undefined
+      await current.end().catch(() => {})
+    }
+    if (!released) await connect()
+  }
+
+  const sweep = async () => {
+    await ensureLocked()
+    const closed = await failTurnsOfDeadInstances(db, { self: instanceId })
+    if (closed > 0) logger?.warn('closed turns left running by a stopped process', { turns: closed })
+    return closed
+  }
+
+  await connect()
+  try {
+    await sweep()
+  } catch (error) {
+    await client?.end().catch(() => {})
+    throw error
+  }
+
+  let ticking: Promise<unknown> = Promise.resolve()
+  const timer = setInterval(() => {
+    ticking = sweep().catch((error: Error) => logger?.warn('instance sweep failed', { instanceId, error: error.message }))
+  }, sweepIntervalMs)
+  timer.unref()
+
+  let releasing: Promise<void> | undefined
+  const release = () =>
+    (releasing ??= (async () => {
+      released = true
+      clearInterval(timer)
+      await ticking
+      const last = client
+      client = undefined
+      if (!last) return
+      // Forgetting the row first: turns still marked running are then someone else's to close.
+      await last.query('delete from instances where id = $1', [instanceId]).catch(() => {})
+      await last.end().catch(() => {})
+    })())
+
+  return { instanceId, sweep, release }
+}

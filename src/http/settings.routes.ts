@@ -1,0 +1,69 @@
+// The signed-in user's settings (browser session only):
+//   GET  /settings                         account and API tokens (name, created, last used)
+//   POST /settings/tokens                  create a token: the answer shows it once (no-store)
+//   POST /settings/tokens/:id/revoke       revoke one of the caller's tokens
+// A bearer token cannot reach these pages: a stolen token must not be able to mint more tokens
+// or revoke the owner's others. Forms carry the CSRF token in the `_csrf` field. The guards sit on
+// these routes only: /settings/retrieval (retrieval.routes.ts) has its own.
+import { Router, urlencoded, type Request, type Response } from 'express'
+import { Schema } from 'effect'
+import { createApiToken, listApiTokens, MAX_TOKEN_LABEL_CHARS, revokeApiTokens, UserError } from '../effects/auth/users.ts'
+import { AccountSettingsPage, SETTINGS_SECTIONS, type AccountSettingsProps } from '../../views/pages/settings.tsx'
+import { NOTICE_CODES, noticeText } from '../../views/partials/notices.ts'
+import { renderPage } from '../../views/render.ts'
+import { retrievalNav } from './retrieval.routes.ts'
+import type { AppContext } from './app-context.ts'
+import { requireAuth, requireCsrf } from './authenticate.ts'
+import { forbidden, HttpError } from './http-errors.ts'
+import { decodeBody, decodeQuery } from './decode-request.ts'
+
+const SettingsQuery = Schema.Struct({ notice: Schema.optional(Schema.Literals(NOTICE_CODES)) })
+const CreateTokenForm = Schema.Struct({ label: Schema.optional(Schema.String.check(Schema.isMaxLength(MAX_TOKEN_LABEL_CHARS))) })
+const TokenId = Schema.String.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected a token id' }))
+
+function requireSession(req: Request, _res: Response, next: (error?: unknown) => void) {
+  if (req.auth?.via !== 'session') return next(forbidden('settings need a browser session; API tokens cannot manage tokens', 'session_required'))
+  next()
+}
+
+export function settingsRoutes(ctx: AppContext): Router {
+  const router = Router()
+  const guard = [requireAuth(), requireSession, urlencoded({ extended: false, limit: '16kb' }), requireCsrf()]
+  const nav = retrievalNav(ctx.retrieval)
+  const sections = [...SETTINGS_SECTIONS, ...nav.map((link) => ({ id: 'retrieval', ...link }))]
+
+  async function page(req: Request, res: Response, extra: Partial<AccountSettingsProps> = {}, status = 200) {
+    const { user, csrfToken } = req.auth!
+    const tokens = await listApiTokens(ctx.db, { userId: user.id, includeRevoked: false })
+    res
+      .status(status)
+      .set('Cache-Control', 'no-store')
+      .type('html')
+      .send(await renderPage(AccountSettingsPage({ login: user.login, csrfToken, tokens, nav, sections, ...extra })))
+  }
+
+  router.get('/settings', ...guard, async (req, res) => {
+    const { notice } = decodeQuery(SettingsQuery, req)
+    await page(req, res, notice ? { notice: noticeText({ code: notice }) } : {})
+  })
+
+  router.post('/settings/tokens', ...guard, async (req, res) => {
+    const { label } = decodeBody(CreateTokenForm, req.body)
+    const user = req.auth!.user
+    const created = await createApiToken(ctx.db, { secret: ctx.secret, userId: user.id, label })
+    ctx.logger.info('API token created', { login: user.login, tokenId: created.id })
+    await page(req, res, { newToken: { label: label?.trim() || null, token: created.token } }, 201)
+  })
+
+  router.post('/settings/tokens/:id/revoke', ...guard, async (req, res) => {
+    const id = req.params.id
+    if (!Schema.is(TokenId)(id)) throw new HttpError(404, 'not_found', 'no such token')
+    const user = req.auth!.user
+    const revoked = await revokeApiTokens(ctx.db, { userId: user.id, tokenId: id }).catch((error: unknown) => {
+      throw error instanceof UserError ? new HttpError(404, 'not_found', 'no such token') : error
+    })
+    ctx.logger.info('API token revoked', { login: user.login, tokenId: id })
+    res.redirect(303, `/settings?notice=${revoked > 0 ? 'token_revoked' : 'token_already_revoked'}`)
+  })
+  return router
+}

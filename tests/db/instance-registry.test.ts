@@ -1,0 +1,87 @@
+// Turns left running by a dead server process are closed as `interrupted`; a live process's turns
+// are never touched, even by a process starting beside it on the same database.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
+import { createUser, type User } from '../../src/effects/auth/users.ts'
+import { registerInstance } from '../../src/effects/turn/instance-registry.ts'
+import { findTurn, INSTANCE_LOCK_CLASS, recordTurnStarted } from '../../src/effects/turn/turn-records.ts'
+import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+
+let database: TestDatabase
+let user: User
+beforeAll(async () => {
+  database = await openTestDatabase('postgres')
+  user = await createUser(database.db, { login: 'alice', password: 'a-long-password' })
+})
+afterAll(async () => {
+  await database?.close()
+})
+
+const register = () => registerInstance({ db: database.db, connection: { connectionString: database.url! }, sweepIntervalMs: 3_600_000 })
+
+async function startTurn(instanceId: string | undefined): Promise<string> {
+  const id = randomUUID()
+  await recordTurnStarted(database.db, { id, userId: user.id, uri: 'kb://me/', modelId: 'local', instanceId })
+  return id
+}
+const statusOf = async (id: string) => {
+  const turn = await findTurn(database.db, id)
+  return turn?.status === 'failed' ? `failed:${turn.error_code}` : turn?.status
+}
+
+/** What a crash looks like to PostgreSQL: the process's connections are gone. */
+async function killLockConnection(instanceId: string): Promise<void> {
+  await sql`
+    select pg_terminate_backend(l.pid, 10000) from pg_locks l join instances i on l.objid = i.lock_key::oid
+     where l.locktype = 'advisory' and l.classid = ${INSTANCE_LOCK_CLASS}::oid and l.objsubid = 2 and i.id = ${instanceId}`.execute(database.db)
+}
+
+const lockConnections = async () =>
+  Number(
+    (await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name like 'knowagent instance %'`.execute(database.db)).rows[0]!.n,
+  )
+
+describe('instance registry', () => {
+  it('a starting instance closes only dead instances\' turns; the live one\'s keep running', async () => {
+    const a = await register()
+    const b = await register()
+    const turnOfA = await startTurn(a.instanceId)
+    const turnOfB = await startTurn(b.instanceId)
+    const turnOfNeverSeen = await startTurn(randomUUID())
+    const embeddedTurn = await startTurn(undefined) // no instance: closed only once an hour old
+
+    await killLockConnection(b.instanceId) // b crashed
+    const c = await register() // a process starting beside a
+    expect(await statusOf(turnOfB)).toBe('failed:interrupted')
+    expect(await statusOf(turnOfNeverSeen)).toBe('failed:interrupted')
+    expect(await statusOf(turnOfA)).toBe('running')
+    expect(await statusOf(embeddedTurn)).toBe('running')
+    expect(await a.sweep()).toBe(0)
+    const instances = await database.db.selectFrom('instances').select('id').execute()
+    expect(instances.map((i) => i.id).sort()).toEqual([a.instanceId, c.instanceId].sort())
+
+    await a.release() // a stopped: its connection closed
+    expect(await c.sweep()).toBe(1)
+    expect(await statusOf(turnOfA)).toBe('failed:interrupted')
+    const turnOfC = await startTurn(c.instanceId)
+    expect(await c.sweep()).toBe(0)
+    expect(await statusOf(turnOfC)).toBe('running')
+
+    await c.release()
+    await b.release() // already dead: releasing again is harmless
+    expect(await lockConnections()).toBe(0)
+  })
+
+  it('an instance whose lock connection dropped takes its lock again on the next sweep', async () => {
+    const a = await register()
+    const turn = await startTurn(a.instanceId)
+    await killLockConnection(a.instanceId)
+    await a.sweep() // reconnects and locks again before looking at anyone else
+    const b = await register()
+    expect(await statusOf(turn)).toBe('running')
+    await a.release()
+    await b.release()
+    expect(await lockConnections()).toBe(0)
+  })
+})

@@ -1,0 +1,162 @@
+// What a signed-in user sends is checked the same way everywhere: numbers in range (400
+// invalid_request, never a 500 or a silent correction), the CSRF token in the header or the form
+// field but never the URL, Authorization schemes that are not ours ignored, notices from fixed
+// codes, messages the chosen model can actually take, and a CSP that loads no remote image.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { putFile } from '../../src/effects/workspace/store.ts'
+import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { readSseEvents } from '../support/sse-frames.ts'
+
+let server: TestServer
+let alice: Awaited<ReturnType<typeof addUserWithToken>>
+let session: { cookie: string; csrf: string }
+
+beforeAll(async () => {
+  server = await startTestServer({ configure: (config) => ({ ...config, streamsPerMinute: 1000 }) })
+  alice = await addUserWithToken(server, 'alice')
+  for (const name of ['a.md', 'b.md', 'c.md']) {
+    await putFile(server.database.db, { owner: alice.user, segments: ['docs', name], bytes: new TextEncoder().encode(name), parsed: { ok: true, mime: 'text/markdown', text: name } })
+  }
+  session = await signIn(server, 'alice', alice.password)
+})
+afterAll(async () => {
+  await server?.close()
+})
+
+const api = (path: string, init: RequestInit = {}) =>
+  fetch(`${server.url}${path}`, { ...init, headers: { authorization: `Bearer ${alice.token}`, ...(init.headers as Record<string, string>) } })
+
+describe('numeric parameters', () => {
+  it.each(['offset=1e400', 'offset=99999999999999999999', 'offset=-1', 'offset=1.5', 'limit=-1', 'limit=abc', 'limit=0', 'limit=501', 'limit=1&limit=2'])(
+    'GET /api/v1/workspace/node?%s is 400 invalid_request',
+    async (query) => {
+      const res = await api(`/api/v1/workspace/node?uri=kb://me/docs/&${query}`)
+      expect(res.status).toBe(400)
+      expect((await res.json()).error.code).toBe('invalid_request')
+    },
+  )
+
+  it('pages with valid numbers', async () => {
+    const page = await (await api('/api/v1/workspace/node?uri=kb://me/docs/&offset=1&limit=1')).json()
+    expect(page).toMatchObject({ total: 3, next_offset: 2, entries: [{ name: 'b.md' }] })
+    const past = await (await api('/api/v1/workspace/node?uri=kb://me/docs/&offset=9007199254740991')).json()
+    expect(past).toMatchObject({ total: 3, entries: [], next_offset: null })
+  })
+
+  it.each([{ offset: 1e20 }, { offset: -1 }, { limit: 0 }, { limit: 2.5 }])('POST command with %j is 400 invalid_request', async (numbers) => {
+    const res = await api('/api/v1/knowledge-agent/command', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ command: 'ls', uri: 'kb://me/docs/', ...numbers }),
+    })
+    expect(res.status).toBe(400)
+    expect((await res.json()).error.code).toBe('invalid_request')
+  })
+})
+
+describe('CSRF token', () => {
+  const command = (fields: Record<string, string>, { query = '', headers = {} }: { query?: string; headers?: Record<string, string> } = {}) =>
+    fetch(`${server.url}/workspace/chat/command${query}`, {
+      method: 'POST',
+      headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams({ command: 'ls', uri: 'kb://me/docs/', ...fields }),
+    })
+
+  it('is accepted in the documented _csrf form field', async () => {
+    const res = await command({ _csrf: session.csrf })
+    expect(res.status).toBe(200)
+    expect(await res.text()).toContain('a.md')
+  })
+
+  it('is not accepted from the query string (URLs end up in logs and Referer headers)', async () => {
+    const res = await command({}, { query: `?_csrf=${encodeURIComponent(session.csrf)}` })
+    expect(res.status).toBe(403)
+  })
+
+  it('is accepted in the X-CSRF-Token header', async () => {
+    expect((await command({}, { headers: { 'x-csrf-token': session.csrf } })).status).toBe(200)
+  })
+})
+
+describe('Authorization header', () => {
+  const page = (authorization: string) => fetch(`${server.url}/workspace`, { redirect: 'manual', headers: { cookie: session.cookie, authorization } })
+
+  it.each(['Basic YWxpY2U6cGFzc3dvcmQ=', '', 'Digest username="alice"', 'Token abc'])('a %j header (not Bearer) is ignored: the cookie still signs in', async (authorization) => {
+    expect((await page(authorization)).status).toBe(200)
+  })
+
+  it('without a cookie, a Basic header is simply not signed in', async () => {
+    const res = await fetch(`${server.url}/api/v1/workspace/node`, { headers: { authorization: 'Basic YWxpY2U6cGFzc3dvcmQ=' } })
+    expect(res.status).toBe(401)
+    expect((await res.json()).error.code).toBe('unauthorized')
+  })
+
+  it.each(['Bearer', 'Bearer ', `Bearer ${'x'} y`, 'bearer ka_wrong'])('a malformed or wrong Bearer credential %j is 401 even with a cookie', async (authorization) => {
+    const res = await fetch(`${server.url}/api/v1/workspace/node`, { headers: { cookie: session.cookie, authorization } })
+    expect(res.status).toBe(401)
+  })
+})
+
+describe('notices', () => {
+  const workspace = (query: string) => fetch(`${server.url}/workspace?${query}`, { headers: { cookie: session.cookie } })
+
+  it('a notice is one of a fixed set of codes: arbitrary text is refused, never shown', async () => {
+    const phishing = 'Your session expired. Sign in again at https://evil.example'
+    const res = await workspace(`notice=${encodeURIComponent(phishing)}`)
+    expect(res.status).toBe(400)
+    expect(await res.text()).not.toContain('evil.example')
+  })
+
+  it('shows the text of a known code with its counts', async () => {
+    const html = await (await workspace('notice=uploaded&added=2&updated=0&unchanged=1&unparsed=0')).text()
+    expect(html).toContain('<p class="notice" role="status">Upload stored: 2 added, 0 updated, 1 unchanged.</p>')
+  })
+
+  it('the upload form redirects with codes and counts, not names or parser messages', async () => {
+    const form = new FormData()
+    form.append('_csrf', session.csrf)
+    form.append('file', new Blob(['# new']), 'Sign in again at evil.example.md')
+    const res = await fetch(`${server.url}/workspace/upload?uri=${encodeURIComponent('kb://me/docs/')}`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie }, body: form })
+    expect(res.status).toBe(303)
+    expect(res.headers.get('location')).toBe(`/workspace?uri=${encodeURIComponent('kb://me/docs/')}&notice=uploaded&added=1&updated=0&unchanged=0&unparsed=0`)
+  })
+})
+
+describe('message size against the chosen model', () => {
+  const stream = (body: Record<string, unknown>) =>
+    api('/api/v1/knowledge-agent/stream', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ uri: 'kb://me/docs/', model_id: 'local', ...body }) })
+
+  it('a message over the model\'s input limit is refused before streaming, with both numbers', async () => {
+    const res = await stream({ message: 'x'.repeat(28_000) }) // under limits.maxMessageChars (32,000), over the local model's input
+    expect(res.status).toBe(400)
+    const { error } = await res.json()
+    expect(error.code).toBe('message_too_large')
+    expect(error.message).toMatch(/^"message" is 28000 bytes as the model counts input; model "local" accepts at most 29696 bytes of input \(window 32768 − output reserve 2048 − 1024\), of which the system prompt and tool schemas take \d+: shorten the message to at most \d+ bytes$/)
+    const { turns } = await server.database.db.selectFrom('turns').select((eb) => eb.fn.countAll().as('turns')).executeTakeFirstOrThrow()
+    expect(Number(turns)).toBe(0)
+  })
+
+  it('the limit is exact: the largest message that fits is streamed, one byte more is refused', async () => {
+    const refused = await (await stream({ message: 'x'.repeat(28_000) })).json()
+    const room = Number(/shorten the message to at most (\d+) bytes/.exec(refused.error.message)![1])
+    expect((await stream({ message: 'x'.repeat(room + 1) })).status).toBe(400)
+    const res = await stream({ message: 'x'.repeat(room) })
+    expect(res.status).toBe(200)
+    const { events } = await readSseEvents(res)
+    expect(events.filter((e) => e.event === 'done' || e.event === 'error')).toHaveLength(1)
+  })
+
+  it('a history over 1.5 MB is 400 history_too_large', async () => {
+    const history = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'y'.repeat(40_000) }))
+    const res = await stream({ message: 'hi', history })
+    expect(res.status).toBe(400)
+    expect((await res.json()).error).toMatchObject({ code: 'history_too_large', message: expect.stringMatching(/^"history" is \d+ bytes; the limit is 1500000$/) })
+  })
+})
+
+describe('Content-Security-Policy', () => {
+  it('allows images only from this origin and data: URIs', async () => {
+    const csp = (await fetch(`${server.url}/login`)).headers.get('content-security-policy')!
+    expect(csp.split('; ')).toContain("img-src 'self' data:")
+  })
+})

@@ -1,0 +1,157 @@
+// Settings pages share one frame: a section nav (Account and API tokens; Retrieval services when
+// that feature is on) beside the section.
+import type { Child } from 'hono/jsx'
+import { Layout, type NavLink } from '../layout.tsx'
+
+export interface SettingsSection {
+  readonly id: string
+  readonly href: string
+  readonly label: string
+}
+
+export const SETTINGS_SECTIONS: ReadonlyArray<SettingsSection> = [{ id: 'account', href: '/settings', label: 'Account and API tokens' }]
+
+export function SettingsFrame({
+  title,
+  current,
+  login,
+  csrfToken,
+  nav,
+  sections = SETTINGS_SECTIONS,
+  children,
+}: {
+  title: string
+  current: string
+  login: string
+  csrfToken: string | undefined
+  /** The top bar's links (as on every page). */
+  nav?: ReadonlyArray<NavLink> | undefined
+  sections?: ReadonlyArray<SettingsSection> | undefined
+  children?: Child
+}) {
+  return (
+    <Layout title={title} login={login} csrfToken={csrfToken} nav={nav} bodyClass="page-settings">
+      <div class="settings">
+        <nav class="settings-nav" aria-label="Settings sections">
+          <ul>
+            {sections.map((section) => (
+              <li>
+                <a href={section.href} aria-current={section.id === current ? 'page' : undefined}>
+                  {section.label}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <div class="settings-body">{children}</div>
+      </div>
+    </Layout>
+  )
+}
+
+export interface TokenRow {
+  readonly id: string
+  readonly label: string | null
+  readonly createdAt: Date
+  readonly lastUsedAt: Date | null
+}
+
+export interface AccountSettingsProps {
+  readonly login: string
+  readonly csrfToken: string | undefined
+  readonly tokens: ReadonlyArray<TokenRow>
+  /** A token just created: shown this once, never again. */
+  readonly newToken?: { readonly label: string | null; readonly token: string } | undefined
+  readonly notice?: string | undefined
+  readonly error?: string | undefined
+  readonly nav?: ReadonlyArray<NavLink> | undefined
+  readonly sections?: ReadonlyArray<SettingsSection> | undefined
+}
+
+/** "2026-12-01 14:05 UTC" */
+export function formatTime(at: Date): string {
+  return `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`
+}
+
+const nameOf = (token: { label: string | null }) => token.label ?? '(no name)'
+
+export function AccountSettingsPage(props: AccountSettingsProps) {
+  return (
+    <SettingsFrame title="Settings" current="account" login={props.login} csrfToken={props.csrfToken} nav={props.nav} sections={props.sections}>
+      <h1>Account and API tokens</h1>
+      {props.notice ? (
+        <p class="notice" role="status">
+          {props.notice}
+        </p>
+      ) : null}
+      {props.error ? (
+        <p class="error" role="alert">
+          {props.error}
+        </p>
+      ) : null}
+      <section class="settings-card" aria-labelledby="account-heading">
+        <h2 id="account-heading">Account</h2>
+        <p>
+          Signed in as <strong>{props.login}</strong>. An operator changes passwords with <code>knowagent user passwd {props.login}</code>.
+        </p>
+      </section>
+      <section class="settings-card" aria-labelledby="tokens-heading">
+        <h2 id="tokens-heading">Your API tokens</h2>
+        <p class="muted">
+          Programs send a token as <code>Authorization: Bearer &lt;token&gt;</code>. A token acts as you: revoke any you no longer use.
+        </p>
+        {props.newToken ? (
+          <div class="new-token" role="status">
+            <p>
+              New token <strong>{nameOf(props.newToken)}</strong>. Copy it now: it is shown only this once.
+            </p>
+            <code class="token-value" aria-label="The new API token">
+              {props.newToken.token}
+            </code>
+          </div>
+        ) : null}
+        {props.tokens.length === 0 ? (
+          <p class="muted">You have no active API tokens.</p>
+        ) : (
+          <table class="tokens">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">
+                  <span class="visually-hidden">Revoke</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {props.tokens.map((token) => (
+                <tr>
+                  <td>{nameOf(token)}</td>
+                  <td>{formatTime(token.createdAt)}</td>
+                  <td>{token.lastUsedAt ? formatTime(token.lastUsedAt) : 'never'}</td>
+                  <td>
+                    <form method="post" action={`/settings/tokens/${token.id}/revoke`}>
+                      <input type="hidden" name="_csrf" value={props.csrfToken ?? ''} />
+                      <button type="submit" class="danger small" aria-label={`Revoke token ${nameOf(token)}`}>
+                        Revoke
+                      </button>
+                    </form>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        <form class="create-token" method="post" action="/settings/tokens">
+          <input type="hidden" name="_csrf" value={props.csrfToken ?? ''} />
+          <label>
+            Token name
+            <input name="label" maxlength={100} placeholder="e.g. laptop script" />
+          </label>
+          <button type="submit">Create token</button>
+        </form>
+      </section>
+    </SettingsFrame>
+  )
+}

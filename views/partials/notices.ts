@@ -1,0 +1,43 @@
+// Notices a redirect can ask a page to show (`/workspace?notice=uploaded&added=2`). Only these
+// codes exist and the text is ours: a link cannot make the app display words of its choosing.
+export const NOTICE_CODES = ['uploaded', 'token_revoked', 'token_already_revoked'] as const
+export type NoticeCode = (typeof NOTICE_CODES)[number]
+
+export interface UploadCounts {
+  readonly added: number
+  readonly updated: number
+  readonly unchanged: number
+  /** Files stored whose text could not be extracted. */
+  readonly unparsed: number
+}
+
+const files = (n: number) => `${n} ${n === 1 ? 'file' : 'files'}`
+
+export function noticeText({ code, counts = { added: 0, updated: 0, unchanged: 0, unparsed: 0 } }: { code: NoticeCode; counts?: UploadCounts }): string {
+  switch (code) {
+    case 'token_revoked':
+      return 'Token revoked: it stops working with the next request it is sent with.'
+    case 'token_already_revoked':
+      return 'That token was already revoked.'
+    case 'uploaded': {
+      const stored = `Upload stored: ${counts.added} added, ${counts.updated} updated, ${counts.unchanged} unchanged.`
+      return counts.unparsed > 0
+        ? `${stored} No text could be extracted from ${files(counts.unparsed)}; the raw bytes are kept and the preview says why.`
+        : stored
+    }
+  }
+  return code satisfies never
+}
+
+/** The query string of a redirect that shows the notice of an upload. */
+export function uploadNoticeQuery(results: ReadonlyArray<{ outcome: 'added' | 'updated' | 'unchanged'; parse_error?: string | undefined }>): string {
+  const count = (outcome: string) => results.filter((r) => r.outcome === outcome).length
+  const params = new URLSearchParams({
+    notice: 'uploaded',
+    added: String(count('added')),
+    updated: String(count('updated')),
+    unchanged: String(count('unchanged')),
+    unparsed: String(results.filter((r) => r.parse_error !== undefined).length),
+  })
+  return params.toString()
+}
