@@ -303,6 +303,29 @@ describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
     expect(workspace.problems()).toEqual([])
   })
 
+  it('pages that do not dead-end: a missing file shows where it was asked and leads back; /read of it shows its error once with a /ls hint', async () => {
+    const page = await open({ uri: `${root}docs/`, allowConsoleErrors: [/status of 404/] })
+    await page.goto(`/workspace?uri=${encodeURIComponent(`${root}docs/deep/gone.md`)}`)
+    const problem = page.locator('.problem')
+    await expect(problem.locator('h1').textContent()).resolves.toBe('Not found')
+    await expect(problem.textContent()).resolves.toContain(`${root}docs/deep/gone.md`)
+    await screenshot(page, `desktop-missing-node-${tag}`)
+    await problem.getByRole('link', { name: `Back to ${root}docs/deep/` }).click()
+    await page.locator('#content .entry-link', { hasText: /^c\.md$/ }).waitFor()
+    await page.locator('#chat-form[data-htmx-powered]').waitFor({ state: 'attached' })
+
+    await page.getByRole('textbox', { name: 'Message' }).fill('/read missing.md')
+    await page.getByRole('textbox', { name: 'Message' }).press('Enter')
+    const card = page.locator('#chat-log .command-card.failed').last()
+    await card.waitFor()
+    await expect(card.locator('.tool-error').count()).resolves.toBe(1)
+    await expect(card.locator('.card-summary').count()).resolves.toBe(0)
+    await expect((await card.textContent())!.split('missing.md').length - 1).toBe(1) // the error once
+    await card.getByRole('button', { name: 'List this folder (/ls)' }).click()
+    await page.locator('#chat-log .command-card.ok .ls-entries .name', { hasText: 'c.md' }).waitFor()
+    expect(workspace.problems()).toEqual([])
+  })
+
   it('a long name in the tree shows in full on hover and on focus', async () => {
     const long = `${tag}-a-very-long-file-name-that-does-not-fit-in-the-sidebar-at-all.md`
     await ui.app.putText(['long', long], 'long\n')
