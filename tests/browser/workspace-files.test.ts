@@ -234,6 +234,29 @@ describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
     expect(workspace.problems()).toEqual([])
   })
 
+  it('renaming the folder the chat is in keeps the conversation: the chat follows it, and a reload restores it there', async () => {
+    const base = `${tag}-renamed`
+    await ui.app.putText([base, 'note.md'], 'a note\n')
+    const page = await open({ uri: `${root}${base}/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse('One note.')))
+    await ask(page, 'How many notes?')
+    await waitForAnswer(page)
+    await action(page, 'Rename').click()
+    await fileDialog(page).getByRole('textbox', { name: 'New name' }).fill(`${base}-2`)
+    await fileDialog(page).getByRole('button', { name: 'Rename' }).click()
+    await page.waitForURL((url) => url.searchParams.get('uri') === `${root}${base}-2/`)
+    await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(`${root}${base}-2/`)
+    await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(2)
+    await page.reload()
+    await assistantMessage(page).locator('.answer', { hasText: 'One note.' }).waitFor()
+    await expect(history(page)).resolves.toEqual([
+      { role: 'user', content: 'How many notes?' },
+      { role: 'assistant', content: 'One note.' },
+    ])
+    expect(workspace.problems()).toEqual([])
+  })
+
   it('answer tools: model and elapsed time, copy the markdown source, retry the last question; ↑ recalls it', async () => {
     const { provider } = ui.app
     const page = await open({ uri: `${root}docs/` })
