@@ -3,7 +3,7 @@
 // tools, the cache, and what a failed semantic step leaves readable.
 import { Effect } from 'effect'
 import { randomUUID } from 'node:crypto'
-import { makeLocalChatModel } from '../../src/effects/llm/local-model.ts'
+import { makeLocalChatModel } from '../../src/effects/llm/local/index.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'
 import type { TurnEmitted } from '../../src/machines/index.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

@@ -2,16 +2,20 @@
 // turn machine, the real tools and the real database, with tool calls and a cited answer.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
-import { bootstrapDemo } from '../../src/effects/workspace/bootstrap-demo.ts'
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { bootstrapDemo, SAMPLES_DIR } from '../../src/effects/workspace/bootstrap-demo.ts'
 import { makeDocumentParser } from '../../src/effects/workspace/parse/document-parser.ts'
 import { findUserByLogin } from '../../src/effects/auth/users.ts'
-import { makeLocalChatModel } from '../../src/effects/llm/local-model.ts'
+import { makeLocalChatModel } from '../../src/effects/llm/local/index.ts'
+import type { ChatModel } from '../../src/effects/llm/model.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
-import { COMPACTION_SUMMARY_PREFIX, estimateMessagesBytes, type ChatMessage, type TurnEmitted } from '../../src/machines/index.ts'
+import { collectKbUris, COMPACTION_SUMMARY_PREFIX, estimateMessagesBytes, type ChatMessage, type TurnEmitted } from '../../src/machines/index.ts'
 import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
 import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { isQuoteRead, parseCitations, readPagesOf } from '../eval/local-model/evaluate.ts'
 
 describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) => {
   const tools = makeToolRegistry(WORKSPACE_TOOLS)
@@ -63,6 +67,53 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     expect((await findTurn(database.db, turnId))!.status).toBe('done')
   })
 
+  /** One question about the samples through the real turn: the answer, its citations, and the pages read. */
+  const askSamples = async (question: string) => {
+    const demo = (await findUserByLogin(database.db, 'demo'))!
+    const output = await runTurn({
+      db: database.db, caller: demo, tools, model: makeLocalChatModel({ deltaDelayMs: 0 }), turnId: randomUUID(), uri: 'kb://me/samples/',
+      question, history: [], onEvent: () => {}, signal: new AbortController().signal,
+    })
+    expect(output.status).toBe('done')
+    const final = output.messages.findLast((m) => m.role === 'assistant' && (m.tool_calls ?? []).length === 0)
+    const answer = final?.role === 'assistant' ? (final.content ?? '') : ''
+    const pages = readPagesOf(output.messages)
+    const citations = parseCitations(answer)
+    for (const citation of citations) expect(isQuoteRead(citation, pages), `${citation.uri} @${citation.offset} was read in this turn`).toBe(true)
+    return { answer, citations, readUris: pages.map((page) => page.uri) }
+  }
+
+  // Issue 15, first failure: asked about something no document covers, it answered "Here is what
+  // the workspace says…" and quoted a title and an unrelated sentence.
+  it('says plainly that nothing in the scope covers a question no document answers, and cites nothing', async () => {
+    const { answer, citations } = await askSamples('What is the parental leave policy?')
+    expect(citations).toEqual([])
+    expect(answer).toMatch(/^Nothing in kb:\/\/users\/demo\/samples\/ covers “What is the parental leave policy\?”\.\n\nI searched in all 12 files for “parental”, “leave”, “policy”/u)
+    expect(answer).not.toContain('Here is what the workspace says')
+  })
+
+  // Issue 15, second failure: it quoted the symptom cut off mid-sentence ("Another process already
+  // owns the embedded —"), left out the fix in the next sentence, and quoted a bare heading.
+  it('quotes the symptom and its fix as whole sentences, and never a heading', async () => {
+    const { citations } = await askSamples('What should I do when the data directory is in use?')
+    expect(citations[0]).toMatchObject({ uri: 'kb://users/demo/samples/guides/operations-runbook.md', offset: 1417 })
+    expect(citations[0]!.quote).toContain('Another process already owns the embedded database. Either stop it, or give the second process its own')
+    for (const { quote } of citations) {
+      expect(quote, 'not a heading').not.toMatch(/^#/u)
+      expect(quote, 'not a table separator').not.toMatch(/^\|?\s*:?-{3,}/u)
+      expect(quote, 'ends where a sentence, a list item or a table row ends').toMatch(/[.!?:;)`*"'|。！？]$/u)
+    }
+  })
+
+  // Issue 15, third failure: asked about the March 2026 incident, it never read the incident review,
+  // only lines in other files that point to it.
+  it('reads the document the question is about and cites it first', async () => {
+    const { citations, readUris } = await askSamples('What happened in the March 2026 incident?')
+    expect(readUris).toContain('kb://users/demo/samples/notes/incident-2026-03-missing-done.md')
+    expect(citations[0]!.uri).toBe('kb://users/demo/samples/notes/incident-2026-03-missing-done.md')
+    expect(citations[0]!.quote).toContain('cut by an intermediate proxy')
+  })
+
   it('stops when the signal aborts: cancelled, never done, and the history stays valid', async () => {
     const demo = (await findUserByLogin(database.db, 'demo'))!
     const controller = new AbortController()
@@ -97,43 +148,85 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     }
     expect(open.size).toBe(0)
   })
-  // Regression: the machine marked its summarising request with one marker and the local model
-  // looked for another, so the "summary" quoted the instruction back. One marker, one predicate.
-  it('compacts a long conversation in a small window into a real summary, not the instruction quoted back', async () => {
+  // Regressions: the machine marked its summarising request with one marker and the local model
+  // looked for another, so the "summary" quoted the instruction back; then the summariser nested an
+  // earlier summary inside the next one ("- User: [user] [Summary of earlier conversation…"), cut
+  // URIs mid-way ("knowagent-guid…") and listed them without the offsets read.
+  it('compacts a long conversation in a small window into a real summary that carries earlier summaries forward', async () => {
     const demo = (await findUserByLogin(database.db, 'demo'))!
     const local = makeLocalChatModel({ deltaDelayMs: 0 })
-    let history: ReadonlyArray<ChatMessage> = []
-    for (const question of ['How many tool calls may a single turn make?', 'What does the operations runbook say about shutdown?']) {
-      const earlier = await runTurn({
-        db: database.db, caller: demo, tools, model: local, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
-        onEvent: () => {}, signal: new AbortController().signal,
+    const ask = async (question: string, history: ReadonlyArray<ChatMessage>, model: ChatModel = local) => {
+      const events: TurnEmitted[] = []
+      const output = await runTurn({
+        db: database.db, caller: demo, tools, model, turnId: randomUUID(), uri: 'kb://me/samples/', question, history,
+        onEvent: (event) => events.push(event), signal: new AbortController().signal,
       })
-      expect(earlier.status).toBe('done')
-      history = earlier.messages
+      return { output, contexts: events.filter((e): e is Extract<TurnEmitted, { type: 'context' }> => e.type === 'context') }
     }
-    // A window that holds the fixed part and this turn's work, but not the whole earlier conversation.
-    const historyBytes = estimateMessagesBytes(history)
-    const small = { ...local, info: { ...local.info, contextWindow: local.info.maxOutputTokens + 1024 + 12_000 + Math.floor(historyBytes / 3) } }
-    const events: TurnEmitted[] = []
-    const output = await runTurn({
-      db: database.db, caller: demo, tools, model: small, turnId: randomUUID(), uri: 'kb://me/samples/',
-      question: 'How does the wiki compiler publish the overview?', history,
-      onEvent: (event) => events.push(event), signal: new AbortController().signal,
-    })
-    expect(output.error).toBeUndefined()
-    expect(output.status).toBe('done')
-    expect(output.counters.compactions).toBeGreaterThanOrEqual(1)
-    const summaries = output.messages.filter((m) => m.role === 'user' && m.content.startsWith(COMPACTION_SUMMARY_PREFIX))
-    expect(summaries.length).toBeGreaterThanOrEqual(1)
-    for (const summary of summaries) {
-      const text = summary.content as string
-      expect(text).toContain('References (URI — offsets seen):')
-      expect(text).toMatch(/kb:\/\/users\/demo\/samples\/\S+/)
+    /** A window that holds the fixed part and this turn's own work (measured alone), but not the whole earlier conversation. */
+    const smallWindowFor = async (question: string, history: ReadonlyArray<ChatMessage>): Promise<ChatModel> => {
+      const alone = await ask(question, [])
+      const turnWork = Math.max(...alone.contexts.map((c) => c.used))
+      const contextWindow = local.info.maxOutputTokens + 1024 + turnWork + Math.floor(estimateMessagesBytes(history) / 3)
+      return { ...local, info: { ...local.info, contextWindow } }
+    }
+    let history: ReadonlyArray<ChatMessage> = []
+    for (const question of ['How many tool calls may a single turn make?', 'What should I do when the data directory is in use?']) {
+      const earlier = await ask(question, history)
+      expect(earlier.output.status).toBe('done')
+      history = earlier.output.messages
+    }
+
+    const third = 'How does a worker claim a compile job?'
+    const first = await ask(third, history, await smallWindowFor(third, history))
+    expect(first.output.error).toBeUndefined()
+    expect(first.output.counters.compactions).toBeGreaterThanOrEqual(1)
+    expect(first.contexts.at(-1)!.compactions).toBe(first.output.counters.compactions)
+    expect(first.contexts.at(-1)!.ratio).toBeLessThan(1)
+    const firstSummaries = summariesIn(first.output.messages)
+    expect(firstSummaries.length).toBeGreaterThanOrEqual(1)
+
+    // The next turn compacts again: the batch now holds the earlier summary.
+    const fourth = 'What does the cache fingerprint of an artifact record?'
+    const second = await ask(fourth, first.output.messages, await smallWindowFor(fourth, first.output.messages))
+    expect(second.output.error).toBeUndefined()
+    expect(second.output.status).toBe('done')
+    expect(second.output.counters.compactions).toBeGreaterThanOrEqual(1)
+    const secondSummaries = summariesIn(second.output.messages).filter((text) => !firstSummaries.includes(text))
+    expect(secondSummaries.length).toBeGreaterThanOrEqual(1)
+
+    const mentioned = collectKbUris([...history, ...first.output.messages, ...second.output.messages].filter((m) => !summariesIn([m]).length))
+    for (const text of [...firstSummaries, ...secondSummaries]) {
+      expect(text.split(COMPACTION_SUMMARY_PREFIX)).toHaveLength(2) // its own prefix, never a nested one
+      expect(text).not.toContain('[user]')
       expect(text).not.toContain('Summarise the conversation excerpt')
       expect(text).not.toContain('Here is what the workspace says')
+      const references = text.slice(text.indexOf('References (URI — offsets seen):')).split('\n').slice(1)
+      expect(references.length).toBeGreaterThan(0)
+      for (const line of references) {
+        const [, uri, offsets] = /^- (kb:\/\/\S+)(?: — ([\d, ]+))?$/u.exec(line) ?? []
+        expect(uri, line).toBeDefined()
+        expect([...SAMPLE_URIS, ...mentioned], `${uri} is a whole URI of the sample corpus or of the conversation`).toContain(uri)
+        const cut = SAMPLE_URIS.find((sample) => sample !== uri && sample.startsWith(uri!) && !uri!.endsWith('/'))
+        expect(cut, `${uri} is not a URI cut short`).toBeUndefined()
+        if (SAMPLE_FILES.includes(uri!)) expect(offsets, `${uri} comes with the offsets read`).toMatch(/^\d+(, \d+)*$/u)
+      }
     }
-    const contexts = events.filter((e): e is Extract<TurnEmitted, { type: 'context' }> => e.type === 'context')
-    expect(contexts.at(-1)!.compactions).toBe(output.counters.compactions)
-    expect(contexts.at(-1)!.ratio).toBeLessThan(1)
+    expect(firstSummaries.join('\n')).toContain('- User asked: How many tool calls may a single turn make?')
+    const carried = secondSummaries.find((text) => text.includes(`- User asked: ${third}`))
+    expect(carried, 'a newer summary covers the third question').toBeDefined()
+    expect(carried, 'and carries the first question forward from the earlier summary').toContain('- User asked: How many tool calls may a single turn make?')
   })
 })
+
+function summariesIn(messages: ReadonlyArray<ChatMessage>): string[] {
+  return messages.flatMap((m) => (m.role === 'user' && m.content.startsWith(COMPACTION_SUMMARY_PREFIX) ? [m.content] : []))
+}
+
+function samplePaths(folder: string, prefix = ''): string[] {
+  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? [`${prefix}${entry.name}/`, ...samplePaths(join(folder, entry.name), `${prefix}${entry.name}/`)] : [`${prefix}${entry.name}`],
+  )
+}
+const SAMPLE_FILES = samplePaths(SAMPLES_DIR).filter((path) => !path.endsWith('/')).map((path) => `kb://users/demo/samples/${path}`)
+const SAMPLE_URIS = ['kb://users/demo/samples/', ...samplePaths(SAMPLES_DIR).map((path) => `kb://users/demo/samples/${path}`)]

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { createScriptedModel, textResult } from '../../../tests/support/scripted-model.ts'
 import { MissingApiKey, ProviderHttpError } from '../llm/model-errors.ts'
-import { makeLocalChatModel } from '../llm/local-model.ts'
+import { makeLocalChatModel } from '../llm/local/index.ts'
 import { ChannelFailure, channelForModel, makeCliChannel, makeLlmChannel } from './compile-channel.ts'
 import { abstractRequest, overviewRequest, summaryRequest } from './compile-prompts.ts'
 import { stepFingerprint } from './compile-snapshot.ts'
@@ -74,6 +74,8 @@ describe('the local channel', () => {
     const abstract = await Effect.runPromise(local.complete(abstractRequest({ directoryName: 'd', overview, skill: undefined })))
     expect(abstract).toMatch(/^d holds 2 compiled documents\./)
     expect(Array.from(abstract).length).toBeLessThanOrEqual(500)
+    for (const part of parts) expect(abstract, 'each document says what it is, without its name and URI').toContain(part.summary)
+    expect(abstract).not.toContain('kb://')
   })
 
   it('is deterministic, so the fingerprint of a step names its output', async () => {

@@ -1,7 +1,7 @@
 import { Effect, Exit, Schema } from 'effect'
 import { describe, expect, test } from 'vitest'
 import { startScriptedProvider, streamScript, textAnswerSse } from '../../../tests/support/scripted-provider.ts'
-import { LOCAL_MODEL_INFO } from './local-model.ts'
+import { LOCAL_MODEL_INFO } from './local/index.ts'
 import { decodeModelsConfig, ModelsConfigSchema, toModelInfo, type ModelConfig } from './model-config.ts'
 import { makeModelRegistry, ModelRegistryService } from './model-registry.ts'
 

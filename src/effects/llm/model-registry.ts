@@ -1,7 +1,7 @@
 // The configured models plus the built-in `local` model (always present). An unknown id is an
 // `UnknownModel` failure — never a fallback to another model (SPEC §2).
 import { Context, Effect, Layer } from 'effect'
-import { makeLocalChatModel, type LocalChatModelOptions } from './local-model.ts'
+import { makeLocalChatModel, type LocalChatModelOptions } from './local/index.ts'
 import { toModelInfo, type ModelConfig } from './model-config.ts'
 import { UnknownModel } from './model-errors.ts'
 import type { ChatModel, ModelInfo } from './model.ts'

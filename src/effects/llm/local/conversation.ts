@@ -1,6 +1,8 @@
 // What the local model can learn from the messages it is given (and nothing else): the current
-// question, and the tool calls and results of the current turn (after the last user message).
-import type { ChatMessage, ToolSchema } from './model.ts'
+// question, and the tool calls and results of the current turn (after the question; a
+// compaction summary placed there is not a question).
+import { isCompactionSummary } from '../../../machines/compaction-plan.ts'
+import type { ChatMessage, ToolSchema } from '../model.ts'
 
 export interface SearchHitView {
   readonly uri: string
@@ -8,6 +10,8 @@ export interface SearchHitView {
   readonly snippet: string
 }
 export interface SearchResultView {
+  /** The node searched (the scope when the call named none). */
+  readonly uri: string | undefined
   readonly hits: ReadonlyArray<SearchHitView>
   readonly filesScanned: number | undefined
   readonly nextOffset: number | undefined
@@ -42,6 +46,12 @@ export interface TurnObservations {
   readonly searches: ReadonlyArray<ToolExchange<SearchResultView>>
   readonly reads: ReadonlyArray<ToolExchange<ReadResultView>>
   readonly lists: ReadonlyArray<ToolExchange<LsResultView>>
+  /** Steps of this turn that called `read`. */
+  readonly readRounds: number
+  /** Assistant messages after the question. */
+  readonly assistantStepsInTurn: number
+  /** The tools each of those messages called, in order. */
+  readonly steps: ReadonlyArray<ReadonlyArray<string>>
   /** Assistant messages in the whole conversation (used to make tool-call ids unique). */
   readonly assistantMessageCount: number
 }
@@ -50,8 +60,11 @@ export function availableToolNames(tools: ReadonlyArray<ToolSchema> | undefined)
   return new Set((tools ?? []).map((tool) => tool.function.name))
 }
 
+/** The current question: the last user message that is not a compaction summary. */
 export function lastUserMessageIndex(messages: ReadonlyArray<ChatMessage>): number {
-  for (let i = messages.length - 1; i >= 0; i -= 1) if (messages[i]?.role === 'user') return i
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    if (messages[i]?.role === 'user' && !isCompactionSummary(messages[i])) return i
+  }
   return -1
 }
 
@@ -61,8 +74,14 @@ export function observeTurn(messages: ReadonlyArray<ChatMessage>): TurnObservati
   const searches: ToolExchange<SearchResultView>[] = []
   const reads: ToolExchange<ReadResultView>[] = []
   const lists: ToolExchange<LsResultView>[] = []
+  let readRounds = 0
+  let assistantStepsInTurn = 0
+  const steps: string[][] = []
   for (const message of messages.slice(questionIndex + 1)) {
     if (message.role === 'assistant') {
+      assistantStepsInTurn += 1
+      steps.push((message.tool_calls ?? []).map((call) => call.function.name))
+      if ((message.tool_calls ?? []).some((call) => call.function.name === 'read')) readRounds += 1
       for (const call of message.tool_calls ?? []) {
         callsById.set(call.id, { name: call.function.name, arguments: parseObject(call.function.arguments) ?? {} })
       }
@@ -80,6 +99,9 @@ export function observeTurn(messages: ReadonlyArray<ChatMessage>): TurnObservati
     searches,
     reads,
     lists,
+    readRounds,
+    assistantStepsInTurn,
+    steps,
     assistantMessageCount: messages.filter((m) => m.role === 'assistant').length,
   }
 }
@@ -110,6 +132,7 @@ function readSearchResult(value: Record<string, unknown>): SearchResultView | un
       : [],
   )
   return {
+    uri: typeof value['uri'] === 'string' ? value['uri'] : undefined,
     hits,
     filesScanned: numberOr(value['files_scanned'], undefined),
     nextOffset: numberOr(value['next_offset'], undefined),

@@ -1,10 +1,10 @@
 // The abstract model of a turn's environment for model-based testing: which outcome each
 // invoked actor may report in each state (the event alphabet), how snapshots are abstracted
-// (serializeState), and the input profiles that make every branch reachable.
+// (serializeTurnState), the input profiles that make every branch reachable, and the paths.
 import { getSimplePaths } from '@xstate/graph'
-import type { AnyEventObject, SnapshotFrom } from 'xstate'
-import { modelErrorToCallOutput } from '../../src/effects/turn/model-actors.ts'
-import { StreamIncomplete } from '../../src/effects/llm/model-errors.ts'
+import type { AnyStateMachine, SnapshotFrom } from 'xstate'
+import { modelErrorToCallOutput } from '../effects/turn/model-actors.ts'
+import { StreamIncomplete } from '../effects/llm/model-errors.ts'
 import {
   type CallModelOutput,
   type ChatMessage,
@@ -15,20 +15,21 @@ import {
   type RunToolOutput,
   type TurnInput,
   turnMachine,
-} from '../../src/machines/index.ts'
-import { acceptingPrepare, SCRIPTED_MODEL_INFO, textResult, toolCall, toolCallsResult } from '../support/scripted-model.ts'
+} from '../machines/index.ts'
+import { type ActorOutcomeEvent, crash, describeEvents, done, type MachinePath, narrowToProvided } from './paths.ts'
+import { acceptingPrepare, SCRIPTED_MODEL_INFO, textResult, toolCall, toolCallsResult } from './scripted-model.ts'
 
 export type TurnSnapshot = SnapshotFrom<typeof turnMachine>
 
-export const SCOPE = 'kb://users/alice/notes/'
+export const TURN_SCOPE = 'kb://users/alice/notes/'
 
-/** What a callModel/compact/runTool/prepare/preStep actor reports: its done or error event. */
-export type OutcomeEvent =
-  | { readonly type: `xstate.done.actor.${string}`; readonly output: unknown; readonly label: string }
-  | { readonly type: `xstate.error.actor.${string}`; readonly error: Error; readonly label: string }
-export type GraphEvent = OutcomeEvent | { readonly type: 'user.stop'; readonly label: string }
+/** The actors a host provides to the turn machine (`turnMachine.provide({ actors })`). */
+export const TURN_ACTORS = ['prepare', 'preStep', 'callModel', 'compact', 'runTool'] as const
+export type TurnActorId = (typeof TURN_ACTORS)[number]
 
-export interface Alphabet {
+export type TurnPathEvent = ActorOutcomeEvent | { readonly type: 'user.stop'; readonly label: string }
+
+export interface TurnAlphabet {
   readonly prepare: boolean
   /** Tool-call batches the model may ask for. */
   readonly toolBatches: ReadonlyArray<ReadonlyArray<string>>
@@ -39,27 +40,19 @@ export interface Alphabet {
   readonly preStepFailure: boolean
 }
 
-export interface Profile {
+export interface TurnProfile {
   readonly name: string
-  readonly detail: Detail
+  readonly detail: TurnDetail
   readonly input: TurnInput
-  readonly alphabet: Alphabet
+  readonly alphabet: TurnAlphabet
 }
 
 // ── fixed outcomes (shared by the model and the scripted actors) ─────────────────────────
 
 
-export const INCOMPLETE_ERROR = new StreamIncomplete({ message: 'EOF without [DONE]', partialText: 'Partial answer' })
+export const TURN_INCOMPLETE_ERROR = new StreamIncomplete({ message: 'EOF without [DONE]', partialText: 'Partial answer' })
 export const SMALL_SUMMARY = 'Summary: the user asked earlier questions; files were read.'
 export const LARGE_SUMMARY = 'padding '.repeat(3_000)
-
-function done(actor: string, label: string, output: unknown): OutcomeEvent {
-  return { type: `xstate.done.actor.${actor}`, output, label }
-}
-
-function crash(actor: string): OutcomeEvent {
-  return { type: `xstate.error.actor.${actor}`, error: new Error(`${actor} crashed`), label: 'crash' }
-}
 
 /** Tool-call ids unique across the whole graph, all of one length (so sizes do not drift). */
 let lastCallNumber = 0
@@ -68,7 +61,7 @@ function nextCallId(): string {
   return `call_${String(lastCallNumber).padStart(5, '0')}`
 }
 
-function modelStep(label: string, result: ModelResult): OutcomeEvent {
+function modelStep(label: string, result: ModelResult): ActorOutcomeEvent {
   return done('callModel', label, { ok: true, result } satisfies CallModelOutput)
 }
 
@@ -76,7 +69,7 @@ function toolBatchResult(names: ReadonlyArray<string>): ModelResult {
   return toolCallsResult(
     names.map((name) => {
       const id = nextCallId()
-      return toolCall({ id, name, args: name === 'read' ? { uri: `${SCOPE}${id}.md` } : {} })
+      return toolCall({ id, name, args: name === 'read' ? { uri: `${TURN_SCOPE}${id}.md` } : {} })
     }),
   )
 }
@@ -87,9 +80,25 @@ function toolOutput(size: number): RunToolOutput {
 
 // ── the alphabet: outcomes possible in each resting state ────────────────────────────────
 
-export function outcomesIn({ snapshot, profile }: { readonly snapshot: TurnSnapshot; readonly profile: Profile }): GraphEvent[] {
+/**
+ * The events possible in a resting state. Where the host provides the running actor itself, its
+ * outcome is its own: the path holds one representative success (labelled `provided`), and the stop.
+ */
+export function turnEventsIn({
+  snapshot,
+  profile,
+  provided = [],
+}: {
+  readonly snapshot: TurnSnapshot
+  readonly profile: TurnProfile
+  readonly provided?: ReadonlyArray<TurnActorId>
+}): TurnPathEvent[] {
+  return narrowToProvided(scriptedEventsIn({ snapshot, profile }), provided)
+}
+
+function scriptedEventsIn({ snapshot, profile }: { readonly snapshot: TurnSnapshot; readonly profile: TurnProfile }): TurnPathEvent[] {
   const { alphabet, input } = profile
-  const stop: GraphEvent = { type: 'user.stop', label: 'stop' }
+  const stop: TurnPathEvent = { type: 'user.stop', label: 'stop' }
   if (snapshot.status !== 'active') return []
   if (snapshot.matches('preparing')) {
     return [
@@ -109,7 +118,7 @@ export function outcomesIn({ snapshot, profile }: { readonly snapshot: TurnSnaps
       ...(alphabet.compactFailures
         ? [
             done('compact', 'large', { ok: true, summary: LARGE_SUMMARY, usage: undefined } satisfies CompactOutput),
-            done('compact', 'incomplete', { ok: false, code: modelErrorToCallOutput(INCOMPLETE_ERROR).code, message: modelErrorToCallOutput(INCOMPLETE_ERROR).message } satisfies CompactOutput),
+            done('compact', 'incomplete', { ok: false, code: modelErrorToCallOutput(TURN_INCOMPLETE_ERROR).code, message: modelErrorToCallOutput(TURN_INCOMPLETE_ERROR).message } satisfies CompactOutput),
             crash('compact'),
           ]
         : []),
@@ -118,14 +127,14 @@ export function outcomesIn({ snapshot, profile }: { readonly snapshot: TurnSnaps
   }
   if (snapshot.matches('callingModel')) {
     return [
-      modelStep('answer', textResult(`Answer citing ${SCOPE}f1.md`)),
+      modelStep('answer', textResult(`Answer citing ${TURN_SCOPE}f1.md`)),
       ...alphabet.toolBatches.map((names) => modelStep(`tools:${names.join('+')}`, toolBatchResult(names))),
       ...(alphabet.modelFailures
         ? [
             modelStep('length', textResult('Cut sho', 'length')),
             modelStep('content_filter', textResult('', 'content_filter')),
             modelStep('tool_calls-without-calls', toolCallsResult([])),
-            done('callModel', 'incomplete', modelErrorToCallOutput(INCOMPLETE_ERROR)),
+            done('callModel', 'incomplete', modelErrorToCallOutput(TURN_INCOMPLETE_ERROR)),
             crash('callModel'),
           ]
         : []),
@@ -147,9 +156,9 @@ export function outcomesIn({ snapshot, profile }: { readonly snapshot: TurnSnaps
  * - `sizes`: also the role and byte size of every message, which is what compaction decisions
  *   depend on; in a small window that is bounded, since the input cannot grow past the limit.
  */
-export type Detail = 'coarse' | 'sizes'
+export type TurnDetail = 'coarse' | 'sizes'
 
-export function serializeTurnState(snapshot: TurnSnapshot, detail: Detail): string {
+export function serializeTurnState(snapshot: TurnSnapshot, detail: TurnDetail): string {
   const { context } = snapshot
   return JSON.stringify({
     value: snapshot.value,
@@ -165,7 +174,7 @@ export function serializeTurnState(snapshot: TurnSnapshot, detail: Detail): stri
 
 // ── profiles ─────────────────────────────────────────────────────────────────────────────
 
-const NO_FAILURES: Alphabet = {
+const NO_FAILURES: TurnAlphabet = {
   prepare: false,
   toolBatches: [['read']],
   toolOutputs: [100],
@@ -175,7 +184,7 @@ const NO_FAILURES: Alphabet = {
 }
 
 function baseInput(overrides: Partial<TurnInput>): TurnInput {
-  return { turnId: 'turn-model', uri: SCOPE, question: `What is in ${SCOPE}?`, history: [], model: SCRIPTED_MODEL_INFO, ...overrides }
+  return { turnId: 'turn-model', uri: TURN_SCOPE, question: `What is in ${TURN_SCOPE}?`, history: [], model: SCRIPTED_MODEL_INFO, ...overrides }
 }
 
 /** A window no turn of these tests can fill. */
@@ -186,12 +195,12 @@ const SMALL_MODEL = { ...SCRIPTED_MODEL_INFO, contextWindow: 3_000 + 500 + 1_024
 
 function earlierExchange(n: number): ChatMessage[] {
   return [
-    { role: 'user', content: `Earlier question ${n} about ${SCOPE}old-${n}.md` },
+    { role: 'user', content: `Earlier question ${n} about ${TURN_SCOPE}old-${n}.md` },
     { role: 'assistant', content: `Earlier answer ${n}: ${'see the file. '.repeat(60)}` },
   ]
 }
 
-export const PROFILES: ReadonlyArray<Profile> = [
+export const TURN_PROFILES: ReadonlyArray<TurnProfile> = [
   {
     name: 'roomy window, default limits, every failure',
     detail: 'coarse',
@@ -228,26 +237,42 @@ export const PROFILES: ReadonlyArray<Profile> = [
   },
 ]
 
-export interface GraphPath {
-  /** The outcomes, in order (the first step's `xstate.init` removed). */
-  readonly events: ReadonlyArray<GraphEvent>
-  /** The serialised state after the start and after each event. */
-  readonly states: ReadonlyArray<string>
-  readonly finalState: TurnSnapshot
+export interface TurnPath extends MachinePath<'turn', TurnProfile, TurnPathEvent, TurnSnapshot> {
+  /** The actors the host provides on this path (their outcomes are theirs, not the path's). */
+  readonly provided: ReadonlyArray<TurnActorId>
 }
 
-/** Simple paths of the profile's graph that end in a final state. */
-export function turnPaths(profile: Profile): GraphPath[] {
-  const paths = getSimplePaths(turnMachine, {
-    input: profile.input,
-    serializeState: (snapshot) => serializeTurnState(snapshot, profile.detail),
-    events: (snapshot) => outcomesIn({ snapshot, profile }) as unknown as AnyEventObject[] as never,
-  })
-  return paths
-    .filter((path) => path.state.status === 'done')
-    .map((path) => ({
-      events: path.steps.slice(1).map((step) => step.event as unknown as GraphEvent),
-      states: path.steps.map((step) => serializeTurnState(step.state, profile.detail)),
-      finalState: path.state,
-    }))
+export interface TurnPathOptions {
+  /** Default: every profile of TURN_PROFILES. */
+  readonly profiles?: ReadonlyArray<TurnProfile>
+  /** The actors you provide to `replay`: their outcomes in each path are left to them. */
+  readonly provided?: ReadonlyArray<TurnActorId>
+}
+
+/** The graph steps with actor outcomes too, which the machine's own event type does not list. */
+const steppedByOutcomes: AnyStateMachine = turnMachine
+
+/** The simple paths of each profile's graph that end in a final state. */
+export function turnPaths({ profiles = TURN_PROFILES, provided = [] }: TurnPathOptions = {}): TurnPath[] {
+  return profiles.flatMap((profile) =>
+    getSimplePaths(steppedByOutcomes, {
+      input: profile.input,
+      serializeState: (snapshot) => serializeTurnState(snapshot, profile.detail),
+      events: (snapshot) => turnEventsIn({ snapshot, profile, provided }),
+    })
+      .filter((path) => path.state.status === 'done')
+      .map((path): TurnPath => {
+        const events = path.steps.slice(1).map((step) => step.event)
+        const output = path.state.output
+        return {
+          machine: 'turn',
+          profile,
+          provided,
+          name: `${profile.name}: ${describeEvents(events, `${output?.status}${output?.error ? ` ${output.error.code}` : ''}`)}`,
+          events,
+          states: path.steps.map((step) => serializeTurnState(step.state, profile.detail)),
+          finalState: path.state,
+        }
+      }),
+  )
 }

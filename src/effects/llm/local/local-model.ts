@@ -3,14 +3,13 @@
 // writes extractive summaries. It implements the same `ChatModel` as a remote model, streams
 // its answers as several `delta` events, and goes through the same turn machine.
 import { Effect } from 'effect'
-import { isCompactionRequest } from '../../machines/compaction-plan.ts'
-import { summariseForCompaction } from './local-compaction.ts'
-import { planLocalStep, type LocalStep } from './local-planner.ts'
-import { validateToolArguments } from './chunk-assembler.ts'
-import { LOCAL_MODEL_ID } from './model-config.ts'
-import type { AssembledToolCall, ChatModel, ModelInfo, ModelRequest, ModelResult, ModelStreamEvent } from './model.ts'
+import { isCompactionRequest } from '../../../machines/compaction-plan.ts'
+import { summariseForCompaction } from './compaction-summary.ts'
+import { planLocalStep, type LocalStep } from './planner.ts'
+import { validateToolArguments } from '../chunk-assembler.ts'
+import { LOCAL_MODEL_ID } from '../model-config.ts'
+import type { AssembledToolCall, ChatMessage, ChatModel, ModelInfo, ModelRequest, ModelResult, ModelStreamEvent } from '../model.ts'
 
-export { summariseExtractively } from './extractive-summary.ts'
 
 export const LOCAL_MODEL_INFO: ModelInfo = {
   id: LOCAL_MODEL_ID,
@@ -73,12 +72,28 @@ export function splitIntoDeltas(text: string): string[] {
   return pieces
 }
 
+/**
+ * Tool-call ids are `local_<step>_<index>`, unique across the conversation: the step is one more
+ * than any step number still in the history (counting assistant messages is not enough once
+ * compaction has replaced some of them — an id would come back and be refused as a duplicate).
+ */
+export function nextStepNumber(messages: ReadonlyArray<ChatMessage>): number {
+  let highest = -1
+  for (const message of messages) {
+    if (message.role !== 'assistant') continue
+    for (const call of message.tool_calls ?? []) {
+      const step = /^local_(\d+)_\d+$/u.exec(call.id)?.[1]
+      if (step !== undefined) highest = Math.max(highest, Number(step))
+    }
+  }
+  return Math.max(highest + 1, messages.filter((m) => m.role === 'assistant').length)
+}
+
 function resultOf({ step, request }: { step: LocalStep; request: ModelRequest }): ModelResult {
   if (step.kind === 'answer') {
     return { text: step.text, thinking: step.thinking, toolCalls: [], finishReason: 'stop', rawFinishReason: 'stop', usage: undefined }
   }
-  // Unique across the conversation: earlier turns' calls are in the history too.
-  const stepNumber = request.messages.filter((m) => m.role === 'assistant').length
+  const stepNumber = nextStepNumber(request.messages)
   const toolCalls = step.calls.map((call, index): AssembledToolCall => {
     const rawArguments = JSON.stringify(call.arguments)
     return { index, id: `local_${stepNumber}_${index}`, name: call.name, rawArguments, ...validateToolArguments(rawArguments) }

@@ -1,0 +1,216 @@
+// The local model's answers: quotes of whole passages from what it read in this turn, the best
+// document first, each with its URI and offset — or, when no passage answers the question, a
+// plain "nothing in <scope> covers it" that lists what was searched and cites nothing.
+import { findFileReferences } from './candidates.ts'
+import { isEvidence, quoteFor, type Quote } from './passages.ts'
+import type { Phrases, SearchCoverage } from './phrases.ts'
+import { fileNameOf, judgeRelevance, keywordWeights, rankPassages, readDocument, type ReadDocument } from './ranking.ts'
+import { keyPassages } from './summaries.ts'
+import { answerCue, keywordTermsMatch, type QuestionTerms } from './terms.ts'
+
+const MAX_QUOTES = 4
+const MAX_QUOTES_PER_DOCUMENT = 2
+const MAX_QUOTED_CHARS = 1600
+/** Passages scoring below this share of the best one are not quoted beside it. */
+const MIN_SHARE_OF_BEST = 0.5
+/** How far down the ranking the first relevant passage is looked for. */
+const RELEVANCE_DEPTH = 8
+const SUMMARY_CHARS = 900
+const SUMMARY_QUOTES = 3
+
+export interface Answer {
+  readonly thinking: string
+  readonly text: string
+  /** False when the answer says that nothing covers the question. */
+  readonly answered: boolean
+}
+
+interface CitedQuote {
+  readonly uri: string | undefined
+  readonly quote: Quote
+  /** Offsets are file offsets (false for quotes from messages, cited by URI only). */
+  readonly withOffset: boolean
+}
+
+export function formatQuotes({ quotes, phrases }: { readonly quotes: ReadonlyArray<CitedQuote>; readonly phrases: Phrases }): string {
+  return quotes
+    .map(({ uri, quote, withOffset }) => {
+      const source = uri === undefined ? phrases.providedMaterial : withOffset ? `${uri} ${phrases.offset(quote.start)}` : uri
+      return `${quote.lines.map((line) => `> ${line}`).join('\n')}\n> — ${source}`
+    })
+    .join('\n\n')
+}
+
+function nameShare({ document, question, weights }: { document: ReadDocument; question: QuestionTerms; weights: ReadonlyMap<string, number> }): number {
+  const total = question.keywords.reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
+  const named = question.keywords.filter((k) => keywordTermsMatch(k, document.nameTerms)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
+  return total === 0 ? 0 : named / total
+}
+
+/**
+ * The document the question is about as a whole: one whose file name holds every keyword
+ * ("the March 2026 incident" → incident-2026-03-….md), or, when the question asks for key
+ * points or a summary, the one whose name matches it best.
+ */
+function documentAsked({
+  documents,
+  question,
+  weights,
+}: {
+  readonly documents: ReadonlyArray<ReadDocument>
+  readonly question: QuestionTerms
+  readonly weights: ReadonlyMap<string, number>
+}): ReadDocument | undefined {
+  const shares = documents.map((document) => ({ document, share: nameShare({ document, question, weights }) }))
+  const best = shares.sort((a, b) => b.share - a.share)[0]
+  if (best === undefined || best.share === 0) return undefined
+  return best.share > 0.999 || question.wantsSummary ? best.document : undefined
+}
+
+export function answerFromDocuments({
+  question,
+  terms,
+  documents,
+  coverage,
+  phrases,
+}: {
+  readonly question: string
+  readonly terms: QuestionTerms
+  readonly documents: ReadonlyArray<ReadDocument>
+  readonly coverage: SearchCoverage | undefined
+  readonly phrases: Phrases
+}): Answer {
+  const weights = keywordWeights({ documents, keywords: terms.keywords })
+  const note = coverage?.complete === false ? `\n\n${phrases.incompleteScan(coverage.filesScanned)}` : ''
+  const asked = documentAsked({ documents, question: terms, weights })
+  if (asked !== undefined) {
+    const quotes = keyPassages({ document: asked, maxChars: SUMMARY_CHARS, maxQuotes: SUMMARY_QUOTES })
+    if (quotes.length > 0) {
+      const cited = quotes.map((quote) => ({ uri: asked.uri, quote, withOffset: true }))
+      return {
+        thinking: phrases.summarisingThinking,
+        text: `${phrases.summaryOf(asked.uri)}\n\n${formatQuotes({ quotes: cited, phrases })}${note}\n\n${phrases.footer}`,
+        answered: true,
+      }
+    }
+  }
+  const cue = answerCue(question)
+  const ranked = rankPassages({ documents, keywords: terms.keywords, cue })
+  // A passage that only points to a document read in this turn ("… is described in incident-….md")
+  // gives way to that document's own passages.
+  const readNames = new Set(documents.map((d) => fileNameOf(d.uri)))
+  const pointer = (text: string, uri: string) => findFileReferences(text).some((ref) => readNames.has(fileNameOf(ref)) && fileNameOf(ref) !== fileNameOf(uri))
+  const judged = ranked
+    .filter((entry) => !pointer(entry.passage.text, entry.document.uri))
+    .slice(0, RELEVANCE_DEPTH * 2)
+    .map((entry) => ({ ...entry, relevance: judgeRelevance({ ...entry, question: terms, weights }) }))
+  const best = judged.slice(0, RELEVANCE_DEPTH).find((entry) => entry.relevance.relevant)
+  if (best === undefined) {
+    const read = [...new Set(documents.map((d) => fileNameOf(d.uri)))]
+    return {
+      thinking: `${phrases.nothingThinking}${judged[0] === undefined ? '' : ` (${judged[0].relevance.reason})`}`,
+      text: phrases.nothingFound({ question, keywords: terms.keywords.map((k) => k.text), coverage, read }),
+      answered: false,
+    }
+  }
+  const chosen: Array<{ document: ReadDocument; quote: Quote }> = []
+  let chars = 0
+  const answerNearBest = cue === undefined || cue.test(best.passage.text) ? undefined : passageNear({ document: best.document, passageIndex: best.passageIndex, cue })
+  for (const entry of [best, ...(answerNearBest === undefined ? [] : [answerNearBest]), ...judged]) {
+    if (chosen.length >= MAX_QUOTES) break
+    if (entry !== best && entry !== answerNearBest && (entry.score < MIN_SHARE_OF_BEST * best.score || !entry.relevance.relevant)) continue
+    if (chosen.filter((c) => c.document.uri === entry.document.uri).length >= MAX_QUOTES_PER_DOCUMENT) continue
+    const quote = quoteFor({ page: entry.document.page, blocks: entry.document.blocks, passage: entry.passage })
+    if (chosen.some((c) => c.document.uri === entry.document.uri && c.quote.start < quote.end && quote.start < c.quote.end)) continue
+    const length = quote.lines.join(' ').length
+    if (chosen.length > 0 && chars + length > MAX_QUOTED_CHARS) continue
+    chosen.push({ document: entry.document, quote })
+    chars += length
+  }
+  // The best document first, and within a document the best passage first.
+  const documentOrder = [...new Set(chosen.map((c) => c.document.uri))]
+  const quotes = chosen
+    .map((c, rank) => ({ ...c, rank }))
+    .sort((a, b) => documentOrder.indexOf(a.document.uri) - documentOrder.indexOf(b.document.uri) || a.rank - b.rank)
+    .map((c) => ({ uri: c.document.uri, quote: c.quote, withOffset: true }))
+  return {
+    thinking: phrases.answeringThinking,
+    text: `${phrases.intro(question)}\n\n${formatQuotes({ quotes, phrases })}${note}\n\n${phrases.footer}`,
+    answered: true,
+  }
+}
+
+/**
+ * The passage right after the best one, in the same section, that looks like the answer asked for
+ * ("Decision: … never substitutes another model." is followed by "Why: a user who chose a model…").
+ */
+function passageNear({ document, passageIndex, cue }: { document: ReadDocument; passageIndex: number; cue: RegExp }) {
+  const section = document.blocks[document.passages[passageIndex]!.block]!.headings.join('\n')
+  for (const [index, passage] of document.passages.entries()) {
+    if (index <= passageIndex || index > passageIndex + 2) continue
+    const block = document.blocks[passage.block]!
+    if (block.headings.join('\n') !== section) break
+    if (isEvidence(block) && cue.test(passage.text)) return { document, passage, passageIndex: index, score: 0, relevance: { relevant: true, coverage: 0, reason: 'the answer next to the best passage' } }
+  }
+  return undefined
+}
+
+/** No keywords to rank by ("What is this?"): the key passages of each document read. */
+export function summariseDocuments({ documents, phrases }: { readonly documents: ReadonlyArray<ReadDocument>; readonly phrases: Phrases }): Answer {
+  const parts = documents.map((document) => {
+    const quotes = keyPassages({ document, maxChars: 600, maxQuotes: 2 })
+    return quotes.length === 0
+      ? `${phrases.emptyFile}\n> — ${document.uri}`
+      : formatQuotes({ quotes: quotes.map((quote) => ({ uri: document.uri, quote, withOffset: true })), phrases })
+  })
+  return { thinking: phrases.answeringThinking, text: `${phrases.summaryIntro}\n\n${parts.join('\n\n')}\n\n${phrases.footer}`, answered: true }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text-only use: the material in the messages
+
+const HOST_PAGE = /First page of (kb:\/\/\S+) \(code points (\d+)–\d+ of \d+\):\n"""\n([\s\S]*?)\n"""/u
+const KB_URI = /kb:\/\/[^\s"'<>()[\]{}`，。；、！？：]+/u
+
+/** The messages' material as documents: a host-provided first page keeps its file and offsets. */
+export function materialDocuments(contents: ReadonlyArray<string>): Array<{ document: ReadDocument; withOffset: boolean }> {
+  return contents.map((content) => {
+    const page = HOST_PAGE.exec(content)
+    if (page !== null) {
+      const uri = page[1]!
+      return {
+        document: readDocument({ uri, page: { text: page[3]!, offset: Number(page[2]), atStart: Number(page[2]) === 0, atEnd: true, name: fileNameOf(uri) } }),
+        withOffset: true,
+      }
+    }
+    const uri = KB_URI.exec(content)?.[0]?.replace(/[.,;:!?]+$/u, '') ?? ''
+    return { document: readDocument({ uri, page: { text: content, offset: 0, atStart: true, atEnd: true, name: '' } }), withOffset: false }
+  })
+}
+
+export function answerFromMaterial({
+  question,
+  terms,
+  contents,
+  phrases,
+}: {
+  readonly question: string
+  readonly terms: QuestionTerms
+  readonly contents: ReadonlyArray<string>
+  readonly phrases: Phrases
+}): Answer {
+  const material = materialDocuments(contents)
+  const documents = material.map((m) => m.document)
+  const weights = keywordWeights({ documents, keywords: terms.keywords })
+  const ranked = rankPassages({ documents, keywords: terms.keywords })
+  const relevant = ranked.filter((entry) => judgeRelevance({ ...entry, question: terms, weights }).relevant)
+  const best = relevant[0]
+  if (best === undefined) return { thinking: phrases.nothingThinking, text: phrases.nothingInMaterial(question), answered: false }
+  const chosen = relevant.filter((entry) => entry.score >= MIN_SHARE_OF_BEST * best.score).slice(0, MAX_QUOTES)
+  const quotes = chosen.map((entry) => ({
+    uri: entry.document.uri === '' ? undefined : entry.document.uri,
+    quote: quoteFor({ page: entry.document.page, blocks: entry.document.blocks, passage: entry.passage }),
+    withOffset: material.find((m) => m.document === entry.document)!.withOffset,
+  }))
+  return { thinking: phrases.answeringThinking, text: `${phrases.intro(question)}\n\n${formatQuotes({ quotes, phrases })}\n\n${phrases.footer}`, answered: true }
+}

@@ -1,0 +1,102 @@
+// What a data file (JSON, CSV, TSV) holds, said in a sentence or two: its sentences are not
+// prose, so picking "central sentences" from it gives a run of raw fields. Names, keys and values
+// are the file's own; only the framing words are ours. Deterministic.
+
+const MAX_LISTED = 6
+
+function listed(values: ReadonlyArray<string>): string {
+  const distinct = [...new Set(values.map((v) => v.trim()).filter((v) => v !== ''))]
+  const shown = distinct.slice(0, MAX_LISTED).join(', ')
+  return distinct.length > MAX_LISTED ? `${shown} and ${distinct.length - MAX_LISTED} more` : shown
+}
+
+const plural = (count: number, one: string, many = `${one}s`): string => `${count} ${count === 1 ? one : many}`
+
+/** The name-like field of an entry (id, name, title, key), if it has one. */
+function labelOf(entry: unknown): string | undefined {
+  if (typeof entry === 'string' || typeof entry === 'number') return String(entry)
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return undefined
+  const record = entry as Record<string, unknown>
+  for (const key of ['id', 'name', 'title', 'key']) {
+    const value = record[key]
+    if (typeof value === 'string' || typeof value === 'number') return String(value)
+  }
+  return undefined
+}
+
+function describeValue(key: string, value: unknown): string {
+  if (Array.isArray(value)) {
+    const labels = value.map(labelOf).filter((label): label is string => label !== undefined)
+    return labels.length > 0 ? `${key} (${plural(value.length, 'entry', 'entries')}: ${listed(labels)})` : `${key} (${plural(value.length, 'entry', 'entries')})`
+  }
+  if (typeof value === 'object' && value !== null) return `${key} (${listed(Object.keys(value))})`
+  return key
+}
+
+/** A JSON document: its top-level keys, with what arrays and objects under them hold. */
+export function describeJson(text: string): string | undefined {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  if (Array.isArray(parsed)) {
+    const labels = parsed.map(labelOf).filter((label): label is string => label !== undefined)
+    return `A JSON array of ${plural(parsed.length, 'entry', 'entries')}${labels.length > 0 ? `: ${listed(labels)}` : ''}.`
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined
+  const entries = Object.entries(parsed)
+  if (entries.length === 0) return 'An empty JSON object.'
+  return `A JSON object with ${plural(entries.length, 'key')}: ${entries.map(([key, value]) => describeValue(key, value)).join('; ')}.`
+}
+
+/** RFC 4180 fields: quoted fields may hold the separator, doubled quotes and line breaks. */
+export function parseDelimited(text: string, separator: string): string[][] {
+  const rows: string[][] = []
+  let row: string[] = []
+  let field = ''
+  let quoted = false
+  for (let i = 0; i < text.length; i += 1) {
+    const char = text[i]!
+    if (quoted) {
+      if (char === '"' && text[i + 1] === '"') {
+        field += '"'
+        i += 1
+      } else if (char === '"') quoted = false
+      else field += char
+    } else if (char === '"' && field === '') quoted = true
+    else if (char === separator) {
+      row.push(field)
+      field = ''
+    } else if (char === '\n' || char === '\r') {
+      if (char === '\r' && text[i + 1] === '\n') i += 1
+      row.push(field)
+      if (row.some((f) => f !== '')) rows.push(row)
+      row = []
+      field = ''
+    } else field += char
+  }
+  row.push(field)
+  if (row.some((f) => f !== '')) rows.push(row)
+  return rows
+}
+
+/** A table: how many rows, its columns, and the values of its first column. */
+export function describeTable(text: string, separator: string): string | undefined {
+  const [header, ...rows] = parseDelimited(text, separator)
+  if (header === undefined || header.length < 2) return undefined
+  const columns = header.map((h) => h.trim()).filter((h) => h !== '')
+  const first = `A table of ${plural(rows.length, 'row')} with ${plural(columns.length, 'column')}: ${listed(columns)}.`
+  if (rows.length === 0) return first
+  return `${first} Its ${columns[0]} column lists ${listed(rows.map((r) => r[0] ?? ''))}.`
+}
+
+/** The description of a data file named `title`, or undefined when it is not one (or does not parse). */
+export function describeDataFile({ title, text }: { readonly title: string; readonly text: string }): string | undefined {
+  const extension = /\.([a-z]+)$/iu.exec(title.trim())?.[1]?.toLowerCase()
+  if (extension === 'json') return describeJson(text)
+  if (extension === 'csv') return describeTable(text, ',')
+  if (extension === 'tsv') return describeTable(text, '\t')
+  return undefined
+}

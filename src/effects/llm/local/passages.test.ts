@@ -1,0 +1,99 @@
+import { describe, expect, test } from 'vitest'
+import { collapse, splitBlocks, type Page } from './blocks.ts'
+import { isEvidence, passagesOf, quoteFor } from './passages.ts'
+
+const page = (text: string, options: Partial<Page> = {}): Page => ({ text, offset: 0, atStart: true, atEnd: true, name: 'doc.md', ...options })
+
+/** The quote's text as it stands in the file at its offsets (whitespace collapsed). */
+function fileText(text: string, start: number, end: number): string {
+  return collapse(Array.from(text).slice(start, end).join(''))
+}
+
+const RUNBOOK = `# Runbook
+
+## 1. Starting a server
+
+**Symptom: "the data directory is in use".** Another process already owns the embedded
+database. Either stop it, or give the second process its own \`KNOWAGENT_DATA_DIR\`, or move both
+to a shared PostgreSQL with \`DATABASE_URL\`.
+
+## 2. The pager
+
+**Symptom: the pager app does not ring at night.** The phone's do-not-disturb mode silences
+the app unless it may send critical alerts. To fix this:
+
+1. open the phone's settings and find PagerLoop;
+2. allow critical alerts;
+3. send yourself a test page.
+
+## Hotels
+
+The hotel cap is the most we reimburse per night:
+
+| city | cap per night |
+|------|---------------|
+| London | 220 EUR |
+| Paris | 190 EUR |
+`
+
+describe('isEvidence', () => {
+  test.each([
+    ['# A title\n\nBody text that is long enough.', ['Body text that is long enough.']],
+    ['| a | b |\n|---|---|\n| London | 220 EUR |\n', ['| London | 220 EUR |']],
+    ['Model steps\n\n12\n\nTool calls\n\n24\n', []],
+  ])('%j: %j', (text, evidence) => {
+    expect(splitBlocks(page(text)).filter(isEvidence).map((b) => b.text)).toEqual(evidence)
+  })
+})
+
+describe('quoteFor', () => {
+  const runbook = page(RUNBOOK)
+  const blocks = splitBlocks(runbook)
+  const passages = passagesOf(blocks)
+  const quoteOf = (startsWith: string) => {
+    const passage = passages.find((p) => p.text.startsWith(startsWith))!
+    return quoteFor({ page: runbook, blocks, passage })
+  }
+
+  test('a short paragraph is quoted whole: the symptom and its fix', () => {
+    const quote = quoteOf('**Symptom: "the data')
+    expect(quote.lines).toHaveLength(1)
+    expect(quote.lines[0]).toContain('Another process already owns the embedded database. Either stop it')
+    expect(fileText(RUNBOOK, quote.start, quote.end)).toBe(quote.lines.join(' '))
+  })
+
+  test('"To fix this:" brings the list it announces', () => {
+    const quote = quoteOf('**Symptom: the pager')
+    expect(quote.lines.slice(1)).toEqual(["1. open the phone's settings and find PagerLoop;", '2. allow critical alerts;', '3. send yourself a test page.'])
+    expect(fileText(RUNBOOK, quote.start, quote.end)).toBe(quote.lines.join(' '))
+  })
+
+  test('a trailing colon brings the table with its header and separator rows (after a blank line, so it renders)', () => {
+    const quote = quoteOf('The hotel cap')
+    expect(quote.lines).toEqual([
+      'The hotel cap is the most we reimburse per night:',
+      '',
+      '| city | cap per night |',
+      '|------|---------------|',
+      '| London | 220 EUR |',
+      '| Paris | 190 EUR |',
+    ])
+    expect(fileText(RUNBOOK, quote.start, quote.end)).toBe(collapse(quote.lines.join(' ')))
+  })
+
+  test('a list item of a short list comes with its lead-in and the whole list', () => {
+    const quote = quoteOf('allow critical alerts')
+    expect(quote.lines[0]).toContain('To fix this:')
+    expect(quote.lines.at(-1)).toBe('3. send yourself a test page.')
+  })
+
+  test('a long paragraph is quoted by its passage, extended over a sentence that refers back', () => {
+    const long = `${'Filler sentence number one is here. '.repeat(12)}The key fact is stated here. Otherwise nothing works at all. ${'More filler follows after it. '.repeat(12)}`
+    const longPage = page(long)
+    const longBlocks = splitBlocks(longPage)
+    const passage = passagesOf(longBlocks).find((p) => p.text.startsWith('Otherwise') || p.text.includes(' Otherwise'))!
+    const quote = quoteFor({ page: longPage, blocks: longBlocks, passage })
+    expect(quote.lines.join(' ').length).toBeLessThan(long.length)
+    expect(fileText(long, quote.start, quote.end)).toBe(quote.lines.join(' '))
+  })
+})

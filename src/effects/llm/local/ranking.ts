@@ -1,0 +1,218 @@
+// Passage ranking for the local model: BM25 (MiniSearch) over the passages of the pages it has
+// read, with the file name and the headings above a passage as strong fields, and the judgement
+// whether the best passage answers the question at all — below it, the answer is an honest
+// "nothing covers this", not the least bad quote.
+import MiniSearch from 'minisearch'
+import { splitBlocks, type Block, type Page } from './blocks.ts'
+import { isEvidence, passagesOf, type Passage } from './passages.ts'
+import { fileNameTerms, isGenericNoun, keywordTermsMatch, matchTerms, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
+
+export interface ReadDocument {
+  readonly uri: string
+  readonly page: Page
+  readonly blocks: ReadonlyArray<Block>
+  readonly passages: ReadonlyArray<Passage>
+  /** Terms of the file name (with the month of a YYYY-MM date in it). */
+  readonly nameTerms: ReadonlySet<string>
+  /** Terms of all the text read of the document, headings included. */
+  readonly terms: ReadonlySet<string>
+  /** Per passage (same order): the terms of its text, and of its text, headings and file name. */
+  readonly passageTerms: ReadonlyArray<{
+    readonly text: ReadonlySet<string>
+    readonly context: ReadonlySet<string>
+    readonly around: ReadonlySet<string>
+  }>
+}
+
+export function readDocument({ uri, page }: { readonly uri: string; readonly page: Page }): ReadDocument {
+  const blocks = splitBlocks(page)
+  const headings = new Set(blocks.flatMap((block) => block.headings))
+  const passages = passagesOf(blocks)
+  const nameTerms = fileNameTerms(page.name)
+  const terms = new Set(nameTerms)
+  for (const text of [...headings, ...blocks.map((block) => block.text)]) for (const term of matchTerms(text)) terms.add(term)
+  return {
+    uri,
+    page,
+    blocks,
+    passages,
+    nameTerms: new Set(nameTerms),
+    terms,
+    passageTerms: passages.map((passage) => {
+      const text = matchTerms(passage.text)
+      const context = matchTerms(passage.context)
+      return { text: new Set(text), context: new Set(context), around: new Set([...text, ...context, ...nameTerms]) }
+    }),
+  }
+}
+
+export function fileNameOf(uri: string): string {
+  return decodeURIComponent(uri.replace(/\/+$/u, '').split('/').at(-1) ?? '')
+}
+
+export interface RankedPassage {
+  readonly document: ReadDocument
+  readonly passage: Passage
+  /** Index of the passage in its document's passages. */
+  readonly passageIndex: number
+  readonly score: number
+}
+
+/** Weights of the name and heading fields against the passage's own text. */
+const FIELD_BOOST = { text: 1, context: 1.5, name: 2, pairs: 1 }
+/** A passage that looks like the kind of answer asked for (a cause for "why") ranks this much higher. */
+const CUE_BOOST = 1.25
+
+/** Every evidence passage of the documents that matches a keyword, best first (ties: document order, then position). */
+export function rankPassages({
+  documents,
+  keywords,
+  cue,
+}: {
+  readonly documents: ReadonlyArray<ReadDocument>
+  readonly keywords: ReadonlyArray<Keyword>
+  /** What an answer looks like (`answerCue`). */
+  readonly cue?: RegExp | undefined
+}): RankedPassage[] {
+  const unigrams = keywords.flatMap((keyword) => keyword.terms)
+  const pairs = pairTerms(keywords.filter((k) => k.terms.length === 1).map((k) => k.text).join(' '))
+  const queryTerms = new Set([...unigrams, ...pairs])
+  // Only passages that share a term with the question (in text, headings or file name) are ranked: the rest score 0 anyway.
+  const entries = documents.flatMap((document, documentIndex) =>
+    document.passages.flatMap((passage, passageIndex) => {
+      const terms = document.passageTerms[passageIndex]!
+      const shares = [...queryTerms].some((term) => terms.around.has(term))
+      return shares && isEvidence(document.blocks[passage.block]!) ? [{ document, documentIndex, passage, passageIndex }] : []
+    }),
+  )
+  if (entries.length === 0 || keywords.length === 0) return []
+  const index = new MiniSearch<{ id: number; text: string; context: string; name: string; pairs: string }>({
+    fields: ['text', 'context', 'name', 'pairs'],
+    // Fields arrive as terms already (matchTerms, remembered per passage).
+    tokenize: (text) => (text === '' ? [] : text.split(' ')),
+    processTerm: (term) => term,
+    searchOptions: { boost: FIELD_BOOST, combineWith: 'OR' },
+  })
+  index.addAll(
+    entries.map((entry, id) => ({
+      id,
+      text: matchTerms(entry.passage.text).join(' '),
+      context: matchTerms(entry.passage.context).join(' '),
+      name: [...entry.document.nameTerms].join(' '),
+      pairs: pairTerms(entry.passage.text).join(' '),
+    })),
+  )
+  const query = [...queryTerms].join(' ')
+  return index
+    .search(query)
+    .map((result) => {
+      const entry = entries[result.id as number]!
+      const looksLikeAnswer = cue !== undefined && cue.test(`${entry.document.blocks[entry.passage.block]!.headings.at(-1) ?? ''}\n${entry.passage.text}`)
+      return { ...entry, score: looksLikeAnswer ? result.score * CUE_BOOST : result.score }
+    })
+    .sort(
+      (a, b) =>
+        b.score - a.score || a.documentIndex - b.documentIndex || a.passage.start - b.passage.start,
+    )
+    .map(({ document, passage, passageIndex, score }) => ({ document, passage, passageIndex, score }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Relevance
+
+/** Keywords met as one word: "fall back" in the question, "fallback" in the text. */
+function keywordsMetAsCompound(keywords: ReadonlyArray<Keyword>, terms: ReadonlySet<string>): Set<string> {
+  const met = new Set<string>()
+  for (let i = 0; i + 1 < keywords.length; i += 1) {
+    const [a, b] = [keywords[i]!, keywords[i + 1]!]
+    if (a.terms.length === 1 && b.terms.length === 1 && terms.has(stem(`${a.text}${b.text}`.replace(/[._'’-]/gu, '')))) {
+      met.add(a.text)
+      met.add(b.text)
+    }
+  }
+  return met
+}
+
+/** Share of the question's keyword weight a passage must cover (calibrated on the evaluation set, docs/models.md). */
+export const MIN_COVERAGE = 0.5
+/** The same, for a passage that holds the whole phrase the question asks about. */
+export const MIN_COVERAGE_WITH_FOCUS = 0.35
+
+export interface Relevance {
+  readonly relevant: boolean
+  /** Share of the keywords' weight matched by the passage, its headings or its file name. */
+  readonly coverage: number
+  readonly reason: string
+}
+
+/**
+ * Keyword weights: inverse document frequency over the passages read (a keyword found in few
+ * passages tells more than one found everywhere); a keyword found nowhere weighs as much as the
+ * rarest one found.
+ */
+export function keywordWeights({
+  documents,
+  keywords,
+}: {
+  readonly documents: ReadonlyArray<ReadDocument>
+  readonly keywords: ReadonlyArray<Keyword>
+}): Map<string, number> {
+  const passageTerms = documents.flatMap((document) => document.passageTerms.map((terms) => terms.around))
+  const n = Math.max(1, passageTerms.length)
+  const idf = (df: number) => Math.log(1 + (n - df + 0.5) / (df + 0.5))
+  const frequencies = keywords.map((keyword) => passageTerms.filter((terms) => keywordTermsMatch(keyword, terms)).length)
+  const rarestFound = Math.min(...frequencies.filter((df) => df > 0), n)
+  return new Map(keywords.map((keyword, i) => [keyword.text, idf(frequencies[i]! > 0 ? frequencies[i]! : rarestFound)]))
+}
+
+/** A number standing as a figure ("50 MB", "6000"), not inside a name ("L2", "D1", "utf8"). */
+const FIGURE = /(?<![\p{L}\p{N}_])\p{N}+/u
+
+/**
+ * Whether a passage answers the question: it covers at least `MIN_COVERAGE` of the keyword
+ * weight (in its text, headings or file name), its own text matches a keyword (or its file's
+ * name holds half the question: incident-2025-11-db-failover.md is about that failover), it holds
+ * the head and at least half of the phrase the question asks about ("company car": a car, not
+ * just the company), and its document mentions every name the question mentions (Berlin, SAML,
+ * README.md).
+ */
+export function judgeRelevance({
+  passageIndex,
+  document,
+  question,
+  weights,
+}: {
+  readonly passageIndex: number
+  readonly document: ReadDocument
+  readonly question: QuestionTerms
+  readonly weights: ReadonlyMap<string, number>
+}): Relevance {
+  const { text: textTerms, around } = document.passageTerms[passageIndex]!
+  const { keywords, focus } = question
+  const joined = keywordsMetAsCompound(keywords, textTerms)
+  const matches = (k: Keyword, terms: ReadonlySet<string>) => keywordTermsMatch(k, terms) || joined.has(k.text)
+  // Asked for a measure, the passage gives a figure (checked below) in its own words: "too large
+  // … 50 MB" answers "the maximum size", so the measure words it lacks do not count against it.
+  const counted = question.asksForMeasure ? keywords.filter((k) => !isGenericNoun(k.text) || matches(k, around)) : keywords
+  const total = counted.reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
+  const covered = counted.filter((k) => matches(k, around)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
+  const coverage = total === 0 ? 0 : covered / total
+  const missingName = keywords.find((k) => k.proper && !keywordTermsMatch(k, document.terms) && !keywordTermsMatch(k, document.nameTerms))
+  if (missingName !== undefined) return { relevant: false, coverage, reason: `${document.uri} never mentions “${missingName.text}”` }
+  // A passage must say something about the question itself — unless its file is named after it.
+  const named = keywords.filter((k) => keywordTermsMatch(k, document.nameTerms)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
+  if (!keywords.some((k) => matches(k, textTerms)) && named * 2 < total) return { relevant: false, coverage, reason: 'no keyword in the passage itself' }
+  const focusFound = focus.filter((k) => matches(k, around)).length
+  const head = focus.at(-1)
+  const action = question.focusIsAction && focus.length > 1 ? focus[0] : undefined
+  const missing = (k: Keyword | undefined) => k !== undefined && !matches(k, around)
+  if (head !== undefined && (missing(head) || missing(action) || focusFound * 2 < focus.length)) {
+    return { relevant: false, coverage, reason: `the passage is not about “${focus.map((k) => k.text).join(' ')}”` }
+  }
+  if (question.asksForMeasure && !FIGURE.test(document.passages[passageIndex]!.text)) {
+    return { relevant: false, coverage, reason: 'the passage gives no figure' }
+  }
+  const threshold = focus.length > 0 && focusFound === focus.length ? MIN_COVERAGE_WITH_FOCUS : MIN_COVERAGE
+  if (coverage < threshold) return { relevant: false, coverage, reason: `coverage ${coverage.toFixed(2)} below ${threshold}` }
+  return { relevant: true, coverage, reason: `coverage ${coverage.toFixed(2)}` }
+}

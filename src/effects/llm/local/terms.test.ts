@@ -1,0 +1,129 @@
+import { describe, expect, test } from 'vitest'
+import { analyseQuestion, answerCue, extractKeywords, fileNameTerms, keywordTermsMatch, matchTerms, MAX_QUERY_KEYWORDS, pairTerms } from './terms.ts'
+
+const texts = (question: string) => extractKeywords(question).map((k) => k.text)
+
+describe('extractKeywords', () => {
+  test.each([
+    ['How does the wiki compiler publish the overview?', ['wiki', 'compiler', 'publish', 'overview']],
+    ["What's the API for kb_search in v2.1?", ['api', 'kb_search', 'v2.1']],
+    ['Tell me about it, please.', []],
+    ['What happened in the March 2026 incident?', ['march', '2026', 'incident']],
+    ['ＦＵＬＬＷＩＤＴＨ text', ['fullwidth', 'text']],
+    ['a b c 7', ['7']],
+  ])('%j → %j', (question, keywords) => {
+    expect(texts(question)).toEqual(keywords)
+  })
+
+  test.each([
+    ['编译任务会生成什么？', ['编译', '任务', '生成']],
+    ['每轮最多可以调用多少次工具？', ['每轮', '最多', '调用', '工具']],
+    ['深圳办公室的停车费是多少？', ['深圳', '办公', '停车']],
+  ])('Chinese through Intl.Segmenter: %j → %j (stop-words dropped, single characters joined up)', (question, keywords) => {
+    expect(texts(question)).toEqual(keywords)
+  })
+
+  test('a mixed CJK and Latin question keeps both', () => {
+    expect(texts('局域网页面里的消息 ID 怎么生成？')).toEqual(expect.arrayContaining(['消息', 'id', '生成']))
+  })
+
+  test('names: capitalised inside the question, acronyms, file names', () => {
+    const proper = (question: string) => extractKeywords(question).filter((k) => k.proper).map((k) => k.text)
+    expect(proper('What is the Wi-Fi password at the Berlin office?')).toEqual(['wi-fi', 'berlin'])
+    expect(proper('How do I configure single sign-on with SAML?')).toEqual(['saml'])
+    expect(proper('What are the key points of README.md?')).toEqual(['readme.md'])
+    expect(proper('Where is the office?')).toEqual([])
+  })
+
+  test('duplicates are dropped and at most MAX_QUERY_KEYWORDS are kept', () => {
+    const keywords = texts('alpha beta alpha gamma delta epsilon zeta eta theta iota kappa lambda')
+    expect(keywords).toHaveLength(MAX_QUERY_KEYWORDS)
+    expect(keywords.slice(0, 3)).toEqual(['alpha', 'beta', 'gamma'])
+  })
+})
+
+describe('analyseQuestion', () => {
+  const focus = (question: string) => analyseQuestion(question).focus.map((k) => k.text)
+
+  test.each([
+    ['What is the parental leave policy?', ['parental', 'leave']],
+    ['What is the dress code at the office?', ['dress', 'code']],
+    ['How many stock options do new engineers receive?', ['stock', 'options']],
+    ['How much is the mileage allowance?', ['mileage']],
+    ['How is the input limit computed?', ['input']],
+    ['What is the budget for team dinners?', []],
+    ['How do I book a company car?', ['book', 'company', 'car']],
+    ['What is the maximum size of a file to parse?', ['file']],
+    ['What is the default level of the ranking?', ['ranking']],
+    ['值班补贴是多少？', ['值班', '补贴']],
+    ['年假有多少天？', []],
+    ['Which class may I book for a nine-hour flight?', ['class']],
+    ['深圳办公室的停车费是多少？', ['停车']],
+    ['新员工的试用期多长？', ['试用']],
+  ])('the phrase %j asks about: %j', (question, expected) => {
+    expect(focus(question)).toEqual(expected)
+  })
+
+  test.each(['What should I do when the data directory is in use?', 'Why does the server never fall back to another model?', '上下文压缩时保留哪些信息？'])(
+    'no phrase to focus on in %j',
+    (question) => {
+      expect(focus(question)).toEqual([])
+    },
+  )
+
+  test('"How do I …" asks for an action on a thing: both must be there', () => {
+    expect(analyseQuestion('How do I install knowagent on Windows?')).toMatchObject({ focusIsAction: true })
+    expect(analyseQuestion('What is the dress code?')).toMatchObject({ focusIsAction: false })
+  })
+
+  test('a measure of a thing ("the maximum size of a file") asks for a figure; the thing itself does not', () => {
+    expect(analyseQuestion('What is the maximum size of a file to parse?').asksForMeasure).toBe(true)
+    expect(analyseQuestion('How many files may a job compile?').asksForMeasure).toBe(false)
+    expect(analyseQuestion('What is the history of the project?').asksForMeasure).toBe(false)
+    expect(analyseQuestion('What is the parental leave policy?').asksForMeasure).toBe(false)
+  })
+
+  test('a request for key points or a summary is recognised', () => {
+    expect(analyseQuestion('What are the key points of README.md?').wantsSummary).toBe(true)
+    expect(analyseQuestion('总结一下这份笔记').wantsSummary).toBe(true)
+    expect(analyseQuestion('What is the hotel cap?').wantsSummary).toBe(false)
+  })
+})
+
+describe('matchTerms', () => {
+  test('inflected forms meet (compile / compiled / compiling)', () => {
+    expect(matchTerms('compiled')).toEqual(matchTerms('compiling'))
+  })
+
+  test('dotted and hyphenated tokens also match by their parts', () => {
+    expect(matchTerms('cats.md')).toEqual(['cats.md', 'cat', 'md'])
+    expect(matchTerms('wi-fi')).toEqual(['wi-fi', 'wi', 'fi'])
+  })
+
+  test('CJK text is matched by overlapping character pairs, whatever the segmentation', () => {
+    expect(matchTerms('编译流程')).toEqual(['编译', '译流', '流程'])
+    const keyword = extractKeywords('调用')[0]!
+    expect(keywordTermsMatch(keyword, new Set(matchTerms('每次调用都会记录')))).toBe(true)
+    expect(keywordTermsMatch(keyword, new Set(matchTerms('这里讲的是部署')))).toBe(false)
+  })
+})
+
+test('pairTerms joins adjacent content words, so "fall back" meets "fallback"', () => {
+  expect(pairTerms('the input limit is computed')).toEqual(['inputlimit', 'limitcomput'])
+  expect(pairTerms('never falls back to another')).toEqual(['nevfall', 'fallback', 'backanoth'])
+  expect(matchTerms('fallback')).toEqual(['fallback'])
+})
+
+test('fileNameTerms: the words of a name and the month of a YYYY-MM date in it', () => {
+  expect(fileNameTerms('incident-2026-03-missing-done.md')).toEqual(
+    expect.arrayContaining(['incident', '2026', '03', 'miss', 'md', 'march']),
+  )
+  expect(fileNameTerms('notes.txt')).not.toContain('march')
+})
+
+test('answerCue: a cause for why, a number for how many, a date for when', () => {
+  expect(answerCue('Why did the failover take so long?')?.test('because the TTL was 300 s')).toBe(true)
+  expect(answerCue('How many tool calls may a turn make?')?.test('at most 24 tool calls')).toBe(true)
+  expect(answerCue('When is Republic Day?')?.test('2026-10-05')).toBe(true)
+  expect(answerCue('What is the hotel cap?')).toBeUndefined()
+})

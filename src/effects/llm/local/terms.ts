@@ -1,0 +1,311 @@
+// Terms of the built-in local model's text logic: what a question asks for (its keywords, and
+// which of them it is about), and the terms a text is matched and ranked by. Deterministic and
+// dictionary-free: Latin words are stemmed crudely; CJK runs are cut into words by
+// `Intl.Segmenter` for queries and matched by overlapping character pairs, so a word the
+// segmenter cuts differently in the question and in the text still matches.
+
+const CJK_CLASS = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}'
+const CJK_CHAR = new RegExp(`[${CJK_CLASS}]`, 'u')
+const LATIN = `(?:(?![${CJK_CLASS}])[\\p{L}\\p{N}])`
+const TOKEN = new RegExp(`([${CJK_CLASS}]+)|(${LATIN}+(?:[._'’-]${LATIN}+)*)`, 'gu')
+const WORD_SEGMENTER = new Intl.Segmenter('zh', { granularity: 'word' })
+
+const ENGLISH_STOP_WORDS = new Set(
+  (
+    'a about above after again against all also am an and any are aren as at be because been before being below ' +
+    'between both but by can cannot could couldn did didn do does doesn doing don down during each either else ' +
+    'etc ever every few for from further get gets got had hadn has hasn have haven having he her here hers herself ' +
+    'him himself his how however i if in into is isn it its itself just let lets like may me might more most much ' +
+    'must mustn my myself need no nor not now of off on once one only or other ought our ours ourselves out over own ' +
+    'please same shall shan she should shouldn so some such tell than that thats the their theirs them themselves ' +
+    'then there these they this those through thus to too under until up upon us very via was wasn we were weren what ' +
+    'whats when where whether which while who whom whose why will with won would wouldn yes yet you your yours ' +
+    'yourself yourselves explain describe show give find know want s t d ll m re ve ' +
+    // Words that frame a question rather than name its subject.
+    'happen happens happened happening say says said mean means meant many make makes made way ways thing things ' +
+    'take takes took long often quickly exactly really actually usually currently still kind sort anything something ' +
+    'someone anyone everything hold holds held'
+  ).split(' '),
+)
+
+/** Longest first, so 为什么 is cut before 什么. */
+const CHINESE_STOP_WORDS = new Set([
+  '为什么', '是什么', '有哪些', '怎么样', '什么时候', '多少', '多长', '多久', '请问', '什么', '怎么', '怎样', '如何',
+  '哪些', '哪个', '哪里', '是否', '可以', '能否', '一下', '告诉', '我们', '你们', '他们', '这个', '那个', '这些',
+  '那些', '关于', '有关', '以及', '还有', '介绍', '说说', '讲讲', '需要', '应该', '时候', '的', '了', '吗', '呢',
+  '吧', '啊', '是', '和', '与', '及', '或', '在', '我', '你', '请', '有', '会', '要', '能', '里', '时', '被', '把',
+])
+
+/**
+ * Words that name a measure or a kind of thing rather than a subject ("the mileage *allowance*",
+ * "the parental leave *policy*"): a document may use another word for them, so they are not what
+ * a question's phrase must match.
+ */
+const GENERIC_NOUNS = new Set(
+  (
+    'policy policies rule rules allowance allowances fee fees cost costs price prices rate rates amount amounts limit limits ' +
+    'budget budgets number numbers process procedure procedures time times date dates deadline duration size level type ' +
+    'types status details information info maximum minimum max min default total 政策 规定 费用 价格 时间 数量 金额 流程 标准 ' +
+    '规则 情况 信息 最多 最少 上限 下限'
+  ).split(' '),
+)
+
+export const isGenericNoun = (word: string): boolean => GENERIC_NOUNS.has(word)
+
+/** Words that ask for a summary of a document rather than name a subject. */
+const SUMMARY_INTENT = /\b(summar(y|ise|ize)|key points?|main points?|gist|tl;?dr|overview of)\b|要点|总结|概要|摘要|主要内容/iu
+
+const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december']
+
+export function containsCjk(text: string): boolean {
+  return CJK_CHAR.test(text)
+}
+
+function normalise(text: string): string {
+  return text.normalize('NFKC').toLowerCase()
+}
+
+function isContentWord(word: string): boolean {
+  if (ENGLISH_STOP_WORDS.has(word.replace(/['’]/gu, ''))) return false
+  return word.length >= 2 || /^\p{N}$/u.test(word)
+}
+
+/** A crude suffix stripper: compile / compiled / compiling / compiles meet at "compil". */
+export function stem(word: string): string {
+  if (word.length <= 3) return word
+  for (const suffix of ['ations', 'ation', 'ings', 'ing', 'ers', 'ies', 'ied', 'es', 'ed', 'er', 'ly', 's', 'e']) {
+    if (word.endsWith(suffix) && word.length - suffix.length >= 3) return word.slice(0, -suffix.length)
+  }
+  return word
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matching terms
+
+/** "cats.md" also matches "cats", "node.js" also "node": the whole token and its parts. */
+function latinTerms(token: string): string[] {
+  const parts = token.split(/[._'’-]/u).filter((part) => part !== '' && isContentWord(part))
+  const whole = isContentWord(token) ? [stem(token)] : []
+  return parts.length > 1 ? [...whole, ...parts.map(stem)] : whole
+}
+
+function cjkPairs(run: string): string[] {
+  const chars = Array.from(run)
+  if (chars.length === 1) return chars
+  const pairs: string[] = []
+  for (let i = 0; i + 1 < chars.length; i += 1) pairs.push(chars[i]! + chars[i + 1]!)
+  return pairs
+}
+
+const MEMO_MAX_ENTRIES = 4096
+const MEMO_MAX_CHARS = 4096
+const memo = new Map<string, ReadonlyArray<string>>()
+
+/** Terms of a text for matching and ranking: stemmed content words and overlapping CJK pairs. */
+export function matchTerms(text: string): string[] {
+  // The planner re-reads the same tool results at every step: short texts are remembered.
+  if (text.length > MEMO_MAX_CHARS) return computeMatchTerms(text)
+  let terms = memo.get(text)
+  if (terms === undefined) {
+    if (memo.size >= MEMO_MAX_ENTRIES) memo.clear()
+    terms = computeMatchTerms(text)
+    memo.set(text, terms)
+  }
+  return [...terms]
+}
+
+function computeMatchTerms(text: string): string[] {
+  const terms: string[] = []
+  for (const match of normalise(text).matchAll(TOKEN)) {
+    if (match[1] !== undefined) terms.push(...cjkPairs(match[1]))
+    else if (match[2] !== undefined) terms.push(...latinTerms(match[2]))
+  }
+  return terms
+}
+
+/**
+ * Adjacent content words joined ("input limit" → `inputlimit`, "fall back" → `fallback`), so that
+ * a phrase of the question ranks the passage that has it together, and a compound written as one
+ * word or two meets itself.
+ */
+export function pairTerms(text: string): string[] {
+  const pairs: string[] = []
+  let previous: string | undefined
+  for (const match of normalise(text).matchAll(TOKEN)) {
+    if (match[1] !== undefined) {
+      previous = undefined
+      continue
+    }
+    const word = match[2]!.replace(/['’]/gu, '')
+    if (!isContentWord(word)) continue
+    const current = stem(word.replace(/[._-]/gu, ''))
+    if (previous !== undefined) pairs.push(previous + current)
+    previous = current
+  }
+  return pairs
+}
+
+/** What an answer to the question looks like: a cause for "why", a number for "how many", a date for "when". */
+export function answerCue(question: string): RegExp | undefined {
+  const text = question.normalize('NFKC').trim()
+  if (/^(why\b|为什么|为何)/iu.test(text)) return /\b(because|reason|so that|since|due to|cause[sd]?|why)\b|因为|原因|由于|所以/iu
+  if (/^how (many|much|long|often)\b|多少|几[个次天]|多长|多久/iu.test(text)) return /\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty)\b|[一二三四五六七八九十百]/iu
+  if (/^(when\b|by when\b)|什么时候|何时/iu.test(text)) return /\d|\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|daily|weekly|monthly)\b|[日月周]/iu
+  return undefined
+}
+
+/**
+ * Terms of a file name: its words, plus the month of a `YYYY-MM` date in it, so that "the March
+ * 2026 incident" finds `incident-2026-03-….md`.
+ */
+export function fileNameTerms(name: string): string[] {
+  const terms = matchTerms(name.replace(/\.[a-z0-9]{1,5}$/iu, ' $&'))
+  for (const match of name.matchAll(/(?<!\d)(\d{4})[-_.](\d{2})(?!\d)/gu)) {
+    const month = MONTHS[Number(match[2]) - 1]
+    if (month !== undefined) terms.push(stem(month))
+  }
+  return terms
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keywords of a question
+
+export interface Keyword {
+  /** As sent to the `search` tool. */
+  readonly text: string
+  /** Its matching terms (one for a Latin word, the character pairs of a CJK word). */
+  readonly terms: ReadonlyArray<string>
+  /** A name the answer must mention (capitalised in the question, an acronym, a file name). */
+  readonly proper: boolean
+}
+
+export interface QuestionTerms {
+  readonly keywords: ReadonlyArray<Keyword>
+  /**
+   * The keywords of the phrase the question asks about, its head last ("parental leave" of "What
+   * is the parental leave policy?", 停车 of 深圳办公室的停车费是多少), without generic nouns such as
+   * "policy"; empty when the question's form shows no such phrase.
+   */
+  readonly focus: ReadonlyArray<Keyword>
+  /** The phrase is an action on a thing ("How do I *install knowagent*"): its first word must match too. */
+  readonly focusIsAction: boolean
+  /** The question asks for a measure of the thing ("the maximum size of *a file*"): the answer gives a figure. */
+  readonly asksForMeasure: boolean
+  /** The question asks for the gist of a document ("key points of README.md"). */
+  readonly wantsSummary: boolean
+}
+
+export const MAX_QUERY_KEYWORDS = 8
+
+export function analyseQuestion(question: string): QuestionTerms {
+  const keywords = extractKeywords(question)
+  const phrase = focusPhrase(question)
+  const focusTexts = new Set(phrase.text === undefined ? [] : extractKeywords(phrase.text).map((k) => k.text))
+  return {
+    keywords,
+    focusIsAction: phrase.action,
+    asksForMeasure: phrase.measure,
+    focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text)),
+    wantsSummary: SUMMARY_INTENT.test(question),
+  }
+}
+
+/** Search keywords of a question: stop-words dropped, CJK runs cut into words. */
+export function extractKeywords(question: string): Keyword[] {
+  const keywords = new Map<string, Keyword>()
+  const add = (text: string, proper: boolean) => {
+    const terms = [...new Set(matchTerms(text))]
+    if (terms.length === 0) return
+    const existing = keywords.get(text)
+    keywords.set(text, { text, terms, proper: proper || (existing?.proper ?? false) })
+  }
+  const original = question.normalize('NFKC')
+  for (const match of original.matchAll(TOKEN)) {
+    if (match[1] !== undefined) for (const word of cjkWords(match[1])) add(word.toLowerCase(), false)
+    else if (match[2] !== undefined && isContentWord(match[2].toLowerCase())) {
+      add(match[2].toLowerCase().replace(/’/gu, "'"), isProperName(match[2], match.index ?? 0, original))
+    }
+  }
+  return [...keywords.values()].slice(0, MAX_QUERY_KEYWORDS)
+}
+
+/** Capitalised other than at the start of the question, an acronym (SAML, SEV1), or a file name. */
+function isProperName(word: string, index: number, question: string): boolean {
+  if (/\.[a-z0-9]{1,5}$/iu.test(word) && /[a-z]/iu.test(word)) return true
+  if (/^\p{Lu}[\p{Lu}\p{N}]+$/u.test(word)) return true
+  const atStart = /^[\s"'“‘(¿¡]*$/u.test(question.slice(0, index))
+  return !atStart && /^\p{Lu}/u.test(word)
+}
+
+/** Segmenter words of a CJK run without stop-words; neighbouring single characters join up. */
+function cjkWords(run: string): string[] {
+  const words: string[] = []
+  let singles = ''
+  const flushSingles = () => {
+    if (Array.from(singles).length >= 2) words.push(singles)
+    singles = ''
+  }
+  for (const { segment } of WORD_SEGMENTER.segment(run)) {
+    if (CHINESE_STOP_WORDS.has(segment)) flushSingles()
+    else if (Array.from(segment).length === 1) singles += segment
+    else {
+      flushSingles()
+      words.push(segment)
+    }
+  }
+  flushSingles()
+  return words
+}
+
+const QUESTION_FRAME =
+  /^\s*(?:(?:what|which|who)(?:\s+(?:is|are|was|were|does|do|did))?|how\s+(?:many|much)(?:\s+(?:is|are|was|were))?|how\s+(?:do|does|can|should)\s+(?:i|we|you))\s+(?:the\s+|a\s+|an\s+)?/iu
+const PHRASE_END = /\s(?:at|in|on|for|of|to|from|with|by|during|when|if|after|before|per|do|does|did|is|are|can|may|must|should|will|would|be|being|that|which|while)\b|[?？!.,;:]/iu
+/** "How is the input limit computed?" asks about "input limit". */
+const PASSIVE_FRAME = /^\s*how\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.+?)\s+\p{L}+(?:ed|en)\s*[?？.!]*\s*$/iu
+/** 值班补贴是多少？: the question words at the end follow the subject asked about. */
+const CHINESE_ASKS_ABOUT_SUBJECT = /(?:是什么|是多少|是哪些|有哪些|有多少|是多久|有多长)[？?。]*$/u
+const CHINESE_QUESTION_TAIL = /(?:是什么|是多少|是哪些|有哪些|有多少|多少|多长|多久|怎么样|怎么|如何|吗|呢|[？?。])+.*$/u
+
+/** The noun phrase a question asks about, when its form shows one (see `QuestionTerms.focus`). */
+function focusPhrase(question: string): { readonly text: string | undefined; readonly action: boolean; readonly measure: boolean } {
+  const none = { text: undefined, action: false, measure: false }
+  const text = question.normalize('NFKC').trim()
+  if (containsCjk(text)) {
+    // 深圳办公室的停车费是多少 → 停车费; 值班补贴是多少 → 值班补贴 (the subject before the question words).
+    if (!text.includes('的')) {
+      const asked = CHINESE_ASKS_ABOUT_SUBJECT.exec(text)
+      return asked === null || asked.index === 0 ? none : { text: text.slice(0, asked.index), action: false, measure: false }
+    }
+    const subject = text.slice(text.lastIndexOf('的') + 1)
+    const tail = CHINESE_QUESTION_TAIL.exec(subject)
+    const head = tail === null ? subject : subject.slice(0, tail.index)
+    return head.trim() === '' ? none : { text: head, action: false, measure: false }
+  }
+  const passive = PASSIVE_FRAME.exec(text)
+  if (passive !== null) return { text: passive[1]!, action: false, measure: false }
+  const frame = QUESTION_FRAME.exec(text)
+  if (frame === null) return none
+  const rest = text.slice(frame[0].length)
+  const phrase = phraseAt(rest)
+  if (phrase.trim() === '') return none
+  // "the maximum size of a file": a measure of a thing asks about the thing, and for a figure.
+  const of = /^\s+of\s+(?:the\s+|a\s+|an\s+)?/iu.exec(rest.slice(phrase.length))
+  const phraseKeywords = extractKeywords(phrase)
+  if (of !== null && phraseKeywords.length > 0 && phraseKeywords.every((k) => GENERIC_NOUNS.has(k.text))) {
+    const thing = phraseAt(rest.slice(phrase.length + of[0].length))
+    if (thing.trim() !== '') return { text: thing, action: false, measure: true }
+  }
+  return { text: phrase, action: /^\s*how\s/iu.test(frame[0]) && /\s(?:i|we|you)\s+$/iu.test(frame[0]), measure: false }
+}
+
+/** The words of `text` up to the first preposition, verb or punctuation that ends a noun phrase. */
+function phraseAt(text: string): string {
+  const end = PHRASE_END.exec(` ${text}`)
+  return end === null ? text : text.slice(0, Math.max(0, end.index - 1))
+}
+
+/** Whether a set of terms holds a keyword: at least half of its terms (all of a one-term keyword). */
+export function keywordTermsMatch(keyword: Keyword, terms: ReadonlySet<string>): boolean {
+  const found = keyword.terms.filter((term) => terms.has(term)).length
+  return found >= Math.ceil(keyword.terms.length / 2)
+}

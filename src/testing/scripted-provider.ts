@@ -1,0 +1,417 @@
+// `knowagent/testing`: the scripted OpenAI-compatible provider shared by every suite: a real
+// HTTP server on 127.0.0.1 (port 0) that replays scripts byte for byte and records what the
+// client did. Each request takes the next queued script, or asks a handler function; with
+// neither, it answers 500 so a test that forgot a script fails loudly.
+//
+//   const provider = await startScriptedProvider()
+//   provider.enqueue(streamScript(chatCompletionSse([{ text: 'Hi' }, { finish: 'stop' }, 'done'])))
+//   // model config: { baseUrl: provider.baseUrl, ... }
+//   provider.requests[0].body   // the parsed JSON the client sent
+//   await provider.waitForClientClose(0)  // the client went away before the script ended
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+
+// ---------------------------------------------------------------------------------------------
+// Scripts
+
+export interface ScriptedChunk {
+  /** Raw bytes, or text sent as UTF-8. Split anywhere, even inside a code point or a CRLF. */
+  readonly bytes: string | Uint8Array
+  /** Wait this long before writing the chunk. */
+  readonly delayMs?: number | undefined
+  /** Write the chunk only once this settles (then after `delayMs`): the test decides when, not a clock. */
+  readonly after?: PromiseLike<unknown> | undefined
+}
+
+export type ProviderScript =
+  | {
+      readonly kind: 'stream'
+      readonly status?: number | undefined
+      readonly headers?: Readonly<Record<string, string>> | undefined
+      readonly chunks: ReadonlyArray<ScriptedChunk>
+      /** After the last chunk: end the response (default), keep it open, or reset the socket. */
+      readonly end?: 'close' | 'hang' | 'reset' | undefined
+    }
+  | {
+      readonly kind: 'response'
+      readonly status: number
+      readonly headers?: Readonly<Record<string, string>> | undefined
+      readonly body: string
+      readonly delayMs?: number | undefined
+    }
+  /** Destroy the socket without answering (a connection reset before any byte). */
+  | { readonly kind: 'reset'; readonly delayMs?: number | undefined }
+  /** Read the request and never answer. */
+  | { readonly kind: 'hang' }
+
+export type ScriptHandler = (request: RecordedRequest) => ProviderScript
+
+export interface RecordedRequest {
+  /** 0-based, in arrival order. */
+  readonly index: number
+  readonly method: string
+  readonly path: string
+  readonly headers: IncomingHttpHeaders
+  readonly rawBody: string
+  /** The JSON body, or undefined when it was not JSON. */
+  readonly body: unknown
+  /** `performance.now()` when the request body had been read. */
+  readonly receivedAt: number
+  /** `performance.now()` when the client closed the connection before the script finished. */
+  clientClosedAt: number | undefined
+  /** `performance.now()` when the server finished the response (script complete). */
+  finishedAt: number | undefined
+}
+
+export interface ScriptedProvider {
+  /** e.g. http://127.0.0.1:41234/v1 — use as a model's `baseUrl`. */
+  readonly baseUrl: string
+  readonly port: number
+  readonly requests: ReadonlyArray<RecordedRequest>
+  /** Queue scripts; each request takes the next one. */
+  readonly enqueue: (...scripts: ReadonlyArray<ProviderScript>) => void
+  /** Used when the queue is empty. */
+  readonly setHandler: (handler: ScriptHandler | undefined) => void
+  readonly pendingScripts: () => number
+  /** TCP connections currently open on the server side. */
+  readonly openConnections: () => number
+  readonly waitForRequests: (count: number, options?: { readonly timeoutMs?: number }) => Promise<void>
+  /** Resolves with the request once the client closed it early; rejects after the timeout. */
+  readonly waitForClientClose: (requestIndex: number, options?: { readonly timeoutMs?: number }) => Promise<RecordedRequest>
+  /** Resolves once the server has no open connection; rejects after the timeout. */
+  readonly waitForNoConnections: (options?: { readonly timeoutMs?: number }) => Promise<void>
+  readonly close: () => Promise<void>
+}
+
+export async function startScriptedProvider(
+  options: { readonly scripts?: ReadonlyArray<ProviderScript>; readonly handler?: ScriptHandler } = {},
+): Promise<ScriptedProvider> {
+  const queue: ProviderScript[] = [...(options.scripts ?? [])]
+  let handler = options.handler
+  const requests: RecordedRequest[] = []
+  const sockets = new Set<Socket>()
+  const timers = new Set<ReturnType<typeof setTimeout>>()
+  const listeners = new Set<() => void>()
+  const notify = (): void => {
+    for (const listener of [...listeners]) listener()
+  }
+
+  const schedule = (delayMs: number, run: () => void, after?: PromiseLike<unknown>): void => {
+    if (after !== undefined) {
+      const next = (): void => schedule(delayMs, run)
+      after.then(next, next)
+      return
+    }
+    const timer = setTimeout(() => {
+      timers.delete(timer)
+      run()
+    }, delayMs)
+    timers.add(timer)
+  }
+
+  const nextScript = (request: RecordedRequest): ProviderScript =>
+    queue.shift() ??
+    handler?.(request) ?? {
+      kind: 'response',
+      status: 500,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ error: { code: 'no_script', message: `scripted provider: no script for request #${request.index}` } }),
+    }
+
+  const server = createServer((req, res) => {
+    void readBody(req).then((rawBody) => {
+      const recorded: RecordedRequest = {
+        index: requests.length,
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        rawBody,
+        body: parseJsonOrUndefined(rawBody),
+        receivedAt: performance.now(),
+        clientClosedAt: undefined,
+        finishedAt: undefined,
+      }
+      requests.push(recorded)
+      res.on('close', () => {
+        if (!res.writableFinished && recorded.clientClosedAt === undefined) recorded.clientClosedAt = performance.now()
+        notify()
+      })
+      notify()
+      playScript({ script: nextScript(recorded), req, res, recorded, schedule, notify })
+    })
+  })
+  server.on('connection', (socket) => {
+    sockets.add(socket)
+    socket.on('close', () => {
+      sockets.delete(socket)
+      notify()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as AddressInfo).port
+
+  const waitFor = (condition: () => boolean, timeoutMs: number, what: string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      if (condition()) return resolve()
+      const listener = (): void => {
+        if (!condition()) return
+        clearTimeout(timer)
+        listeners.delete(listener)
+        resolve()
+      }
+      const timer = setTimeout(() => {
+        listeners.delete(listener)
+        reject(new Error(`scripted provider: timed out after ${timeoutMs} ms waiting for ${what}`))
+      }, timeoutMs)
+      listeners.add(listener)
+    })
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    port,
+    requests,
+    enqueue: (...scripts) => {
+      queue.push(...scripts)
+    },
+    setHandler: (next) => {
+      handler = next
+    },
+    pendingScripts: () => queue.length,
+    openConnections: () => sockets.size,
+    waitForRequests: (count, { timeoutMs = 5000 } = {}) =>
+      waitFor(() => requests.length >= count, timeoutMs, `${count} request(s)`),
+    waitForClientClose: async (requestIndex, { timeoutMs = 5000 } = {}) => {
+      await waitFor(() => requests[requestIndex]?.clientClosedAt !== undefined, timeoutMs, `client to close request #${requestIndex}`)
+      return requests[requestIndex] as RecordedRequest
+    },
+    waitForNoConnections: ({ timeoutMs = 5000 } = {}) => waitFor(() => sockets.size === 0, timeoutMs, 'no open connection'),
+    close: async () => {
+      for (const timer of timers) clearTimeout(timer)
+      timers.clear()
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+export function playScript({
+  script,
+  req,
+  res,
+  recorded,
+  schedule,
+  notify,
+}: {
+  readonly script: ProviderScript
+  readonly req: IncomingMessage
+  readonly res: ServerResponse
+  readonly recorded: RecordedRequest
+  readonly schedule: (delayMs: number, run: () => void, after?: PromiseLike<unknown>) => void
+  readonly notify: () => void
+}): void {
+  const finish = (): void => {
+    recorded.finishedAt = performance.now()
+    notify()
+  }
+  const clientGone = (): boolean => recorded.clientClosedAt !== undefined || res.destroyed
+  switch (script.kind) {
+    case 'hang':
+      return
+    case 'reset':
+      schedule(script.delayMs ?? 0, () => req.socket.destroy())
+      return
+    case 'response':
+      schedule(script.delayMs ?? 0, () => {
+        if (clientGone()) return
+        res.writeHead(script.status, { 'content-type': 'text/plain; charset=utf-8', ...script.headers })
+        res.end(script.body, finish)
+      })
+      return
+    case 'stream': {
+      res.writeHead(script.status ?? 200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        ...script.headers,
+      })
+      res.flushHeaders()
+      const writeFrom = (position: number): void => {
+        if (clientGone()) return
+        const chunk = script.chunks[position]
+        if (chunk === undefined) {
+          if (script.end === 'hang') return
+          if (script.end === 'reset') {
+            req.socket.destroy()
+            return
+          }
+          res.end(finish)
+          return
+        }
+        schedule(chunk.delayMs ?? 0, () => {
+          if (clientGone()) return
+          // Continue once the bytes reached the socket, so an `end: 'reset'` cannot drop them.
+          res.write(typeof chunk.bytes === 'string' ? Buffer.from(chunk.bytes, 'utf8') : chunk.bytes, () =>
+            writeFrom(position + 1),
+          )
+        }, chunk.after)
+      }
+      writeFrom(0)
+      return
+    }
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const parts: Buffer[] = []
+    req.on('data', (part: Buffer) => parts.push(part))
+    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')))
+    req.on('error', () => resolve(Buffer.concat(parts).toString('utf8')))
+  })
+}
+
+function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building chat-completions streams from a compact description
+
+export type ChunkSpec =
+  | { readonly text: string }
+  | { readonly thinking: string; readonly field?: 'reasoning_content' | 'reasoning' }
+  | {
+      readonly toolCall: {
+        readonly index?: number
+        readonly id?: string
+        readonly name?: string
+        /** A string fragment, or an object (as Ollama sends). */
+        readonly arguments?: string | Record<string, unknown>
+      }
+    }
+  | { readonly finish: string }
+  | { readonly usage: { readonly prompt_tokens: number; readonly completion_tokens: number; readonly total_tokens?: number } }
+  /** A whole chunk object written as given. */
+  | { readonly chunk: Record<string, unknown> }
+  /** An SSE event written verbatim (comments, `event: error`, broken JSON …). */
+  | { readonly raw: string }
+  | 'done'
+
+export interface ChunkStreamOptions {
+  readonly id?: string
+  readonly model?: string
+  readonly created?: number
+  readonly lineEnding?: '\n' | '\r\n' | '\r'
+}
+
+/** One SSE frame (`data: <json>` + blank line) per spec. */
+export function chatCompletionSse(specs: ReadonlyArray<ChunkSpec>, options: ChunkStreamOptions = {}): string {
+  const eol = options.lineEnding ?? '\n'
+  const base = {
+    id: options.id ?? 'chatcmpl-scripted',
+    object: 'chat.completion.chunk',
+    created: options.created ?? 1_700_000_000,
+    model: options.model ?? 'scripted-model',
+  }
+  const frame = (data: string): string => `data: ${data}${eol}${eol}`
+  const choiceChunk = (delta: Record<string, unknown>, finishReason: string | null = null): string =>
+    frame(JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finishReason }] }))
+  return specs
+    .map((spec) => {
+      if (spec === 'done') return frame('[DONE]')
+      if ('text' in spec) return choiceChunk({ content: spec.text })
+      if ('thinking' in spec) return choiceChunk({ [spec.field ?? 'reasoning_content']: spec.thinking })
+      if ('toolCall' in spec) {
+        const { index, id, name, arguments: args } = spec.toolCall
+        const fn: Record<string, unknown> = {}
+        if (name !== undefined) fn['name'] = name
+        if (args !== undefined) fn['arguments'] = args
+        const call: Record<string, unknown> = { function: fn }
+        if (index !== undefined) call['index'] = index
+        if (id !== undefined) {
+          call['id'] = id
+          call['type'] = 'function'
+        }
+        return choiceChunk({ tool_calls: [call] })
+      }
+      if ('finish' in spec) return choiceChunk({}, spec.finish)
+      if ('usage' in spec) return frame(JSON.stringify({ ...base, choices: [], usage: spec.usage }))
+      if ('chunk' in spec) return frame(JSON.stringify(spec.chunk))
+      return spec.raw
+    })
+    .join('')
+}
+
+/** A streamed text answer split into pieces of `chunkChars`, finished with stop + [DONE]. */
+export function textAnswerSse(text: string, options: { readonly chunkChars?: number } & ChunkStreamOptions = {}): string {
+  const pieces = Array.from(text)
+  const size = options.chunkChars ?? 8
+  const specs: ChunkSpec[] = []
+  for (let i = 0; i < pieces.length; i += size) specs.push({ text: pieces.slice(i, i + size).join('') })
+  return chatCompletionSse([...specs, { finish: 'stop' }, 'done'], options)
+}
+
+/** A streamed tool-call step: each call's arguments split in two deltas, then tool_calls + [DONE]. */
+export function toolCallsSse(
+  calls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly arguments: Record<string, unknown> }>,
+  options: ChunkStreamOptions = {},
+): string {
+  const specs: ChunkSpec[] = calls.flatMap((call, index) => {
+    const json = JSON.stringify(call.arguments)
+    const half = Math.floor(json.length / 2)
+    return [
+      { toolCall: { index, id: call.id, name: call.name, arguments: json.slice(0, half) } },
+      { toolCall: { index, arguments: json.slice(half) } },
+    ]
+  })
+  return chatCompletionSse([...specs, { finish: 'tool_calls' }, 'done'], options)
+}
+
+/** Cuts `body` at the given byte offsets (any offset: inside a code point, between CR and LF). */
+export function splitBytes(body: string | Uint8Array, offsets: ReadonlyArray<number>): Uint8Array[] {
+  const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body
+  const cuts = [...new Set(offsets.filter((o) => o > 0 && o < bytes.length))].sort((a, b) => a - b)
+  const parts: Uint8Array[] = []
+  let start = 0
+  for (const cut of [...cuts, bytes.length]) {
+    parts.push(bytes.slice(start, cut))
+    start = cut
+  }
+  return parts.filter((part) => part.length > 0)
+}
+
+/** A stream script from a whole body, optionally cut at byte offsets with a delay between chunks. */
+export function streamScript(
+  body: string | Uint8Array,
+  options: {
+    readonly splitAt?: ReadonlyArray<number>
+    readonly delayMs?: number
+    readonly end?: 'close' | 'hang' | 'reset'
+    readonly headers?: Readonly<Record<string, string>>
+  } = {},
+): ProviderScript {
+  return {
+    kind: 'stream',
+    chunks: splitBytes(body, options.splitAt ?? []).map((bytes) => ({ bytes, delayMs: options.delayMs })),
+    end: options.end,
+    headers: options.headers,
+  }
+}
+
+/** A plain HTTP answer (errors, rate limits …). */
+export function httpResponseScript(
+  status: number,
+  body: string | Record<string, unknown>,
+  headers: Readonly<Record<string, string>> = {},
+): ProviderScript {
+  const isText = typeof body === 'string'
+  return {
+    kind: 'response',
+    status,
+    body: isText ? body : JSON.stringify(body),
+    headers: { 'content-type': isText ? 'text/plain; charset=utf-8' : 'application/json', ...headers },
+  }
+}

@@ -1,0 +1,47 @@
+// The local model's evaluation (npm run eval:local) as a test: the same question set through the
+// real turn on real PostgreSQL, asserting today's score as a floor — raise the floors when the
+// score goes up, never lower them. Times are printed by `npm run eval:local`, never asserted here.
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { formatEvalReport, loadEvalCorpora, loadEvalQuestions, runLocalModelEval, type EvalReport } from '../eval/local-model/evaluate.ts'
+import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+
+/** Answerable questions answered with the fact quoted from its source (of 54). */
+const ANSWERED_FLOOR = 51
+/** Unanswerable questions answered "nothing covers this" with no citation (of 17): all of them, always. */
+const HONEST_FLOOR = 17
+/** Answers that quote the wrong fact or source: none since "the maximum size of a file" asks for a figure about a file. */
+const WRONG_CEILING = 0
+
+let database: TestDatabase
+let report: EvalReport
+beforeAll(async () => {
+  database = await openTestDatabase('postgres')
+  const caller = await loadEvalCorpora(database.db)
+  report = await runLocalModelEval({ db: database.db, caller })
+}, 120_000)
+afterAll(async () => {
+  await database?.close()
+})
+
+it('keeps the question set as the issue asks: ≥ 30 questions, ≥ 8 with no answer in scope, ≥ 5 in Chinese', () => {
+  const questions = loadEvalQuestions()
+  expect(questions.length).toBeGreaterThanOrEqual(30)
+  expect(questions.filter((q) => q.unanswerable === true).length).toBeGreaterThanOrEqual(8)
+  expect(questions.filter((q) => /\p{Script=Han}/u.test(q.question)).length).toBeGreaterThanOrEqual(5)
+  expect(new Set(questions.map((q) => q.id)).size).toBe(questions.length)
+})
+
+it('answers the answerable questions with the fact and its source, at least as many as before', () => {
+  expect(report.answered, formatEvalReport(report)).toBeGreaterThanOrEqual(ANSWERED_FLOOR)
+})
+
+it('answers every unanswerable question honestly, citing nothing', () => {
+  expect(report.honest, formatEvalReport(report)).toBeGreaterThanOrEqual(HONEST_FLOOR)
+  expect(report.honest).toBe(report.unanswerable)
+})
+
+it('never quotes a passage it did not read in the turn, and quotes a wrong fact or source no more often than today', () => {
+  const wrong = report.results.filter((r) => r.outcome === 'wrong')
+  expect(wrong.filter((r) => r.reason.startsWith('quote not read')).map((r) => `${r.question.id}: ${r.reason}`)).toEqual([])
+  expect(wrong.length, wrong.map((r) => `${r.question.id}: ${r.reason}`).join('\n')).toBeLessThanOrEqual(WRONG_CEILING)
+})
