@@ -190,6 +190,9 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         const [folder, uri] = expectPositionals(positionals, 2, '<folder> <kb-uri>')
         if (!values.user) throw new UsageError('import needs --user <login>')
         const login = values.user
+        const { importSourceProblem } = await import('./effects/workspace/import-folder.ts')
+        const problem = await importSourceProblem(folder!)
+        if (problem !== undefined) throw new UserError(problem)
         const config = loadConfig({ env: io.env })
         const report = await withDatabase(io, async ({ db }) => {
           const user = await findUserByLogin(db, login)

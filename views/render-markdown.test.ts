@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { renderMarkdown } from './render-markdown.ts'
+import { answerRenderer, renderMarkdown } from './render-markdown.ts'
 
 describe('renderMarkdown', () => {
   it('renders markdown', () => {
@@ -35,6 +35,31 @@ describe('renderMarkdown', () => {
 
   it('keeps ordinary links safe', () => {
     expect(renderMarkdown('[docs](https://example.com)')).toContain('rel="noopener noreferrer"')
+  })
+
+  describe('answerRenderer (citations)', () => {
+    const readInTurn = new Set(['kb://users/demo/a.md'])
+    const render = answerRenderer((uri) => (readInTurn.has(uri) ? uri : undefined))
+
+    it('links a citation of a file the turn read to the passage, in place (no new tab)', () => {
+      const html = render('As stated (kb://users/demo/a.md @120).')
+      expect(html).toContain(
+        '<a href="/workspace?uri=kb%3A%2F%2Fusers%2Fdemo%2Fa.md&amp;offset=120" data-uri="kb://users/demo/a.md" data-offset="120" class="kb-link kb-cite">kb://users/demo/a.md @120</a>)',
+      )
+      expect(html).not.toContain('target=')
+      expect(render('See kb://users/demo/a.md.')).toContain('<a href="/workspace?uri=kb%3A%2F%2Fusers%2Fdemo%2Fa.md" data-uri="kb://users/demo/a.md" class="kb-link kb-cite">kb://users/demo/a.md</a>.')
+    })
+
+    it('leaves a citation of a file the turn never read as plain text', () => {
+      const html = render('Made up: (kb://users/demo/b.md @7)')
+      expect(html).toContain('<span class="kb-ref">kb://users/demo/b.md @7</span>')
+      expect(html).not.toContain('<a')
+    })
+
+    it('keeps a model from forging a citation link with raw HTML', () => {
+      const html = render('<a class="kb-link kb-cite" href="/evil" data-uri="kb://users/demo/a.md">x</a>')
+      expect(html).not.toMatch(/<a\b/)
+    })
   })
 })
 

@@ -1,7 +1,8 @@
 // Markdown → HTML for previews and answers: rendered by `marked` with raw HTML shown as text
 // (a file's or a model's `<img onerror>` or `<script>` appears as written, never as an element),
 // then sanitised by `sanitize-html` as a second line of defence. `kb://` URIs become links that
-// open the file's preview.
+// open the file's preview. In an answer, a citation (`kb://users/demo/a.md @120`) is a link only
+// when the turn read that file (`cite` says so): it opens the preview in place at the offset.
 //
 // Images load only from this server: a workspace file (a `kb://` URI, or a path relative to the
 // previewed file) through the raw-content URL, a same-origin path, or a `data:image/…` URI. A
@@ -17,6 +18,7 @@ const ALLOWED_TAGS = [
 ]
 
 const KB_URI = /^kb:\/\/[^\s<>"'`)\]]+/
+const CITED_OFFSET = /^\s?@\s?(\d{1,9})/
 
 function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
@@ -27,17 +29,38 @@ export function previewHref(uri: string): string {
   return `/workspace?uri=${encodeURIComponent(uri)}`
 }
 
-const kbUriLink: TokenizerAndRendererExtension = {
-  name: 'kbUri',
-  level: 'inline',
-  start: (src) => src.indexOf('kb://'),
-  tokenizer(src) {
-    const match = KB_URI.exec(src)
-    if (!match) return undefined
-    const uri = match[0].replace(/[.,;:!?]+$/, '') // sentence punctuation is not part of the URI
-    return { type: 'kbUri', raw: uri, uri }
-  },
-  renderer: (token) => `<a class="kb-link" href="${escapeHtml(previewHref(String(token.uri)))}">${escapeHtml(String(token.uri))}</a>`,
+/** Where a citation opens: the file's preview at the cited offset. */
+export function citationHref(uri: string, offset: number | undefined): string {
+  return `${previewHref(uri)}${offset === undefined ? '' : `&offset=${offset}`}`
+}
+
+/** In an answer: the canonical URI of a file the turn read, or undefined (then the citation is not a link). */
+export type CitationCheck = (uri: string) => string | undefined
+
+function kbUriExtension(cite: CitationCheck | undefined): TokenizerAndRendererExtension {
+  return {
+    name: 'kbUri',
+    level: 'inline',
+    start: (src) => src.indexOf('kb://'),
+    tokenizer(src) {
+      const match = KB_URI.exec(src)
+      if (!match) return undefined
+      const uri = match[0].replace(/[.,;:!?]+$/, '') // sentence punctuation is not part of the URI
+      const offset = uri === match[0] ? CITED_OFFSET.exec(src.slice(uri.length)) : null
+      const raw = offset ? uri + offset[0] : uri
+      return { type: 'kbUri', raw, uri, offset: offset ? Number(offset[1]) : undefined }
+    },
+    renderer: (token) => {
+      const uri = String(token.uri)
+      const text = escapeHtml(String(token.raw))
+      if (!cite || uri.endsWith('/')) return `<a class="kb-link" href="${escapeHtml(previewHref(uri))}">${text}</a>`
+      const canonical = cite(uri)
+      if (canonical === undefined) return `<span class="kb-ref">${text}</span>`
+      const offset = token.offset as number | undefined
+      const data = ` data-uri="${escapeHtml(canonical)}"${offset === undefined ? '' : ` data-offset="${offset}"`}`
+      return `<a class="kb-link kb-cite" href="${escapeHtml(citationHref(canonical, offset))}"${data}>${text}</a>`
+    },
+  }
 }
 
 /** The raw bytes of a workspace file, as this server serves them (the caller's own files only). */
@@ -79,7 +102,7 @@ function hostOf(href: string): string | undefined {
 // Set only for the duration of one synchronous `parse` (see renderMarkdown).
 let imageBaseUri: string | undefined
 
-const markdown = new Marked({
+const markdownOf = (cite: CitationCheck | undefined) => new Marked({
   gfm: true,
   async: false,
   renderer: {
@@ -93,22 +116,35 @@ const markdown = new Marked({
       return `<a class="external-image" href="${escapeHtml(href)}" title="${escapeHtml(title ?? href)}">${escapeHtml(label)}</a>`
     },
   },
-  extensions: [kbUriLink],
+  extensions: [kbUriExtension(cite)],
 })
+
+const previewMarkdown = markdownOf(undefined)
 
 /** `baseUri`: the kb:// URI of the file being previewed, so its relative images load from its directory. */
 export function renderMarkdown(source: string, { baseUri }: { baseUri?: string | undefined } = {}): string {
   imageBaseUri = baseUri
   let html: string
   try {
-    html = markdown.parse(source, { async: false })
+    html = previewMarkdown.parse(source, { async: false })
   } finally {
     imageBaseUri = undefined
   }
+  return sanitized(html)
+}
+
+/** An answer's renderer: citations of files the turn read are links to the passage, others plain text. */
+export function answerRenderer(cite: CitationCheck): (source: string) => string {
+  const markdown = markdownOf(cite)
+  return (source) => sanitized(markdown.parse(source, { async: false }))
+}
+
+function sanitized(html: string): string {
   return sanitizeHtml(html, {
     allowedTags: ALLOWED_TAGS,
     allowedAttributes: {
-      a: ['href', 'title', 'class', 'rel', 'target'],
+      a: ['href', 'title', 'class', 'rel', 'target', 'data-uri', 'data-offset'],
+      span: ['class'],
       img: ['src', 'alt', 'title'],
       code: ['class'],
       th: ['align'],
@@ -120,11 +156,13 @@ export function renderMarkdown(source: string, { baseUri }: { baseUri?: string |
     allowProtocolRelative: false,
     transformTags: {
       a: (tagName, { class: className, ...attribs }) =>
-        className === 'kb-link'
-          ? { tagName, attribs: { ...attribs, class: className, target: '_blank' } }
-          : { tagName, attribs: { ...attribs, ...(className === 'external-image' ? { class: className } : {}), rel: 'noopener noreferrer', target: '_blank' } },
+        className === 'kb-link kb-cite'
+          ? { tagName, attribs: { ...attribs, class: className } } // opens in place, same tab
+          : className === 'kb-link'
+            ? { tagName, attribs: { ...attribs, class: className, target: '_blank' } }
+            : { tagName, attribs: { ...attribs, ...(className === 'external-image' ? { class: className } : {}), rel: 'noopener noreferrer', target: '_blank' } },
       input: (tagName, attribs) => ({ tagName, attribs: attribs.type === 'checkbox' ? { ...attribs, disabled: '' } : {} }),
     },
-    allowedClasses: { code: [/^language-[\w-]+$/], a: ['kb-link', 'external-image'] },
+    allowedClasses: { code: [/^language-[\w-]+$/], a: ['kb-link', 'kb-cite', 'external-image'], span: ['kb-ref'] },
   })
 }

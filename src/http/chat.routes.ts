@@ -88,7 +88,7 @@ export function chatRoutes(ctx: AppContext): Router {
     const user = req.auth!.user
     const input = { uri: request.uri, modelId: request.model_id, message: request.message, history }
     const admitted = await admitTurnStream(ctx, { user, input, modelsHint: 'pick one from the model list' })
-    await streamTurn(ctx, { res, user, admitted, input, project: (sse) => htmlTurnProjector({ sse, key: form.message_key }) })
+    await streamTurn(ctx, { res, user, admitted, input, project: (sse) => htmlTurnProjector({ sse, key: form.message_key, login: user.login }) })
   })
 
   router.post(`${CHAT_PREFIX}/command`, async (req, res) => {

@@ -10,6 +10,7 @@ import { createErrorHandler } from './error-handler.ts'
 import { healthRoutes } from './health.routes.ts'
 import { HttpError } from './http-errors.ts'
 import { workspaceRoutes } from './workspace.routes.ts'
+import { workspaceFilesRoutes } from './workspace-files.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
 import { settingsRoutes } from './settings.routes.ts'
@@ -68,6 +69,7 @@ export function createApp(ctx: AppContext): Express {
   app.get('/', (req, res) => res.redirect(303, req.auth ? '/workspace' : '/login'))
   app.use(authRoutes(ctx))
   app.use(workspaceRoutes(ctx))
+  app.use(workspaceFilesRoutes(ctx)) // file management and the workspace-wide search
   app.use(knowledgeAgentRoutes(ctx))
   app.use(chatRoutes(ctx))
   if (ctx.compile) app.use(compileRoutes(ctx, ctx.compile))

@@ -22,14 +22,14 @@ describe('htmlTurnProjector', () => {
     const projector = htmlTurnProjector({ sse: out.sse, key: 'k1', throttleMs: 50 })
     projector.progress({ type: 'delta', text: 'Hello ' })
     expect(out.texts()).toHaveLength(1)
-    expect(out.texts()[0]).toContain('<hx-partial hx-target="#a-k1-body" hx-swap="beforeend"><div class="answer markdown" id="a-k1-s1"><p>Hello </p>')
+    expect(out.texts()[0]).toContain('<hx-partial hx-target="#a-k1-body" hx-swap="beforeend"><div class="answer markdown" id="a-k1-s1" data-md="Hello "><p>Hello </p>')
     projector.progress({ type: 'delta', text: '**wor' })
     projector.progress({ type: 'delta', text: 'ld** <script>x</script>' })
     expect(out.texts()).toHaveLength(1)
     vi.advanceTimersByTime(50)
     expect(out.texts()).toHaveLength(2)
     expect(out.texts()[1]).toBe(
-      '<hx-partial hx-target="#a-k1-s1" hx-swap="innerHTML"><p>Hello <strong>world</strong> &lt;script&gt;x&lt;/script&gt;</p>\n</hx-partial>',
+      '<hx-partial hx-target="#a-k1-s1" hx-swap="outerHTML"><div class="answer markdown" id="a-k1-s1" data-md="Hello **world** &lt;script&gt;x&lt;/script&gt;"><p>Hello <strong>world</strong> &lt;script&gt;x&lt;/script&gt;</p>\n</div></hx-partial>',
     )
   })
 
@@ -41,7 +41,7 @@ describe('htmlTurnProjector', () => {
     projector.progress({ type: 'tool', phase: 'start', call_id: 'c<1>', name: 'read', arguments: { uri: 'kb://me/<b>.md' } })
     const start = out.texts().at(-1)!
     expect(start.indexOf('Let me look. More.')).toBeLessThan(start.indexOf('id="a-k2-t1"'))
-    expect(start).toContain('<details class="tool-card" id="a-k2-t1">')
+    expect(start).toContain('<details class="tool-card" id="a-k2-t1" data-call-id="c&lt;1&gt;" data-tool="read" data-args="{&quot;uri&quot;:&quot;kb://me/&lt;b&gt;.md&quot;}">')
     expect(start).toContain('&lt;b&gt;.md')
     expect(start).toContain('Running read…')
     projector.progress({ type: 'tool', phase: 'end', call_id: 'c<1>', name: 'read', arguments: { uri: 'kb://me/<b>.md' }, ok: false, summary: 'not_found: <gone>' })

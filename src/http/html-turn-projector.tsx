@@ -5,7 +5,8 @@
 // `done` / `error` is a named event whose JSON carries the history the page keeps.
 import type { JSX } from 'hono/jsx/jsx-runtime'
 import { raw } from 'hono/html'
-import { renderMarkdown } from '../../views/render-markdown.ts'
+import { answerRenderer } from '../../views/render-markdown.ts'
+import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
 import { renderFragmentSync } from '../../views/render.ts'
 import { assistantIds } from '../../views/partials/message-parts.ts'
 import {
@@ -39,16 +40,35 @@ interface ToolEntry {
 /** Progress text kept per running tool card: the tail, so a chatty tool cannot grow the page without bound. */
 const PROGRESS_TAIL_CHARS = 4000
 
+/** The canonical form of a file URI as the caller wrote it (`kb://me/…` → `kb://users/<login>/…`), or undefined. */
+function canonicalFileUri(uri: unknown, login: string | undefined): string | undefined {
+  if (typeof uri !== 'string') return undefined
+  try {
+    const path = parseKbUri({ uri, callerLogin: login ?? '' })
+    return formatKbUri({ login: path.login, segments: path.segments, directory: false })
+  } catch {
+    return undefined
+  }
+}
+
 export function htmlTurnProjector({
   sse,
   key,
+  login,
   throttleMs = DEFAULT_ANSWER_THROTTLE_MS,
 }: {
   sse: Pick<SseWriter, 'send' | 'sendText'>
   key: string
+  /** The caller: citations of files this turn read (`read`, ok) become links to the passage. */
+  login?: string | undefined
   throttleMs?: number
 }): TurnProjector {
   const ids = assistantIds(key)
+  const read = new Set<string>()
+  const renderAnswer = answerRenderer((uri) => {
+    const canonical = canonicalFileUri(uri, login)
+    return canonical !== undefined && read.has(canonical) ? canonical : undefined
+  })
   let segments = 0 // text segments opened so far; the last one is `segments`
   let segmentOpen = false
   let segmentText = ''
@@ -68,7 +88,8 @@ export function htmlTurnProjector({
     if (parts.length > 0) sse.sendText(parts.join(''))
   }
 
-  const segmentPartial = () => partial(ids.segment(segments), <>{raw(renderMarkdown(segmentText))}</>)
+  const segmentElement = () => <AnswerSegment id={ids.segment(segments)} html={renderAnswer(segmentText)} source={segmentText} />
+  const segmentPartial = () => partial(ids.segment(segments), segmentElement(), 'outerHTML')
   const thinkingPartial = () => partial(ids.thinkingText, <>{thinking}</>)
   const statusPartial = (next: string): string[] => {
     if (next === status) return []
@@ -98,8 +119,7 @@ export function htmlTurnProjector({
     if (!segmentOpen) {
       segmentOpen = true
       segments += 1
-      const segmentElement = <AnswerSegment id={ids.segment(segments)} html={renderMarkdown(segmentText)} />
-      send([...takeDirty(), partial(ids.part('body'), segmentElement, 'beforeend'), ...statusPartial('Writing…')])
+      send([...takeDirty(), partial(ids.part('body'), segmentElement(), 'beforeend'), ...statusPartial('Writing…')])
       return
     }
     dirtyText = true
@@ -136,6 +156,10 @@ export function htmlTurnProjector({
     const parts = takeDirty()
     closeSegment()
     thinkingResumes = true
+    if (event.phase === 'end' && event.ok && event.name === 'read') {
+      const uri = canonicalFileUri((event.arguments as { uri?: unknown } | null)?.uri, login)
+      if (uri !== undefined) read.add(uri)
+    }
     let entry = tools.get(event.call_id)
     if (!entry) {
       entry = { n: tools.size + 1, name: event.name, args: event.arguments, progress: '' }
@@ -143,7 +167,7 @@ export function htmlTurnProjector({
       const ok = event.phase === 'end' ? event.ok : undefined
       const summary = event.phase === 'end' ? event.summary : undefined
       const card = (
-        <ToolCard id={ids.tool(entry.n)} summaryId={ids.toolSummary(entry.n)} resultId={ids.toolResult(entry.n)} name={event.name} args={event.arguments} ok={ok} summary={summary} />
+        <ToolCard id={ids.tool(entry.n)} callId={event.call_id} summaryId={ids.toolSummary(entry.n)} resultId={ids.toolResult(entry.n)} name={event.name} args={event.arguments} ok={ok} summary={summary} />
       )
       parts.push(partial(ids.part('body'), card, 'beforeend'))
     } else if (event.phase === 'end') {

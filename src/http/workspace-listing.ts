@@ -7,6 +7,7 @@ import type { TreeEntry } from '../../views/partials/tree.tsx'
 import type { AppContext } from './app-context.ts'
 
 export const LISTING_PAGE = 500
+const TREE_PAGE = 200
 
 export function toEntry(node: WorkspaceNode, children?: ReadonlyArray<TreeEntry>): TreeEntry {
   return { id: node.id, name: node.name, uri: node.uri, kind: node.kind, size: node.size, updated: node.updatedAt.toISOString(), children }
@@ -27,4 +28,18 @@ export async function directoryOf(ctx: AppContext, user: User, node: WorkspaceNo
 export async function listDirectory(ctx: AppContext, user: User, directory: WorkspaceNode, limit = LISTING_PAGE): Promise<TreeEntry[]> {
   const page = await listChildren(ctx.db, { owner: user, parent: directory, offset: 0, limit })
   return page.entries.map((node) => toEntry(node))
+}
+
+/** The tree from the root down to `directory`, each level listing its children (first page). */
+export async function buildTree(ctx: AppContext, user: User, directory: WorkspaceNode): Promise<TreeEntry[]> {
+  const segments = segmentsOf(directory)
+  let levelEntries: TreeEntry[] | undefined
+  for (let depth = segments.length; depth >= 0; depth--) {
+    const node = await getNode(ctx.db, user, segments.slice(0, depth))
+    const page = await listChildren(ctx.db, { owner: user, parent: node, offset: 0, limit: TREE_PAGE })
+    const childName = segments[depth]
+    const below = levelEntries
+    levelEntries = page.entries.map((child) => toEntry(child, child.name === childName && child.kind === 'directory' ? below : undefined))
+  }
+  return levelEntries ?? []
 }

@@ -6,17 +6,19 @@ import { join } from 'node:path'
 import type { User } from '../effects/auth/users.ts'
 import type { ParsedBody } from '../effects/workspace/store.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
-import { getNode, listChildren, putFileInTransaction, readCurrent, readRaw, type WorkspaceNode } from '../effects/workspace/store.ts'
-import { formatKbUri } from '../effects/workspace/uri.ts'
+import { findNode, listChildren, makeDirectories, putFileInTransaction, readCurrent, readRaw, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { citedWindow } from '../effects/workspace/cited-passage.ts'
+import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
 import { NodeConflict } from '../effects/workspace/workspace-errors.ts'
 import { safeEqual } from '../effects/auth/tokens.ts'
 import { WorkspacePage } from '../../views/pages/workspace.tsx'
-import { ContentError, ContentPane, type ContentPaneProps, type Preview } from '../../views/partials/content-pane.tsx'
-import { TreeError, TreeItems, type TreeEntry } from '../../views/partials/tree.tsx'
+import { ContentPane, type ContentPaneProps, type Preview } from '../../views/partials/content-pane.tsx'
+import { TreeError, TreeItems } from '../../views/partials/tree.tsx'
 import { renderMarkdown } from '../../views/render-markdown.ts'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
-import { directoryOf, LISTING_PAGE, listDirectory, modelOptions, toEntry } from './workspace-listing.ts'
+import { buildTree, directoryOf, LISTING_PAGE, listDirectory, modelOptions } from './workspace-listing.ts'
+import { contentProblemHandler, pageProblemHandler } from './node-problems.ts'
 import { requireAuth } from './authenticate.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { discardRestOfBody } from './discard-body.ts'
@@ -34,6 +36,8 @@ const UriQuery = Schema.Struct({ uri: Schema.optional(UriParam) })
 const Count = Schema.optional(QueryInt({ minimum: 0, maximum: 100_000 }))
 const WorkspaceQuery = Schema.Struct({
   uri: Schema.optional(UriParam),
+  /** A citation's or a search hit's code-point offset: the preview opens there, the passage highlighted. */
+  offset: Schema.optional(QueryInt({ minimum: 0, maximum: 999_999_999 })),
   notice: Schema.optional(Schema.Literals(NOTICE_CODES)),
   added: Count,
   updated: Count,
@@ -57,15 +61,24 @@ export interface UploadSummary {
 }
 
 const rootUriOf = (user: User) => formatKbUri({ login: user.login, segments: [], directory: true })
-const segmentsOf = (node: WorkspaceNode) => (node.path === '' ? [] : node.path.split('/'))
 
-async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode): Promise<Preview> {
+/** `?create_parents=true`: an upload into a folder that does not exist creates it (and the folders above). */
+function queryFlag(req: Request, name: string): boolean {
+  const value = req.query[name]
+  if (value === undefined || value === 'false' || value === '0') return false
+  if (value === 'true' || value === '1') return true
+  throw badRequest(`"${name}" must be true or false`, 'invalid_request')
+}
+
+async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode, offset?: number): Promise<Preview> {
   const content = await readCurrent(ctx.db, user, node)
   const body = content.body ?? ''
   const truncated = body.length > PREVIEW_CHARS
   const text = truncated ? body.slice(0, PREVIEW_CHARS) : body
   const isMarkdown = /\.(md|markdown)$/i.test(node.name)
+  const cited = offset !== undefined && content.parseStatus === 'parsed' ? citedWindow({ text: body, offset }) : undefined
   return {
+    cited,
     uri: node.uri,
     name: node.name,
     mime: content.mime,
@@ -82,20 +95,6 @@ export function workspaceRoutes(ctx: AppContext): Router {
   router.use('/workspace', redirectHtmxToSignIn()) // every htmx request under /workspace, the chat's too
   router.use(['/workspace', '/api/v1/workspace'], requireAuth())
 
-  /** The tree from the root down to `directory`, each level listing its children (first page). */
-  async function buildTree(user: User, directory: WorkspaceNode): Promise<TreeEntry[]> {
-    const segments = segmentsOf(directory)
-    let levelEntries: TreeEntry[] | undefined
-    for (let depth = segments.length; depth >= 0; depth--) {
-      const node = await getNode(ctx.db, user, segments.slice(0, depth))
-      const page = await listChildren(ctx.db, { owner: user, parent: node, offset: 0, limit: TREE_PAGE })
-      const childName = segments[depth]
-      const below = levelEntries
-      levelEntries = page.entries.map((child) => toEntry(child, child.name === childName && child.kind === 'directory' ? below : undefined))
-    }
-    return levelEntries ?? []
-  }
-
   async function contentProps(req: Request): Promise<{ props: ContentPaneProps; directory: WorkspaceNode }> {
     const user = req.auth!.user
     const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, rootUriOf(user)) })
@@ -105,7 +104,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const notice = query.notice
       ? noticeText({ code: query.notice, counts: { added: query.added ?? 0, updated: query.updated ?? 0, unchanged: query.unchanged ?? 0, unparsed: query.unparsed ?? 0 } })
       : undefined
-    const preview = node.kind === 'file' ? await previewOf(ctx, user, node) : undefined
+    const preview = node.kind === 'file' ? await previewOf(ctx, user, node, query.offset) : undefined
     return { directory, props: { directoryUri: directory.uri, nodeUri: node.uri, listing, preview, csrfToken: req.auth!.csrfToken, notice } }
   }
 
@@ -121,7 +120,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
           nav: retrievalNav(ctx.retrieval),
           csrfToken: req.auth!.csrfToken,
           rootUri: rootUriOf(user),
-          tree: await buildTree(user, directory),
+          tree: await buildTree(ctx, user, directory),
           content: props,
           chat: {
             directoryUri: directory.uri,
@@ -149,7 +148,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
     res.type('html').send(await renderFragment(TreeItems({ entries: await listDirectory(ctx, user, node, TREE_PAGE) })))
   })
 
-  router.use('/workspace/content', fragmentErrorHandler(ctx.logger, ContentError))
+  router.use('/workspace/content', contentProblemHandler(ctx))
   router.use('/workspace/tree', fragmentErrorHandler(ctx.logger, TreeError))
 
   /**
@@ -166,6 +165,24 @@ export function workspaceRoutes(ctx: AppContext): Router {
     return undefined
   }
 
+  /**
+   * Where an upload goes: an existing folder, or — with `create_parents` — one to create with the
+   * files. A missing folder without the flag is a 404 that says how to create it.
+   */
+  async function uploadTarget(user: User, uri: string, createParents: boolean): Promise<{ uri: string; segments: string[]; missing: boolean }> {
+    const path = parseKbUri({ uri, callerLogin: user.login })
+    const node = await findNode(ctx.db, user, path.segments)
+    const folderUri = formatKbUri({ login: user.login, segments: path.segments, directory: true })
+    if (node) {
+      if (node.kind !== 'directory') throw new NodeConflict({ uri: node.uri, reason: 'uploads go into a directory' })
+      return { uri: node.uri, segments: [...path.segments], missing: false }
+    }
+    if (!createParents) {
+      throw new HttpError(404, 'not_found', `${folderUri} does not exist (it may have been deleted or moved); upload with create_parents=true to create it`)
+    }
+    return { uri: folderUri, segments: [...path.segments], missing: true }
+  }
+
   /** Reads, parses (in the parser's workers) and stores one upload, all files or none. */
   async function storeUpload(req: Request, res: Response): Promise<UploadSummary[]> {
     const user = req.auth!.user
@@ -177,8 +194,9 @@ export function workspaceRoutes(ctx: AppContext): Router {
     let upload: Awaited<ReturnType<typeof readMultipartUpload>> | undefined
     try {
       const csrfFirstPart = uploadCsrf(req)
+      const createParents = queryFlag(req, 'create_parents')
       // With the target in the query, a missing or foreign directory is refused before the body is read.
-      const early = req.query.uri === undefined ? undefined : (await resolveNode(ctx.db, { caller: user, uri: queryUri(req, '') })).node
+      const early = req.query.uri === undefined ? undefined : await uploadTarget(user, queryUri(req, ''), createParents)
       upload = await readMultipartUpload(req, {
         maxFileBytes: ctx.config.maxFileBytes,
         maxFiles: ctx.config.maxFilesPerUpload,
@@ -186,8 +204,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
         csrfFirstPart,
         signal: client.signal,
       })
-      const directory = early ?? (await resolveNode(ctx.db, { caller: user, uri: upload.uri ?? '' })).node
-      if (directory.kind !== 'directory') throw new NodeConflict({ uri: directory.uri, reason: 'uploads go into a directory' })
+      const target = early ?? (await uploadTarget(user, upload.uri ?? '', createParents))
       if (upload.files.length === 0) throw badRequest('no files in the upload (use the multipart field "file")', 'no_files')
       // Parse first (slow, in workers, no transaction held); the text goes to the spool folder so
       // memory holds one file at a time. Then every file is stored in one transaction.
@@ -203,9 +220,10 @@ export function workspaceRoutes(ctx: AppContext): Router {
           parsed.push({ ok: false, mime: outcome.mime, error: outcome.error })
         }
       }
-      const base = directory.path === '' ? [] : directory.path.split('/')
+      const base = target.segments
       const files = upload.files
       const results: UploadSummary[] = await ctx.db.transaction().execute(async (trx) => {
+        if (target.missing) await makeDirectories(trx, user, base) // with the files, or not at all
         const stored: UploadSummary[] = []
         for (const [index, file] of files.entries()) {
           const { textPath, ...body } = parsed[index]!
@@ -216,7 +234,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
         }
         return stored
       })
-      ctx.logger.info('upload stored', { login: user.login, directory: directory.uri, files: results.length })
+      ctx.logger.info('upload stored', { login: user.login, directory: target.uri, files: results.length })
       return results
     } catch (error) {
       discardRestOfBody(req) // answer now; what the client still sends is dropped, then the connection closed
@@ -278,5 +296,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
       .set('X-Content-Type-Options', 'nosniff')
       .send(Buffer.from(raw))
   })
+
+  router.use('/workspace', pageProblemHandler(ctx))
   return router
 }

@@ -109,7 +109,11 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
     await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Stopped')
     await expect(page.getByRole('button', { name: 'Send' }).isVisible()).resolves.toBe(true)
     await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(false)
-    expect(await history(page)).toEqual([])
+    // The stopped answer stays in the conversation as the person saw it, marked (issue 14).
+    expect(await history(page)).toEqual([
+      { role: 'user', content: 'Take your time' },
+      { role: 'assistant', content: 'Working on it\n\n[This answer was stopped by the user; the text above is incomplete.]' },
+    ])
     expect(workspace.problems()).toEqual([])
   })
 
@@ -123,8 +127,12 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
     await expect(answer.locator('.turn-error').textContent()).resolves.toContain('The answer was cut off')
     await expect(answer.locator('.answer').textContent()).resolves.toContain('Partial but useful text.')
     await expect(answer.getAttribute('class')).resolves.toContain('is-failed')
-    await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Failed')
-    expect(await history(page)).toEqual([]) // no terminal event: the conversation is not extended
+    await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Cut off')
+    // No terminal event: the conversation keeps what arrived, marked as cut off (issue 14).
+    expect(await history(page)).toEqual([
+      { role: 'user', content: 'Tell me' },
+      { role: 'assistant', content: 'Partial but useful text.\n\n[This answer was cut off: the connection ended before it was complete.]' },
+    ])
     expect(workspace.problems()).toEqual([])
   })
 

@@ -67,6 +67,10 @@ describe.each(UUID_MODES)('commands ($name)', (mode) => {
     await expect(page.locator('#chat-log article.msg.user.is-command').last().textContent()).resolves.toBe('/read a.md')
 
     await run(page, '/status')
+    await lastCard(page).locator('.status-files').waitFor() // a folder: each file below it with its own jobs
+    await expect(lastCard(page).locator('.status-files thead').textContent()).resolves.toContain('Text body (parse)')
+    await expect(lastCard(page).locator('.status-files tbody code').allTextContents()).resolves.toContain('a.md')
+    await run(page, '/status a.md')
     await lastCard(page).locator('.status-jobs').waitFor()
     await expect(lastCard(page).locator('.status-jobs').textContent()).resolves.toContain('Text body (parse)')
 

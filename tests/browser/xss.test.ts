@@ -71,7 +71,7 @@ describe.each(UUID_MODES)('hostile text renders as text ($name)', (mode) => {
       const htmx = (window as unknown as { htmx: { ajax: (verb: string, path: string, options: object) => Promise<void> } }).htmx
       return htmx.ajax('GET', `/workspace/content?uri=${encodeURIComponent(uri)}`, { target: '#content', swap: 'outerHTML' })
     }, `kb://users/alice/${IMG}`)
-    await expect(page.locator('#content .error').textContent()).resolves.toContain(IMG)
+    await expect(page.locator('#content .problem').textContent()).resolves.toContain(IMG)
 
     expect(await injectedElements(page)).toBe(0)
     expect(workspace.problems()).toEqual([])

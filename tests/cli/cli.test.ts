@@ -37,6 +37,18 @@ describe('knowagent CLI', () => {
     expect(result.err).toContain('usage: knowagent')
   })
 
+  it('import of a missing folder or of a file says what is wrong and what to do, not a raw ENOENT', async () => {
+    const missing = await runCli(['import', '/nonexistent/knowagent-import', 'kb://me/', '--user', 'alice'], env)
+    expect(missing.code).toBe(1)
+    expect(missing.err).toBe('knowagent: no such folder: /nonexistent/knowagent-import (give the path of a folder on this machine)')
+    const file = join(dataDir, 'a-file.md')
+    writeFileSync(file, 'x')
+    const notFolder = await runCli(['import', file, 'kb://me/', '--user', 'alice'], env)
+    expect(notFolder.code).toBe(1)
+    expect(notFolder.err).toContain(`${file} is a file, not a folder`)
+    expect(`${missing.err}${notFolder.err}`).not.toMatch(/ENOENT|ENOTDIR|errno/)
+  })
+
   it('migrates, adds users, refuses duplicates and bad logins, creates tokens printing only the token', async () => {
     expect((await runCli(['migrate'], env)).code).toBe(0)
     const added = await runCli(['user', 'add', 'alice', '--password', 'a-long-password'], env)

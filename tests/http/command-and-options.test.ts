@@ -72,6 +72,41 @@ describe('options and command endpoints', () => {
     expect(status.result.body.status).toBe('succeeded')
   })
 
+  it("status of a folder is a page of the files below it, each with its own latest parse and compile job; never another user's", async () => {
+    const put = (owner: typeof alice, segments: string[], ok: boolean) =>
+      putFile(server.database.db, {
+        owner: owner.user,
+        segments,
+        bytes: new TextEncoder().encode(segments.join('/')),
+        parsed: ok ? { ok: true, mime: 'text/markdown', text: 'x' } : { ok: false, mime: 'application/pdf', error: 'broken pdf' },
+      })
+    for (let i = 0; i < 51; i++) await put(alice, ['status-dir', 'many', `f${String(i).padStart(2, '0')}.md`], true)
+    await put(alice, ['status-dir', 'bad.pdf'], false)
+    await put(bob, ['status-dir', 'bobs.md'], true)
+    const db = server.database.db
+    const good = await db.selectFrom('nodes').select(['id']).where('owner_id', '=', alice.user.id).where('path', '=', 'status-dir/many/f00.md').executeTakeFirstOrThrow()
+    const jobId = crypto.randomUUID()
+    await db.insertInto('jobs').values({ id: jobId, owner_id: alice.user.id, uri: 'kb://users/alice/status-dir/many/', kind: 'compile', status: 'succeeded' }).execute()
+    await db.insertInto('compile_job_files').values({ job_id: jobId, position: 0, owner_id: alice.user.id, node_id: good.id, uri: 'kb://users/alice/status-dir/many/f00.md' }).execute()
+
+    const first = (await (await post(alice.token, { command: 'status', uri: 'kb://me/status-dir/' })).json()) as {
+      summary: string
+      result: { kind: string; total: number; offset: number; next_offset: number | null; files: Array<{ uri: string; body: { status: string; error: string | null } | null; compile: { status: string } | null }> }
+    }
+    expect(first.result).toMatchObject({ kind: 'directory', total: 52, offset: 0, next_offset: 50 })
+    expect(first.result.files).toHaveLength(50)
+    expect(first.result.files[0]).toMatchObject({ uri: 'kb://users/alice/status-dir/bad.pdf', body: { status: 'failed', error: 'broken pdf' }, compile: null })
+    expect(first.result.files[1]).toMatchObject({ uri: 'kb://users/alice/status-dir/many/f00.md', body: { status: 'succeeded' }, compile: { status: 'succeeded' } })
+    expect(first.result.files[2]).toMatchObject({ uri: 'kb://users/alice/status-dir/many/f01.md', compile: null })
+    expect(first.summary).toContain('52 files below kb://users/alice/status-dir/')
+    const second = (await (await post(alice.token, { command: 'status', uri: 'kb://me/status-dir/', offset: 50 })).json()) as typeof first
+    expect(second.result).toMatchObject({ total: 52, offset: 50, next_offset: null })
+    expect(second.result.files.map((file) => file.uri)).toEqual(['kb://users/alice/status-dir/many/f49.md', 'kb://users/alice/status-dir/many/f50.md'])
+    expect(JSON.stringify([first, second])).not.toContain('bobs.md')
+    const file = (await (await post(alice.token, { command: 'status', uri: 'kb://me/status-dir/bad.pdf' })).json()) as { result: { kind: string; body: { status: string } } }
+    expect(file.result).toMatchObject({ kind: 'file', body: { status: 'failed' }, compile: null })
+  })
+
   it.each([
     [{ command: 'rm', uri: 'kb://me/' }, 400, 'invalid_request'],
     [{ uri: 'kb://me/' }, 400, 'invalid_request'],

@@ -1,6 +1,8 @@
 import { Layout, type NavLink } from '../layout.tsx'
 import { ChatPanel, type ChatPanelProps } from '../partials/chat-panel.tsx'
 import { ContentPane, type ContentPaneProps } from '../partials/content-pane.tsx'
+import { FILES_DIALOG_BODY } from '../partials/file-dialogs.tsx'
+import { SearchDialog } from '../partials/search-box.tsx'
 import { WorkspaceTree, type TreeEntry } from '../partials/tree.tsx'
 
 export type { Preview } from '../partials/content-pane.tsx'
@@ -44,6 +46,25 @@ export function WorkspacePage(props: WorkspacePageProps) {
       <button type="button" id="chat-toggle" class="chat-toggle" aria-controls="chat-panel" aria-expanded="false">
         <span aria-hidden="true">◆</span> Ask KnowAgent
       </button>
+      <dialog id="files-dialog" class="dialog" aria-labelledby="files-dialog-title">
+        <div id={FILES_DIALOG_BODY}></div>
+      </dialog>
+      <SearchDialog />
+      <p id="files-live" class="files-live" role="status" aria-live="polite"></p>
+      <section id="upload-panel" class="upload-panel" aria-label="Uploads" hidden>
+        <header class="upload-head">
+          <strong id="upload-title" role="status"></strong>
+          <button type="button" class="ghost icon-only" id="upload-close" aria-label="Close the upload report">
+            ✕
+          </button>
+        </header>
+        <progress id="upload-progress" max={100} value={0}></progress>
+        <ul id="upload-files" class="upload-files"></ul>
+        <p id="upload-error" class="error" role="alert" hidden></p>
+        <button type="button" class="small" id="upload-create" hidden>
+          Create the folder and upload
+        </button>
+      </section>
     </Layout>
   )
 }

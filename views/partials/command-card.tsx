@@ -131,7 +131,56 @@ function JobLine({ label, job }: { label: string; job: JobInfo | null }) {
   )
 }
 
+function JobBadge({ job }: { job: JobInfo | null }) {
+  if (!job) return <span class="muted">none yet</span>
+  return (
+    <>
+      <span class={`job-status ${job.status}`}>{job.status}</span>
+      {job.error ? <span class="tool-error"> {job.error}</span> : null}
+    </>
+  )
+}
+
 function StatusBody({ result }: { result: StatusResult }) {
+  if (result.kind === 'directory') {
+    if (result.total === 0) return <p class="muted">No files below this folder.</p>
+    return (
+      <>
+        <p class="card-meta">
+          files {result.offset + 1}–{result.offset + result.files.length} of {result.total}, each with its own latest jobs
+        </p>
+        <table class="status-files">
+          <thead>
+            <tr>
+              <th scope="col">File</th>
+              <th scope="col">Text body (parse)</th>
+              <th scope="col">Wiki (compile)</th>
+            </tr>
+          </thead>
+          <tbody>
+            {result.files.map((file) => (
+              <tr>
+                <td>
+                  <code>{file.uri.replace(result.uri, '')}</code>
+                </td>
+                <td>
+                  <JobBadge job={file.body} />
+                </td>
+                <td>
+                  <JobBadge job={file.compile} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {result.next_offset !== null ? (
+          <RunButton command="status" arg={result.uri} offset={result.next_offset}>
+            More files
+          </RunButton>
+        ) : null}
+      </>
+    )
+  }
   return (
     <dl class="status-jobs">
       <JobLine label="Text body (parse)" job={result.body} />
@@ -140,15 +189,29 @@ function StatusBody({ result }: { result: StatusResult }) {
   )
 }
 
-function CardBody({ outcome }: { outcome: CommandOutcome }) {
-  if (!outcome.ok) {
-    const error = (outcome.result as { error?: { code?: string; message?: string } }).error
-    return (
+/** Failures a listing helps with: the name was wrong, or it is a folder. */
+const LS_HELPS = new Set(['not_found', 'is_directory', 'conflict', 'invalid_uri'])
+
+/** A failed command: its error once, and what to try next. */
+function FailedBody({ outcome }: { outcome: CommandOutcome }) {
+  const error = (outcome.result as { error?: { code?: string; message?: string } }).error
+  const code = error?.code ?? 'error'
+  return (
+    <>
       <p class="tool-error" role="alert">
-        <code>{error?.code ?? 'error'}</code> {error?.message ?? outcome.summary}
+        <code>{code}</code> {error?.message ?? outcome.summary}
       </p>
-    )
-  }
+      {LS_HELPS.has(code) ? (
+        <p class="card-hint">
+          Try <RunButton command="ls" label="List this folder (/ls)">/ls</RunButton> to see the names in this folder.
+        </p>
+      ) : null}
+    </>
+  )
+}
+
+function CardBody({ outcome }: { outcome: CommandOutcome }) {
+  if (!outcome.ok) return <FailedBody outcome={outcome} />
   switch (outcome.command) {
     case 'ls':
       return <LsBody result={outcome.result as LsResult} />
@@ -171,7 +234,7 @@ export function CommandCard({ outcome }: { outcome: CommandOutcome }) {
         <span class="badge">/{outcome.command}</span>
         {uri ? <code class="card-uri">{uri}</code> : null}
       </header>
-      <p class="card-summary">{outcome.summary}</p>
+      {outcome.ok ? <p class="card-summary">{outcome.summary}</p> : null}
       <CardBody outcome={outcome} />
     </section>
   )

@@ -1,7 +1,9 @@
-// The content pane beside the tree: a file's preview (sanitised markdown or plain text) or a
-// directory's listing. Its `data-directory-uri` tells the chat which directory is current.
+// The content pane beside the tree: a file's preview (sanitised markdown or plain text, or the text
+// at a cited offset with the passage highlighted) or a directory's listing, each with the node's
+// actions (new folder, upload, download, rename, move, delete). Its `data-directory-uri` tells the
+// chat which directory is current; files dropped on it are uploaded there.
 import { raw } from 'hono/html'
-import { NodeLink, type TreeEntry } from './tree.tsx'
+import { NodeLink, pageHref, type TreeEntry } from './tree.tsx'
 
 export interface Preview {
   readonly uri: string
@@ -13,6 +15,18 @@ export interface Preview {
   readonly text?: string | undefined
   readonly truncated: boolean
   readonly parseError?: string | undefined
+  /** Opened at an offset (a citation, a search hit): the text around it, the passage highlighted. */
+  readonly cited?: CitedText | undefined
+}
+
+export interface CitedText {
+  /** Code-point offsets: where the shown text starts, the passage, and the whole text's length. */
+  readonly windowStart: number
+  readonly offset: number
+  readonly total: number
+  readonly before: string
+  readonly passage: string
+  readonly after: string
 }
 
 export interface ContentPaneProps {
@@ -66,6 +80,63 @@ function Breadcrumbs({ uri }: { uri: string }) {
   )
 }
 
+export const rawHref = (uri: string) => `/api/v1/workspace/raw?uri=${encodeURIComponent(uri)}`
+
+/** What can be done with the node on show; buttons are handled by files.js (dialogs, uploads). */
+function NodeActions({ uri, name, kind, isRoot }: { uri: string; name: string; kind: 'directory' | 'file'; isRoot: boolean }) {
+  const node = { 'data-uri': uri, 'data-name': name, 'data-kind': kind }
+  return (
+    <div class="node-actions" role="toolbar" aria-label={kind === 'directory' ? 'Folder actions' : 'File actions'}>
+      {kind === 'directory' ? (
+        <>
+          <button type="button" class="small" data-files-action="new-folder" {...node}>
+            New folder
+          </button>
+          <button type="button" class="small" data-upload-to={uri}>
+            Upload files
+          </button>
+        </>
+      ) : (
+        <a class="button-link small" href={rawHref(uri)} download={name}>
+          Download
+        </a>
+      )}
+      {isRoot ? null : (
+        <>
+          <button type="button" class="small" data-files-action="rename" {...node}>
+            Rename
+          </button>
+          <button type="button" class="small" data-files-action="move" {...node}>
+            Move
+          </button>
+          <button type="button" class="small danger-ghost" data-files-action="delete" {...node}>
+            Delete
+          </button>
+        </>
+      )}
+    </div>
+  )
+}
+
+function CitedPassage({ preview, cited }: { preview: Preview; cited: CitedText }) {
+  return (
+    <>
+      <p class="meta cited-note">
+        The text at character {cited.offset} of {cited.total}, as KnowAgent reads it; the passage is highlighted.{' '}
+        {preview.html !== undefined ? <NodeLink uri={preview.uri}>Formatted view</NodeLink> : null}
+      </p>
+      {cited.windowStart > 0 ? <p class="meta">… {cited.windowStart} characters before are not shown.</p> : null}
+      <pre class="text doc">
+        {cited.before}
+        <mark id="passage" class="passage" tabindex={-1} data-offset={String(cited.offset)}>
+          {cited.passage}
+        </mark>
+        {cited.after}
+      </pre>
+    </>
+  )
+}
+
 function FilePreview({ preview }: { preview: Preview }) {
   return (
     <article class="preview" aria-label="File preview">
@@ -75,23 +146,27 @@ function FilePreview({ preview }: { preview: Preview }) {
         <p class="meta">
           {preview.mime} · {formatSize(preview.size)} · version {preview.versionNo}
         </p>
+        <NodeActions uri={preview.uri} name={preview.name} kind="file" isRoot={false} />
       </header>
       {preview.parseError ? (
         <p class="error" role="alert">
-          This file's text could not be extracted: {preview.parseError}. Its raw bytes are kept.
+          This file's text could not be extracted: {preview.parseError}. Its raw bytes are kept: <a href={rawHref(preview.uri)}>download the original</a>.
         </p>
+      ) : preview.cited ? (
+        <CitedPassage preview={preview} cited={preview.cited} />
       ) : preview.html !== undefined ? (
         <div class="markdown doc">{raw(preview.html)}</div>
       ) : (
         <pre class="text doc">{preview.text ?? ''}</pre>
       )}
-      {preview.truncated ? <p class="meta">Preview truncated.</p> : null}
+      {preview.truncated && !preview.cited ? <p class="meta">Preview truncated.</p> : null}
     </article>
   )
 }
 
 function DirectoryListing({ directoryUri, listing, csrfToken }: { directoryUri: string; listing: ReadonlyArray<TreeEntry>; csrfToken: string | undefined }) {
   const name = directoryUri.replace(/\/$/, '').split('/').pop() ?? directoryUri
+  const isRoot = /^kb:\/\/users\/[^/]+\/$/.test(directoryUri)
   return (
     <article class="listing" aria-label="Directory listing">
       <header class="pane-head">
@@ -100,6 +175,7 @@ function DirectoryListing({ directoryUri, listing, csrfToken }: { directoryUri: 
         <p class="meta">
           {listing.length} {listing.length === 1 ? 'entry' : 'entries'}
         </p>
+        <NodeActions uri={directoryUri} name={name} kind="directory" isRoot={isRoot} />
       </header>
       {listing.length === 0 ? (
         <p class="empty-state">This directory is empty. Upload files below, then ask KnowAgent about them.</p>
@@ -116,7 +192,7 @@ function DirectoryListing({ directoryUri, listing, csrfToken }: { directoryUri: 
             {listing.map((entry) => (
               <tr>
                 <td>
-                  <NodeLink uri={entry.uri} class={`entry-link ${entry.kind}`}>
+                  <NodeLink uri={entry.uri} class={`entry-link ${entry.kind}`} title={entry.name}>
                     {entry.name}
                     {entry.kind === 'directory' ? '/' : ''}
                   </NodeLink>
@@ -128,10 +204,10 @@ function DirectoryListing({ directoryUri, listing, csrfToken }: { directoryUri: 
           </tbody>
         </table>
       )}
-      <form class="upload" method="post" action={`/workspace/upload?uri=${encodeURIComponent(directoryUri)}`} enctype="multipart/form-data">
+      <form class="upload" method="post" action={`/workspace/upload?uri=${encodeURIComponent(directoryUri)}`} enctype="multipart/form-data" data-upload-form={directoryUri}>
         <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
         <label>
-          Upload files to this directory
+          Upload files to this directory (or drop them here)
           <input type="file" name="file" multiple required />
         </label>
         <button type="submit">Upload</button>
@@ -142,7 +218,7 @@ function DirectoryListing({ directoryUri, listing, csrfToken }: { directoryUri: 
 
 export function ContentPane(props: ContentPaneProps) {
   return (
-    <section id="content" class="content" data-directory-uri={props.directoryUri} data-node-uri={props.nodeUri} aria-label="Preview">
+    <section id="content" class="content" data-directory-uri={props.directoryUri} data-node-uri={props.nodeUri} data-drop-uri={props.directoryUri} aria-label="Preview">
       {props.notice ? (
         <p class="notice" role="status">
           {props.notice}
@@ -157,13 +233,65 @@ export function ContentPane(props: ContentPaneProps) {
   )
 }
 
-/** What GET /workspace/content answers when the node cannot be shown (escaped, swapped in place). */
-export function ContentError({ message }: { message: string }) {
+/** Where a failed request for a node can lead back to: the nearest folder that exists. */
+export interface NodeProblem {
+  readonly status: number
+  readonly code: string
+  readonly message: string
+  /** The URI that was asked for, as given. */
+  readonly requested?: string | undefined
+  readonly nearestFolder: string
+}
+
+const PROBLEM_TITLES: Record<string, string> = {
+  not_found: 'Not found',
+  outside_scope: 'Not yours to see',
+  invalid_uri: 'Not a workspace address',
+  conflict: 'Cannot show this',
+  internal_error: 'Something went wrong on the server',
+}
+
+export function problemTitle(code: string): string {
+  return PROBLEM_TITLES[code] ?? 'Cannot show this'
+}
+
+/**
+ * A node that cannot be shown: what was asked for, what happened, and a way back. In the page the
+ * way back loads the folder in place; on a page of its own it is a plain link.
+ */
+export function NodeProblemPanel({ problem, standalone = false }: { problem: NodeProblem; standalone?: boolean }) {
+  const back = `Back to ${problem.nearestFolder}`
   return (
-    <section id="content" class="content" aria-label="Preview">
-      <p class="error" role="alert">
-        {message}
+    <div class="problem" role="alert">
+      <h1 class="title">{problemTitle(problem.code)}</h1>
+      {problem.requested ? (
+        <p class="dialog-uri">
+          <code>{problem.requested}</code>
+        </p>
+      ) : null}
+      <p class="problem-message">{problem.message}</p>
+      {problem.code === 'internal_error' ? <p class="meta">The details are in the server log. Try again, or go back to a folder.</p> : null}
+      <p>
+        {standalone ? (
+          <a class="button-link" href={pageHref(problem.nearestFolder)}>
+            {back}
+          </a>
+        ) : (
+          <NodeLink uri={problem.nearestFolder} class="button-link">
+            {back}
+          </NodeLink>
+        )}
       </p>
+    </div>
+  )
+}
+
+/** What GET /workspace/content answers when the node cannot be shown (escaped, swapped in place). */
+export function ContentError({ problem }: { problem: NodeProblem }) {
+  return (
+    <section id="content" class="content" aria-label="Preview" data-problem={problem.code}>
+      <NodeProblemPanel problem={problem} />
     </section>
   )
 }
+

@@ -1,5 +1,9 @@
 // The workspace tree: directories load their children lazily (an htmx GET per directory, once);
-// the path to the current node is rendered expanded. Links load the content pane in place.
+// the path to the current node is rendered expanded. Links load the content pane in place; a long
+// name shows in full on hover (title) and on hover or focus (CSS). Files dropped on a folder's row
+// are uploaded into it, dropped elsewhere on the tree into the root.
+import { SearchButton } from './search-box.tsx'
+
 export interface TreeEntry {
   readonly id: string
   readonly name: string
@@ -16,10 +20,11 @@ export const contentHref = (uri: string) => `/workspace/content?uri=${encodeURIC
 export const treeChildrenHref = (uri: string) => `/workspace/tree?uri=${encodeURIComponent(uri)}`
 
 /** A link that swaps the content pane and pushes the page URL (a plain link without JS). */
-export function NodeLink({ uri, class: className, children }: { uri: string; class?: string; children?: unknown }) {
+export function NodeLink({ uri, class: className, title, children }: { uri: string; class?: string; title?: string; children?: unknown }) {
   return (
     <a
       class={className}
+      title={title}
       href={pageHref(uri)}
       data-node-uri={uri}
       hx-get={contentHref(uri)}
@@ -45,11 +50,11 @@ function DirectoryItem({ entry }: { entry: TreeEntry }) {
   }
   return (
     <li class="node directory" data-uri={entry.uri}>
-      <div class="row">
+      <div class="row" data-drop-uri={entry.uri}>
         <button {...toggle}>
           <span aria-hidden="true">▸</span>
         </button>
-        <NodeLink uri={entry.uri} class="node-link">
+        <NodeLink uri={entry.uri} class="node-link" title={entry.name}>
           <span class="icon folder" aria-hidden="true"></span>
           <span class="name">{entry.name}</span>
         </NodeLink>
@@ -66,7 +71,7 @@ function FileItem({ entry }: { entry: TreeEntry }) {
     <li class="node file" data-uri={entry.uri}>
       <div class="row">
         <span class="twisty-spacer" aria-hidden="true"></span>
-        <NodeLink uri={entry.uri} class="node-link">
+        <NodeLink uri={entry.uri} class="node-link" title={entry.name}>
           <span class={`icon file ext-${extensionOf(entry.name)}`} aria-hidden="true"></span>
           <span class="name">{entry.name}</span>
         </NodeLink>
@@ -88,12 +93,13 @@ export function TreeItems({ entries }: { entries: ReadonlyArray<TreeEntry> }) {
 
 export function WorkspaceTree({ rootUri, entries }: { rootUri: string; entries: ReadonlyArray<TreeEntry> }) {
   return (
-    <nav class="sidebar" id="tree" aria-label="Workspace tree">
+    <nav class="sidebar" id="tree" aria-label="Workspace tree" data-drop-uri={rootUri}>
+      <SearchButton />
       <NodeLink uri={rootUri} class="root-link">
         <span class="icon home" aria-hidden="true"></span>
         <span class="name">{rootUri}</span>
       </NodeLink>
-      <ul class="tree tree-root">
+      <ul class="tree tree-root" id="tree-root">
         <TreeItems entries={entries} />
       </ul>
     </nav>

@@ -15,9 +15,10 @@ export function Partial({ target, swap = 'innerHTML', children }: { target: stri
   )
 }
 
-export function AnswerSegment({ id, html }: { id: string; html: string }) {
+/** A text segment of an answer; `data-md` keeps its markdown source (copy, and the history of a stopped answer). */
+export function AnswerSegment({ id, html, source }: { id: string; html: string; source: string }) {
   return (
-    <div class="answer markdown" id={id}>
+    <div class="answer markdown" id={id} data-md={source}>
       {raw(html)}
     </div>
   )
@@ -88,6 +89,7 @@ export function ToolProgress({ text }: { text: string }) {
 
 export function ToolCard({
   id,
+  callId,
   summaryId,
   resultId,
   name,
@@ -96,6 +98,7 @@ export function ToolCard({
   summary,
 }: {
   id: string
+  callId: string
   summaryId: string
   resultId: string
   name: string
@@ -104,8 +107,9 @@ export function ToolCard({
   summary?: string | undefined
 }) {
   const state: ToolState = ok === undefined ? 'running' : ok ? 'ok' : 'error'
+  // The call's id, name and arguments let the page pair a stopped answer's tool calls in its history.
   return (
-    <details class="tool-card" id={id}>
+    <details class="tool-card" id={id} data-call-id={callId} data-tool={name} data-args={JSON.stringify(args ?? {})}>
       <ToolSummary id={summaryId} name={name} args={args} state={state} />
       <div class="tool-detail">
         <h4>Arguments</h4>

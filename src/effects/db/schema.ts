@@ -102,6 +102,18 @@ export interface CompileCacheTable {
   created_at: Timestamp
 }
 
+/** The words of one passage of a current file version, for the workspace-wide search (search-index.ts). */
+export interface SearchPassagesTable {
+  version_id: string
+  owner_id: string
+  node_id: string
+  /** Code-point offset of the passage in the version's body. */
+  start: number
+  /** Length in code points. */
+  length: number
+  words: string
+}
+
 export type TurnStatusColumn = 'running' | 'done' | 'failed' | 'cancelled'
 export interface TurnsTable {
   id: string
@@ -195,6 +207,7 @@ export interface DB {
   nodes: NodesTable
   file_versions: FileVersionsTable
   jobs: JobsTable
+  search_passages: SearchPassagesTable
   rate_limit_hits: RateLimitHitsTable
   sign_in_throttles: SignInThrottlesTable
   instances: InstancesTable

@@ -2,11 +2,12 @@
 // the streaming chat. Every operation is an Effect whose interruption aborts the fetch. Expected
 // failures are typed (bailian-errors.ts); the API key is sent only in the Authorization header and
 // redacted from anything the service echoes back.
-import { Effect, Option, Schema } from 'effect'
+import { Effect } from 'effect'
 import { truncateForDisplay } from '../llm/provider-error-payload.ts'
 import { createRedactor, type Redact } from '../llm/redact-secrets.ts'
 import { createBailianChatStreamParser, type BailianChatEvent, type BailianChatResult, type BailianChatState } from './bailian-chat-stream.ts'
 import { BAILIAN_PATHS, bailianUrl } from './bailian-endpoint.ts'
+import { decodeListPage, decodeSearch, failure, httpErrorFrom, NOT_JSON, type Outcome, parseJson, refusalOf, success } from './bailian-wire.ts'
 import {
   BailianConnectionError,
   BailianHttpError,
@@ -245,9 +246,6 @@ export function makeBailianClient(options: BailianClientOptions = {}): BailianCl
 
 // ── one request ─────────────────────────────────────────────────────────────────────────────
 
-type Outcome<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly error: BailianClientError }
-const success = <A>(value: A): Outcome<A> => ({ ok: true, value })
-const failure = <A = never>(error: BailianClientError): Outcome<A> => ({ ok: false, error })
 const fromOutcome = <A>(outcome: Outcome<A>): Effect.Effect<A, BailianClientError> =>
   outcome.ok ? Effect.succeed(outcome.value) : Effect.fail(outcome.error)
 
@@ -362,145 +360,6 @@ async function readLimitedText(response: Response, maxBytes: number): Promise<st
   }
 }
 
-// ── bodies ──────────────────────────────────────────────────────────────────────────────────
-
-const OptionalText = Schema.optional(Schema.NullOr(Schema.String))
-const OptionalTime = Schema.optional(Schema.NullOr(Schema.Union([Schema.String, Schema.Number])))
-
-const Envelope = Schema.Struct({
-  success: Schema.optional(Schema.NullOr(Schema.Boolean)),
-  code: OptionalText,
-  message: OptionalText,
-  request_id: OptionalText,
-})
-const decodeEnvelope = Schema.decodeUnknownOption(Envelope)
-
-const ListBody = Schema.Struct({
-  data: Schema.Struct({
-    total_count: Schema.optional(Schema.NullOr(Schema.Number)),
-    rows: Schema.optional(
-      Schema.NullOr(
-        Schema.Array(
-          Schema.Struct({
-            agent_id: OptionalText,
-            agent_name: OptionalText,
-            agent_status: OptionalText,
-            modify_time: OptionalTime,
-            description: OptionalText,
-          }),
-        ),
-      ),
-    ),
-  }),
-})
-const decodeListBody = Schema.decodeUnknownOption(ListBody)
-
-const SearchBody = Schema.Struct({
-  request_id: OptionalText,
-  data: Schema.Struct({
-    total: Schema.optional(Schema.NullOr(Schema.Number)),
-    nodes: Schema.optional(
-      Schema.NullOr(
-        Schema.Array(
-          Schema.Struct({
-            score: Schema.optional(Schema.NullOr(Schema.Number)),
-            text: OptionalText,
-            metadata: Schema.optional(Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown))),
-          }),
-        ),
-      ),
-    ),
-  }),
-})
-const decodeSearchBody = Schema.decodeUnknownOption(SearchBody)
-
-/** A 2xx JSON body that says `success: false`. */
-function refusalOf({ operation, json, redact }: { operation: BailianOperation; json: unknown; redact: Redact }): BailianHttpError | undefined {
-  const envelope = Option.getOrUndefined(decodeEnvelope(json))
-  if (envelope?.success !== false) return undefined
-  return new BailianHttpError({
-    operation,
-    status: 200,
-    serverCode: envelope.code ?? undefined,
-    detail: redact(describeCodeMessage({ code: envelope.code ?? undefined, message: envelope.message ?? undefined, fallback: 'the service refused the request' })),
-    requestId: envelope.request_id ?? undefined,
-  })
-}
-
-function decodeListPage(json: unknown, scene: Scene): Outcome<{ entries: CatalogEntry[]; rows: number; total: number | undefined }> {
-  const body = Option.getOrUndefined(decodeListBody(json))
-  if (body === undefined) return failure(new BailianProtocolError({ operation: 'list', detail: 'the answer has no data.rows', partialText: '' }))
-  const rows = body.data.rows ?? []
-  const entries: CatalogEntry[] = []
-  for (const row of rows) {
-    const agentId = row.agent_id?.trim() ?? ''
-    if (agentId === '') continue // a row without an id cannot be called
-    entries.push({
-      agentId,
-      agentName: row.agent_name ?? '',
-      scene,
-      status: row.agent_status ?? 'deployed',
-      modifyTime: row.modify_time === null || row.modify_time === undefined ? undefined : String(row.modify_time),
-      description: row.description ?? undefined,
-    })
-  }
-  return success({ entries, rows: rows.length, total: body.data.total_count ?? undefined })
-}
-
-function decodeSearch({ json, topK, redact }: { json: unknown; topK: number; redact: Redact }): Outcome<SearchResult> {
-  const body = Option.getOrUndefined(decodeSearchBody(json))
-  if (body === undefined) return failure(new BailianProtocolError({ operation: 'search', detail: 'the answer has no data', partialText: '' }))
-  const nodes = [...(body.data.nodes ?? [])].sort((a, b) => (b.score ?? 0) - (a.score ?? 0))
-  const text = (value: unknown) => (typeof value === 'string' && value !== '' ? redact(value) : undefined)
-  const chunks = nodes.slice(0, topK).map((node): SearchChunk => {
-    const metadata = node.metadata ?? {}
-    return {
-      text: redact(node.text ?? ''),
-      score: node.score ?? 0,
-      ...(text(metadata['doc_id']) ? { doc_id: text(metadata['doc_id']) } : {}),
-      ...(text(metadata['doc_name']) ? { doc_name: text(metadata['doc_name']) } : {}),
-      ...(text(metadata['title']) ? { title: text(metadata['title']) } : {}),
-    }
-  })
-  return success({ chunks, returned: nodes.length, total: body.data.total ?? nodes.length, requestId: body.request_id ?? undefined })
-}
-
-/** The service's error body: `code: message` when it has them, else the text; at most 500 characters. */
-export function httpErrorFrom({
-  operation,
-  status,
-  bodyText,
-  redact,
-}: {
-  readonly operation: BailianOperation
-  readonly status: number
-  readonly bodyText: string
-  readonly redact: Redact
-}): BailianHttpError {
-  const json = parseJson(bodyText)
-  const envelope = json === NOT_JSON ? undefined : Option.getOrUndefined(decodeEnvelope(json))
-  const code = envelope?.code ?? undefined
-  const message = envelope?.message ?? undefined
-  const detail =
-    code !== undefined || message !== undefined
-      ? describeCodeMessage({ code, message, fallback: `HTTP ${status}` })
-      : bodyText.trim() === ''
-        ? `HTTP ${status}`
-        : bodyText.trim()
-  return new BailianHttpError({
-    operation,
-    status,
-    serverCode: code,
-    detail: truncateForDisplay(redact(detail)),
-    requestId: envelope?.request_id ?? undefined,
-  })
-}
-
-function describeCodeMessage({ code, message, fallback }: { code: string | undefined; message: string | undefined; fallback: string }): string {
-  if (code && message) return `${code}: ${message}`
-  return message || code || fallback
-}
-
 function redactChatFailure(error: BailianClientError, redact: Redact): BailianClientError {
   switch (error._tag) {
     case 'BailianStreamError':
@@ -511,15 +370,6 @@ function redactChatFailure(error: BailianClientError, redact: Redact): BailianCl
       return new BailianProtocolError({ operation: error.operation, detail: redact(error.detail), partialText: redact(error.partialText) })
     default:
       return error
-  }
-}
-
-const NOT_JSON = Symbol('not-json')
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown
-  } catch {
-    return NOT_JSON
   }
 }
 

@@ -1,14 +1,19 @@
-// `status {uri?}`: the caller's latest parse (body) and compile (semantic) job for a scope (SPEC §4).
+// `status {uri?, offset?}`: the caller's latest parse (body) and compile (semantic) job of a file;
+// for a folder, a page of the files below it, each with its own latest jobs (SPEC §4).
 import { Effect, Schema } from 'effect'
 import { sql } from 'kysely'
 import type { WorkspaceNode } from '../workspace/store.ts'
+import { formatKbUri, pathToSegments } from '../workspace/uri.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
-import { ToolUri } from './tool-arguments.ts'
+import { ToolOffset, ToolUri } from './tool-arguments.ts'
 import { defineTool, type ToolContext } from './tool-definition.ts'
 import { resolveToolTarget } from './tool-scope.ts'
-import type { JobInfo, StatusResult } from './tool-types.ts'
+import { type DirectoryStatus, type FileStatus, type JobInfo, STATUS_FILES_PER_PAGE, type StatusResult } from './tool-types.ts'
 
-export const StatusArgs = Schema.Struct({ uri: Schema.optionalKey(ToolUri.annotate({ description: 'defaults to the selected node' })) })
+export const StatusArgs = Schema.Struct({
+  uri: Schema.optionalKey(ToolUri.annotate({ description: 'defaults to the selected node' })),
+  offset: Schema.optionalKey(ToolOffset.annotate({ description: 'for a folder: the next page of its files (next_offset)' })),
+})
 
 interface JobRow {
   readonly kind: string
@@ -19,7 +24,7 @@ interface JobRow {
   readonly finished_at: Date | null
 }
 
-function toJobInfo(row: JobRow | undefined): JobInfo | null {
+function toJobInfo(row: JobRow | undefined | null): JobInfo | null {
   if (!row) return null
   return {
     kind: row.kind,
@@ -39,25 +44,62 @@ function latestJob(context: ToolContext, node: WorkspaceNode, kind: string) {
       .where('owner_id', '=', context.caller.id)
       .where('kind', '=', kind)
     // A compile job covers the files of one directory: its row names the directory, its files are listed apart.
-    if (node.kind === 'file' && kind === 'compile') {
-      query = query.where('id', 'in', context.db.selectFrom('compile_job_files').select('job_id').where('node_id', '=', node.id))
-    } else if (node.kind === 'file') query = query.where('node_id', '=', node.id)
-    else if (node.path !== '') query = query.where(sql<boolean>`starts_with(uri, ${node.uri})`)
+    query =
+      kind === 'compile'
+        ? query.where('id', 'in', context.db.selectFrom('compile_job_files').select('job_id').where('node_id', '=', node.id))
+        : query.where('node_id', '=', node.id)
     return query.orderBy('created_at', 'desc').orderBy('id').limit(1).executeTakeFirst()
+  })
+}
+
+const JOB_JSON = (alias: string) =>
+  sql.raw(`json_build_object('kind', ${alias}.kind, 'status', ${alias}.status, 'error', ${alias}.error, 'uri', ${alias}.uri, 'created_at', ${alias}.created_at, 'finished_at', ${alias}.finished_at)`)
+
+/** The files below a folder, by path, one page, each with its latest parse and compile job. */
+function directoryStatus(context: ToolContext, node: WorkspaceNode, offset: number) {
+  return tryWorkspace(async (): Promise<DirectoryStatus> => {
+    const owner = context.caller.id
+    const below = node.path === '' ? sql<boolean>`true` : sql<boolean>`starts_with(n.path, ${node.path + '/'})`
+    const totalRow = await sql<{ total: string }>`select count(*) as total from nodes n where n.owner_id = ${owner} and n.kind = 'file' and ${below}`.execute(context.db)
+    const total = Number(totalRow.rows[0]?.total ?? 0)
+    const rows = await sql<{ id: string; path: string; parse: JobRow | null; compile: JobRow | null }>`
+      select n.id, n.path,
+        (select ${JOB_JSON('j')} from jobs j
+          where j.owner_id = ${owner} and j.kind = 'parse' and j.node_id = n.id
+          order by j.created_at desc, j.id limit 1) as parse,
+        (select ${JOB_JSON('j')} from jobs j
+          where j.owner_id = ${owner} and j.kind = 'compile'
+            and j.id in (select f.job_id from compile_job_files f where f.node_id = n.id)
+          order by j.created_at desc, j.id limit 1) as compile
+      from nodes n
+      where n.owner_id = ${owner} and n.kind = 'file' and ${below}
+      order by n.path collate "C"
+      limit ${STATUS_FILES_PER_PAGE} offset ${offset}`.execute(context.db)
+    const files: FileStatus[] = rows.rows.map((row) => ({
+      uri: formatKbUri({ login: context.caller.login, segments: pathToSegments(row.path), directory: false }),
+      body: toJobInfo(row.parse),
+      compile: toJobInfo(row.compile),
+    }))
+    const next = offset + files.length
+    return { uri: node.uri, kind: 'directory', files, total, offset, next_offset: next < total ? next : null }
   })
 }
 
 export const statusTool = defineTool({
   name: 'status',
-  description: 'The latest parse (text body) and compile (wiki) job for a file or directory in scope.',
+  description: 'The latest parse (text body) and compile (wiki) job of a file in scope; for a directory, a page of the files below it with their own latest jobs.',
   args: StatusArgs,
   command: true,
   run: (args, context) =>
     Effect.gen(function* () {
       const { node } = yield* resolveToolTarget(context, args.uri)
+      if (node.kind === 'directory') return (yield* directoryStatus(context, node, args.offset ?? 0)) satisfies StatusResult
       const body = toJobInfo(yield* latestJob(context, node, 'parse'))
       const compile = toJobInfo(yield* latestJob(context, node, 'compile'))
-      return { uri: node.uri, body, compile } satisfies StatusResult
+      return { uri: node.uri, kind: 'file', body, compile } satisfies StatusResult
     }),
-  summarise: (result: StatusResult) => `parse: ${result.body?.status ?? 'none'}; compile: ${result.compile?.status ?? 'none'}`,
+  summarise: (result: StatusResult) =>
+    result.kind === 'directory'
+      ? `${result.total} file${result.total === 1 ? '' : 's'} below ${result.uri}; ${result.files.length} shown from ${result.offset}; parse failed: ${result.files.filter((f) => f.body?.status === 'failed').length}`
+      : `parse: ${result.body?.status ?? 'none'}; compile: ${result.compile?.status ?? 'none'}`,
 })

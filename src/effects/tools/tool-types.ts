@@ -52,10 +52,22 @@ export interface JobInfo {
   readonly created_at: string
   readonly finished_at: string | null
 }
-export interface StatusResult {
+/** A file's latest parse (`body`) and compile job. */
+export interface FileStatus {
   readonly uri: string
   readonly body: JobInfo | null
   readonly compile: JobInfo | null
 }
+/** `status` of a folder: a page of the files below it (by path), each with its own latest jobs. */
+export interface DirectoryStatus {
+  readonly uri: string
+  readonly kind: 'directory'
+  readonly files: ReadonlyArray<FileStatus>
+  readonly total: number
+  readonly offset: number
+  readonly next_offset: number | null
+}
+export type StatusResult = (FileStatus & { readonly kind: 'file' }) | DirectoryStatus
+export const STATUS_FILES_PER_PAGE = 50
 
 export const SEARCH_FILES_PER_PAGE = 40

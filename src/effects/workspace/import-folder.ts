@@ -1,7 +1,8 @@
 // `knowagent import <folder> <kb-uri>`: recursive and idempotent (unchanged content makes no
 // new version). Symlinks and dot-files are skipped, never followed.
-import { lstat, readdir, readFile } from 'node:fs/promises'
-import { join, relative, sep } from 'node:path'
+import { constants } from 'node:fs'
+import { access, lstat, readdir, readFile, stat } from 'node:fs/promises'
+import { join, relative, resolve as resolvePath, sep } from 'node:path'
 import type { Kysely } from 'kysely'
 import type { DB } from '../db/schema.ts'
 import type { DocumentParser } from './parse/document-parser.ts'
@@ -39,6 +40,30 @@ async function* walk(root: string, dir: string, report: ImportReport): AsyncGene
       report.skipped.push({ path: rel, reason: 'not a regular file' })
     }
   }
+}
+
+/**
+ * What is wrong with `folder` as an import source, said so a person knows what to do (never a raw
+ * ENOENT); undefined when it is a readable folder.
+ */
+export async function importSourceProblem(folder: string): Promise<string | undefined> {
+  const shown = resolvePath(folder)
+  let info
+  try {
+    info = await stat(shown)
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return `no such folder: ${shown} (give the path of a folder on this machine)`
+    if (code === 'EACCES' || code === 'EPERM') return `cannot read ${shown}: permission denied (run as a user who can read it)`
+    return `cannot open ${shown}: ${(error as Error).message}`
+  }
+  if (!info.isDirectory()) return `${shown} is a file, not a folder: import takes a folder (put the file in a folder, or upload it in the workspace)`
+  try {
+    await access(shown, constants.R_OK | constants.X_OK)
+  } catch {
+    return `cannot read ${shown}: permission denied (run as a user who can read it)`
+  }
+  return undefined
 }
 
 export async function importFolder(

@@ -5,6 +5,7 @@ import { type Kysely, type Transaction, sql } from 'kysely'
 import type { DB, NodeKind, NodeRow } from '../db/schema.ts'
 import { checkNodeName, formatKbUri, pathToSegments, segmentsToPath } from './uri.ts'
 import { InvalidUri, NodeConflict, NodeNotFound } from './workspace-errors.ts'
+import { indexVersionText } from './search-index.ts'
 
 export type Db = Kysely<DB> | Transaction<DB>
 
@@ -92,21 +93,34 @@ function storedSegments(owner: Owner, segments: ReadonlyArray<string>, directory
   })
 }
 
+/**
+ * The directory at `path` under `parent`, created when missing, with a share lock on its row: a
+ * move or delete of it (FOR UPDATE, manage.ts) waits for this transaction, or has happened before
+ * the lock was granted — then the directory is made again here — so no child ever lands under a
+ * directory whose path has changed.
+ */
+async function directoryAt(db: Db, owner: Owner, { parent, path, name }: { parent: WorkspaceNode; path: string; name: string }): Promise<WorkspaceNode> {
+  for (let attempt = 0; ; attempt++) {
+    await db
+      .insertInto('nodes')
+      .values({ id: randomUUID(), owner_id: owner.id, parent_id: parent.id, name, path, kind: 'directory' })
+      .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
+      .execute()
+    const locked = await db.selectFrom('nodes').select('id').where('owner_id', '=', owner.id).where('path', '=', path).forShare().executeTakeFirst()
+    if (locked || attempt >= 2) break
+  }
+  const node = await getNode(db, owner, pathToSegments(path))
+  if (node.kind !== 'directory') throw new NodeConflict({ uri: node.uri, reason: 'a file is in the way of a directory' })
+  return node
+}
+
 /** Creates every missing directory along `segments`; a file in the way is a conflict. */
 export async function makeDirectories(db: Db, owner: Owner, rawSegments: ReadonlyArray<string>): Promise<WorkspaceNode> {
   const segments = storedSegments(owner, rawSegments, true)
   let parent = await ensureRoot(db, owner)
   for (let depth = 1; depth <= segments.length; depth++) {
     const here = segments.slice(0, depth)
-    const name = here[depth - 1]!
-    await db
-      .insertInto('nodes')
-      .values({ id: randomUUID(), owner_id: owner.id, parent_id: parent.id, name, path: segmentsToPath(here), kind: 'directory' })
-      .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
-      .execute()
-    const node = await getNode(db, owner, here)
-    if (node.kind !== 'directory') throw new NodeConflict({ uri: node.uri, reason: 'a file is in the way of a directory' })
-    parent = node
+    parent = await directoryAt(db, owner, { parent, path: segmentsToPath(here), name: here[depth - 1]! })
   }
   return parent
 }
@@ -123,7 +137,8 @@ export type PutFileOutcome = 'added' | 'updated' | 'unchanged'
 /**
  * Stores a file's bytes and parsed body as a new version and switches the current version in
  * one transaction, so readers see the old or the new version, never a mix. Identical content
- * (same hash) makes no new version. Records a `parse` job for the body.
+ * (same hash) makes no new version. Records a `parse` job for the body and indexes its text for
+ * the workspace-wide search (search-index.ts).
  */
 export function putFile(db: Kysely<DB>, file: NewFileVersion): Promise<PutFileResult> {
   return db.transaction().execute((trx) => putFileInTransaction(trx, file))
@@ -200,6 +215,7 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
     .set({ current_version_id: versionId, updated_at: sql`now()`, generated: null })
     .where('id', '=', node.id)
     .execute()
+  await indexVersionText(trx, { ownerId: owner.id, nodeId: node.id, versionId, body: parsed.ok ? (parsed.text ?? '') : null })
   await trx
     .insertInto('jobs')
     .values({

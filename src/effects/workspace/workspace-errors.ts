@@ -38,9 +38,24 @@ export class NodeConflict extends Data.TaggedError('NodeConflict')<{ readonly ur
   }
 }
 
-export type WorkspaceError = InvalidUri | OutsideScope | NodeNotFound | NodeConflict
+/** A name a person gave a new or renamed node breaks the one name rule (`checkNodeName`). HTTP 400, like an upload's. */
+export class InvalidName extends Data.TaggedError('InvalidName')<{ readonly name: string; readonly reason: string }> {
+  readonly code = 'invalid_name'
+  readonly status = 400
+  override get message() {
+    return `the name ${JSON.stringify(this.name.slice(0, 300))} is not allowed: ${this.reason}`
+  }
+}
+
+export type WorkspaceError = InvalidUri | OutsideScope | NodeNotFound | NodeConflict | InvalidName
 
 /** Narrows an unknown thrown value to a workspace failure (repositories are promise-based). */
 export function isWorkspaceError(error: unknown): error is WorkspaceError {
-  return error instanceof InvalidUri || error instanceof OutsideScope || error instanceof NodeNotFound || error instanceof NodeConflict
+  return (
+    error instanceof InvalidUri ||
+    error instanceof OutsideScope ||
+    error instanceof NodeNotFound ||
+    error instanceof NodeConflict ||
+    error instanceof InvalidName
+  )
 }

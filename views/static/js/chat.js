@@ -6,11 +6,64 @@
 //   request ended without a terminal → stopped (Stop pressed) or failed (EOF, HTTP error,
 //                                      network): what arrived stays, with a notice
 // Stop aborts the htmx request (the server sees the disconnect and cancels the turn).
+// The conversation (the log as shown and the history) is kept in the tab's sessionStorage per
+// directory, so a reload, back/forward or returning to a folder restores it; "New chat" clears it.
+// A stopped or cut-off answer goes into the history as the person saw it: its text, marked, and
+// its tool calls paired with their results (or with "stopped" when they had none).
 import { newMessageKey } from './message-key.js'
 import { fetchEventStream } from './sse-line-endings.js'
 
 const byId = (id) => document.getElementById(id)
 const STORED_MODEL = 'knowagent.model'
+const STORED_CHAT = 'knowagent.chat.v1:'
+const STOPPED_MARK = '[This answer was stopped by the user; the text above is incomplete.]'
+const CUT_OFF_MARK = '[This answer was cut off: the connection ended before it was complete.]'
+
+function session() {
+  try {
+    return window.sessionStorage
+  } catch {
+    return null // storage disabled: the conversation lives as long as the page
+  }
+}
+
+/** What a stopped or cut-off answer adds to the history: the text and paired tool calls it showed. */
+function historyOfArticle(article, mark) {
+  const messages = []
+  let text = ''
+  let calls = []
+  const flush = () => {
+    if (text === '' && calls.length === 0) return
+    messages.push({
+      role: 'assistant',
+      content: text === '' ? null : text,
+      ...(calls.length > 0 ? { tool_calls: calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.args } })) } : {}),
+    })
+    for (const call of calls) messages.push({ role: 'tool', tool_call_id: call.id, content: call.result })
+    text = ''
+    calls = []
+  }
+  const body = article.querySelector('[data-part="body"]')
+  for (const part of body?.children ?? []) {
+    if (part.matches('.answer[data-md]')) {
+      if (calls.length > 0) flush()
+      text += (text === '' ? '' : '\n\n') + part.dataset.md
+    } else if (part.matches('.tool-card[data-call-id]')) {
+      const state = part.querySelector('.tool-summary')
+      const summary = part.querySelector('.tool-result')?.textContent.trim() ?? ''
+      const result = state?.classList.contains('ok')
+        ? { summary }
+        : state?.classList.contains('error')
+          ? { error: { code: 'tool_failed', message: summary.replace(/^Error:\s*/, '') } }
+          : { error: { code: 'cancelled', message: 'the answer ended before this tool finished' } }
+      calls.push({ id: part.dataset.callId, name: part.dataset.tool ?? '', args: part.dataset.args ?? '{}', result: JSON.stringify(result) })
+    }
+  }
+  if (calls.length > 0) flush()
+  text += (text === '' ? '' : '\n\n') + mark
+  flush()
+  return messages
+}
 
 function cloneMessage(templateId, prefix, key) {
   const node = byId(templateId).content.firstElementChild.cloneNode(true)
@@ -31,7 +84,7 @@ function failureOf(ctx) {
   if (!type.includes('text/event-stream')) {
     return { title: `The server refused the question (${response.status})`, message: textOfHtml(ctx.text) || 'No reason was given.' }
   }
-  return { title: 'The answer was cut off', message: 'The connection ended before the answer was complete. What arrived is kept above.' }
+  return { partial: true, title: 'The answer was cut off', message: 'The connection ended before the answer was complete. What arrived is kept above.' }
 }
 
 function noticeElement({ title, message, kind }) {
@@ -56,7 +109,9 @@ export function initChat() {
   const uriField = byId('chat-uri')
   const modelSelect = byId('chat-model')
   const initialMeter = { summary: byId('context-summary').innerHTML, detail: byId('context-detail').innerHTML }
-  let active = null // the turn in flight: { ctx, article, stopped }
+  let active = null // the turn in flight: { ctx, article, stopped, message, historyBefore, startedAt }
+  let lastQuestion = ''
+  let saveTimer
   let commandHandler = () => {}
   let keyInterceptor = () => false
   let stickToEnd = true
@@ -66,7 +121,48 @@ export function initChat() {
   })
   new MutationObserver(() => {
     if (stickToEnd) log.scrollTop = log.scrollHeight
+    saveSoon()
   }).observe(log, { childList: true, subtree: true, characterData: true })
+
+  // ── the conversation in sessionStorage, per directory ──
+  const storageKey = (directoryUri) => STORED_CHAT + directoryUri
+  function saveNow() {
+    clearTimeout(saveTimer)
+    saveTimer = undefined
+    const storage = session()
+    if (!storage || active) return
+    const key = storageKey(uriField.value)
+    try {
+      if (!log.querySelector('.msg')) return storage.removeItem(key)
+      storage.setItem(key, JSON.stringify({ history: JSON.parse(historyField.value || '[]'), log: log.innerHTML, lastQuestion }))
+    } catch {
+      // full or unavailable: the page still has the conversation
+    }
+  }
+  function saveSoon() {
+    if (!active) saveTimer ??= setTimeout(saveNow, 0)
+  }
+  function restore(directoryUri) {
+    let stored
+    try {
+      stored = JSON.parse(session()?.getItem(storageKey(directoryUri)) ?? 'null')
+    } catch {
+      return false
+    }
+    if (!stored || !Array.isArray(stored.history) || typeof stored.log !== 'string') return false
+    log.innerHTML = stored.log
+    historyField.value = JSON.stringify(stored.history)
+    lastQuestion = typeof stored.lastQuestion === 'string' ? stored.lastQuestion : ''
+    return true
+  }
+  function forget(prefix) {
+    const storage = session()
+    if (!storage) return
+    for (let i = storage.length - 1; i >= 0; i--) {
+      const key = storage.key(i)
+      if (key?.startsWith(storageKey(prefix))) storage.removeItem(key)
+    }
+  }
 
   function appendMessage(node) {
     byId('chat-welcome')?.remove()
@@ -137,24 +233,91 @@ export function initChat() {
     addUserMessage(message, { key: userKey })
     const article = cloneMessage('assistant-message-template', 'a', assistantKey)
     article.querySelector('[data-part="model"]').textContent = selectedModel()?.textContent.split(' · ')[0] ?? ''
+    const historyBefore = JSON.parse(historyField.value || '[]')
+    article.dataset.historyBefore = String(historyBefore.length)
+    article.dataset.question = message
     appendMessage(article)
-    active = { ctx: event.detail.ctx, article, stopped: false }
+    lastQuestion = message
+    active = { ctx: event.detail.ctx, article, stopped: false, message, historyBefore, startedAt: performance.now() }
     clearComposer()
     setStreaming(true)
   }
 
   /** The turn is over for the person: the message gets its final state and Send comes back. */
   function settle(outcome, failure) {
-    const { article } = active
+    const { article, message, historyBefore, startedAt } = active
+    if (failure && failure.partial) {
+      // No terminal from the server: the history gets what the person saw, marked.
+      const added = historyOfArticle(article, failure.kind === 'stopped' ? STOPPED_MARK : CUT_OFF_MARK)
+      historyField.value = JSON.stringify([...historyBefore, { role: 'user', content: message }, ...added])
+    }
     active = null
     article.classList.remove('is-streaming')
     article.removeAttribute('aria-busy')
     article.classList.add(`is-${outcome}`)
     if (failure) {
       byId(`${article.id}-body`).append(noticeElement(failure))
-      byId(`${article.id}-status`).textContent = failure.kind === 'stopped' ? 'Stopped' : 'Failed'
+      byId(`${article.id}-status`).textContent = failure.kind === 'stopped' ? 'Stopped' : failure.partial ? 'Cut off' : 'Failed'
     }
+    addAnswerTools(article, performance.now() - startedAt)
     setStreaming(false)
+    saveNow()
+  }
+
+  /** Copy (the markdown source), Retry (the last answer only) and the time the answer took. */
+  function addAnswerTools(article, elapsedMs) {
+    const head = article.querySelector('.msg-head')
+    const elapsed = document.createElement('span')
+    elapsed.className = 'elapsed'
+    elapsed.textContent = `${(elapsedMs / 1000).toFixed(1)} s`
+    const tools = document.createElement('span')
+    tools.className = 'answer-tools'
+    const copy = document.createElement('button')
+    copy.type = 'button'
+    copy.className = 'ghost small'
+    copy.dataset.answerAction = 'copy'
+    copy.textContent = 'Copy'
+    const retry = document.createElement('button')
+    retry.type = 'button'
+    retry.className = 'ghost small'
+    retry.dataset.answerAction = 'retry'
+    retry.textContent = 'Retry'
+    tools.append(copy, retry)
+    head.append(elapsed, tools)
+  }
+
+  function markdownOf(article) {
+    return [...article.querySelectorAll('.answer[data-md]')].map((part) => part.dataset.md).join('\n\n')
+  }
+
+  async function copyAnswer(article, button) {
+    const text = markdownOf(article)
+    try {
+      await navigator.clipboard.writeText(text)
+    } catch {
+      const area = document.createElement('textarea')
+      area.value = text
+      document.body.append(area)
+      area.select()
+      document.execCommand('copy')
+      area.remove()
+    }
+    button.textContent = 'Copied'
+    setTimeout(() => (button.textContent = 'Copy'), 1500)
+  }
+
+  /** Asks the last question again: the last exchange leaves the log and the history first. */
+  function retry(article) {
+    if (active || article !== [...log.querySelectorAll('.msg.assistant')].at(-1)) return
+    const question = article.dataset.question
+    if (!question) return
+    const before = Number(article.dataset.historyBefore ?? 0)
+    historyField.value = JSON.stringify(JSON.parse(historyField.value || '[]').slice(0, before))
+    const user = article.previousElementSibling
+    if (user?.matches('.msg.user')) user.remove()
+    article.remove()
+    textarea.value = question
+    form.requestSubmit()
   }
 
   /** The server's terminal `done` / `error`: its history becomes the conversation. */
@@ -174,8 +337,9 @@ export function initChat() {
   /** The request ended (EOF, abort, HTTP error, network): only a turn without a terminal is left. */
   function onRequestEnd(event) {
     if (!active || event.detail?.ctx !== active.ctx) return
-    if (active.stopped) return settle('stopped', { kind: 'stopped', title: 'Stopped', message: 'You stopped this answer; what arrived is kept.' })
-    settle('failed', { kind: 'error', ...failureOf(event.detail.ctx) })
+    if (active.stopped) return settle('stopped', { kind: 'stopped', partial: true, title: 'Stopped', message: 'You stopped this answer; what arrived is kept.' })
+    const failure = failureOf(event.detail.ctx)
+    settle('failed', { kind: 'error', ...failure })
   }
 
   function stop() {
@@ -185,21 +349,57 @@ export function initChat() {
     htmx.trigger(form, 'htmx:abort')
   }
 
-  /** A new directory: the running answer is cancelled and a new conversation starts. */
-  function resetConversation(directoryUri) {
+  /** Another directory: a running answer is stopped (kept, marked) and that directory's conversation shown. */
+  function resetConversation(directoryUri, { fresh = false } = {}) {
     if (active) {
+      active.stopped = true
+      const ending = active
       htmx.trigger(form, 'htmx:abort') // the server sees the disconnect and cancels the turn
-      active = null // its end is ignored: the conversation it belonged to is gone
-      setStreaming(false)
+      if (active === ending) settle('stopped', { kind: 'stopped', partial: true, title: 'Stopped', message: 'You left this folder; what arrived is kept.' })
     }
+    saveNow()
+    stickToEnd = true
     log.replaceChildren()
     historyField.value = '[]'
+    lastQuestion = ''
     uriField.value = directoryUri
     byId('uri-prefix-text').textContent = directoryUri
     for (const bound of document.querySelectorAll('[data-bind="directory-uri"]')) bound.textContent = directoryUri
     byId('context-summary').innerHTML = initialMeter.summary
     byId('context-detail').innerHTML = initialMeter.detail
-    htmx.ajax('GET', `/workspace/chat/welcome?uri=${encodeURIComponent(directoryUri)}`, { target: '#chat-log', swap: 'innerHTML' })
+    if (fresh) forget(directoryUri)
+    else if (restore(directoryUri)) return
+    htmx.ajax('GET', `/workspace/chat/welcome?uri=${encodeURIComponent(directoryUri)}`, { source: log, target: '#chat-log', swap: 'innerHTML' })
+  }
+
+  /** A folder was renamed or moved: conversations kept under it follow it; the chat's own directory too. */
+  function moveDirectory(from, to) {
+    const storage = session()
+    if (storage) {
+      for (let i = storage.length - 1; i >= 0; i--) {
+        const key = storage.key(i)
+        if (!key?.startsWith(storageKey(from))) continue
+        const value = storage.getItem(key)
+        storage.removeItem(key)
+        try {
+          storage.setItem(storageKey(to + key.slice(storageKey(from).length)), value)
+        } catch {}
+      }
+    }
+    const current = uriField.value
+    if (current === from || (from.endsWith('/') && current.startsWith(from))) {
+      const next = to + current.slice(from.length)
+      uriField.value = next
+      byId('uri-prefix-text').textContent = next
+      for (const bound of document.querySelectorAll('[data-bind="directory-uri"]')) bound.textContent = next
+    }
+  }
+
+  /** A folder was deleted: its conversations go; a chat inside it moves to the folder that held it. */
+  function forgetDirectory(deleted, parent) {
+    const current = uriField.value
+    forget(deleted)
+    if (current === deleted || (deleted.endsWith('/') && current.startsWith(deleted))) resetConversation(parent)
   }
 
   form.addEventListener('htmx:config:request', startTurn)
@@ -210,6 +410,16 @@ export function initChat() {
 
   textarea.addEventListener('keydown', (event) => {
     if (keyInterceptor(event)) return
+    if (event.key === 'Escape' && active) {
+      event.preventDefault()
+      return stop()
+    }
+    if (event.key === 'ArrowUp' && textarea.value === '' && lastQuestion !== '' && !event.isComposing) {
+      event.preventDefault()
+      textarea.value = lastQuestion
+      textarea.dispatchEvent(new Event('input'))
+      return
+    }
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
       event.preventDefault()
       if (!active && textarea.value.trim() !== '') form.requestSubmit()
@@ -229,13 +439,27 @@ export function initChat() {
   })
 
   log.addEventListener('click', (event) => {
+    const action = event.target.closest('[data-answer-action]')
+    if (action) {
+      const article = action.closest('.msg.assistant')
+      if (action.dataset.answerAction === 'copy') copyAnswer(article, action)
+      else retry(article)
+      return
+    }
     const example = event.target.closest('.example[data-question]')
     if (!example || active) return
     textarea.value = example.dataset.question
     form.requestSubmit()
   })
 
-  byId('chat-new').addEventListener('click', () => resetConversation(uriField.value))
+  byId('chat-new').addEventListener('click', () => resetConversation(uriField.value, { fresh: true }))
+  restore(uriField.value)
+  // Leaving the page mid-answer (reload, back): the answer so far is kept as a cut-off one.
+  window.addEventListener('pagehide', () => {
+    if (!active) return
+    active.stopped = true
+    settle('stopped', { kind: 'stopped', partial: true, title: 'Stopped', message: 'The page was left while this answer was arriving; what arrived is kept.' })
+  })
 
   return {
     directoryUri: () => uriField.value,
@@ -244,6 +468,8 @@ export function initChat() {
     addPendingCommand,
     addNote,
     resetConversation,
+    moveDirectory,
+    forgetDirectory,
     focusComposer: () => textarea.focus(),
     onCommand: (handler) => {
       commandHandler = handler

@@ -4,6 +4,7 @@ import { initChat } from './chat.js'
 import { initCommands } from './commands.js'
 import { initCompileForm } from './compile-form.js'
 import { initDialogs } from './dialogs.js'
+import { initFiles } from './files.js'
 import { initWorkspace } from './workspace.js'
 
 initDialogs()
@@ -11,3 +12,4 @@ const chat = initChat()
 initCommands({ chat })
 initCompileForm()
 initWorkspace({ chat })
+initFiles({ chat })

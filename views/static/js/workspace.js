@@ -1,5 +1,6 @@
 // The workspace page around the chat: the resizable divider (drag, arrow keys, remembered), the
-// lazily loaded tree, in-page navigation (a new directory starts a new conversation) and the
+// lazily loaded tree, in-page navigation (a new directory switches to that directory's
+// conversation; a citation or a search hit opens its passage and keeps the chat) and the
 // phone-width chat toggle.
 const byId = (id) => document.getElementById(id)
 const STORED_WIDTH = 'knowagent.chatWidth'
@@ -80,17 +81,54 @@ function expandTreeTo(directoryUri) {
   if (toggle && toggle.getAttribute('aria-expanded') !== 'true') toggle.click()
 }
 
+let keepChatOnce = false
+
+const contentHref = (uri, offset) => `/workspace/content?uri=${encodeURIComponent(uri)}${offset === undefined ? '' : `&offset=${offset}`}`
+const pageHref = (uri, offset) => `/workspace?uri=${encodeURIComponent(uri)}${offset === undefined ? '' : `&offset=${offset}`}`
+
+/**
+ * Shows a node in the content pane, in place (pushed to the history). `keepChat`: the chat stays
+ * on its directory (a citation, a search hit, a refresh after a change) instead of following.
+ */
+export function openNode(uri, { offset, keepChat = false } = {}) {
+  keepChatOnce = keepChat
+  document.body.classList.remove('chat-open') // at phone width the preview is under the chat
+  const source = byId('content') ?? document.body // htmx keeps one queued request per source element
+  return htmx.ajax('GET', contentHref(uri, offset), { source, target: '#content', swap: 'outerHTML', push: pageHref(uri, offset) })
+}
+
+function showPassage() {
+  const passage = byId('passage')
+  if (!passage) return
+  passage.scrollIntoView({ block: 'center' })
+  passage.focus({ preventScroll: true })
+}
+
 function initNavigation({ chat }) {
-  document.addEventListener('htmx:after:swap', () => {
+  document.addEventListener('htmx:after:swap', (event) => {
+    // Only a new content pane decides: other swaps (the tree, a dialog) may land while it loads.
+    if (event.detail?.ctx?.target?.id !== 'content') return
     const content = byId('content')
+    const keepChat = keepChatOnce
+    keepChatOnce = false
     const directoryUri = content?.dataset.directoryUri
     if (!directoryUri) return
     markCurrent(content.dataset.nodeUri)
-    if (directoryUri === chat.directoryUri()) return // same directory: the conversation goes on
+    showPassage()
+    if (keepChat || directoryUri === chat.directoryUri()) return // the conversation goes on
     chat.resetConversation(directoryUri)
     expandTreeTo(directoryUri)
   })
   markCurrent(byId('content')?.dataset.nodeUri)
+  showPassage()
+  document.addEventListener('click', (event) => {
+    const link = event.target.closest('a.kb-cite[data-uri], a.search-hit[data-node-uri]')
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return
+    event.preventDefault()
+    link.closest('dialog')?.close()
+    const offset = link.dataset.offset === undefined ? undefined : Number(link.dataset.offset)
+    openNode(link.dataset.uri ?? link.dataset.nodeUri, { offset, keepChat: true })
+  })
 }
 
 function initPhoneToggle({ chat }) {

@@ -1,0 +1,206 @@
+// File management (issue 14): new folder, rename, move, delete — each one transaction, scoped to
+// the owner. A move or rename rewrites `nodes.path` of the whole subtree in the transaction that
+// moves the node, with the node and its destination locked, so no reader sees half a move and a
+// concurrent upload below it either lands before the move (and moves with it) or after it (under
+// the new path). Jobs keep pointing at their nodes (by id); their `uri` follows the move.
+import { type Kysely, sql } from 'kysely'
+import { randomUUID } from 'node:crypto'
+import type { DB, NodeRow } from '../db/schema.ts'
+import { type Db, getNode, type Owner, type WorkspaceNode } from './store.ts'
+import { checkNodeName, formatKbUri, pathToSegments, segmentsToPath } from './uri.ts'
+import { InvalidName, NodeConflict, NodeNotFound } from './workspace-errors.ts'
+
+const UNIQUE_VIOLATION = '23505'
+const JOB_URI_BATCH = 500
+
+export interface SubtreeCounts {
+  /** Files at or below the node (a file counts itself). */
+  readonly files: number
+  /** Folders below the node (not counting itself). */
+  readonly directories: number
+}
+
+const uriOf = (owner: Owner, row: Pick<NodeRow, 'path' | 'kind'>): string =>
+  formatKbUri({ login: owner.login, segments: pathToSegments(row.path), directory: row.kind === 'directory' })
+
+const below = (path: string) => sql<boolean>`starts_with(path, ${path + '/'})`
+
+/** How many files and folders a delete of `node` takes with it (what the confirmation names). */
+export async function subtreeCounts(db: Db, owner: Owner, node: Pick<WorkspaceNode, 'kind' | 'path'>): Promise<SubtreeCounts> {
+  if (node.kind === 'file') return { files: 1, directories: 0 }
+  let query = db
+    .selectFrom('nodes')
+    .select([sql<string>`count(*) filter (where kind = 'file')`.as('files'), sql<string>`count(*) filter (where kind = 'directory')`.as('directories')])
+    .where('owner_id', '=', owner.id)
+  query = node.path === '' ? query.where('path', '<>', '') : query.where(below(node.path))
+  const row = await query.executeTakeFirstOrThrow()
+  return { files: Number(row.files), directories: Number(row.directories) }
+}
+
+function checkedName(name: string): string {
+  const checked = checkNodeName(name)
+  if (!checked.ok) throw new InvalidName({ name, reason: checked.reason })
+  return checked.name
+}
+
+const isUniqueViolation = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === UNIQUE_VIOLATION
+
+/** A new, empty folder `name` in the folder `parent`. A name already taken there is a conflict. */
+export async function createDirectory(db: Kysely<DB>, { owner, parent, name }: { owner: Owner; parent: WorkspaceNode; name: string }): Promise<WorkspaceNode> {
+  const stored = checkedName(name)
+  const segments = [...pathToSegments(parent.path), stored]
+  const uri = formatKbUri({ login: owner.login, segments, directory: true })
+  return db.transaction().execute(async (trx) => {
+    const locked = await trx.selectFrom('nodes').selectAll().where('owner_id', '=', owner.id).where('id', '=', parent.id).forShare().executeTakeFirst()
+    if (!locked) throw new NodeNotFound({ uri: parent.uri })
+    if (locked.kind !== 'directory') throw new NodeConflict({ uri: parent.uri, reason: 'a folder can only be created in a folder' })
+    const path = segmentsToPath([...pathToSegments(locked.path), stored])
+    const inserted = await trx
+      .insertInto('nodes')
+      .values({ id: randomUUID(), owner_id: owner.id, parent_id: locked.id, name: stored, path, kind: 'directory' })
+      .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
+      .returning('id')
+      .executeTakeFirst()
+    if (!inserted) throw new NodeConflict({ uri, reason: 'a file or folder with this name already exists here' })
+    return getNode(trx, owner, pathToSegments(path))
+  })
+}
+
+export interface MoveResult {
+  /** The node at its new place. */
+  readonly node: WorkspaceNode
+  /** Its URI before the move. */
+  readonly from: string
+  /** Nodes whose path changed (the node and everything below it); 0 for a move to where it already is. */
+  readonly moved: number
+}
+
+/**
+ * Moves `node` into the folder `destination` under `name` (its own name by default); a rename is
+ * a move into its own parent. Refused: the root, a destination that is not a folder, the node
+ * itself or anything below it as the destination, a name that breaks the name rule or is taken.
+ */
+export async function moveNode(
+  db: Kysely<DB>,
+  { owner, node, destination, name }: { owner: Owner; node: WorkspaceNode; destination: WorkspaceNode; name?: string | undefined },
+): Promise<MoveResult> {
+  if (node.path === '') throw new NodeConflict({ uri: node.uri, reason: 'the root folder cannot be moved or renamed' })
+  const stored = checkedName(name ?? node.name)
+  return db.transaction().execute(async (trx) => {
+    // Both rows locked, in id order (two crossing moves cannot deadlock or make a cycle), and re-read.
+    const rows = await trx
+      .selectFrom('nodes')
+      .selectAll()
+      .where('owner_id', '=', owner.id)
+      .where('id', 'in', [...new Set([node.id, destination.id])])
+      .orderBy('id')
+      .forUpdate()
+      .execute()
+    const current = rows.find((row) => row.id === node.id)
+    const target = rows.find((row) => row.id === destination.id)
+    if (!current) throw new NodeNotFound({ uri: node.uri })
+    if (!target) throw new NodeNotFound({ uri: destination.uri })
+    const from = uriOf(owner, current)
+    if (target.kind !== 'directory') throw new NodeConflict({ uri: uriOf(owner, target), reason: 'a move goes into a folder' })
+    if (target.id === current.id || target.path.startsWith(current.path + '/')) {
+      throw new NodeConflict({ uri: uriOf(owner, target), reason: `${from} cannot be moved into itself or below itself` })
+    }
+    const path = segmentsToPath([...pathToSegments(target.path), stored])
+    if (path === current.path) return { node: await getNode(trx, owner, pathToSegments(path)), from, moved: 0 }
+    const newUri = formatKbUri({ login: owner.login, segments: pathToSegments(path), directory: current.kind === 'directory' })
+    const taken = () => new NodeConflict({ uri: newUri, reason: 'a file or folder with this name already exists there' })
+    const existing = await trx.selectFrom('nodes').select('id').where('owner_id', '=', owner.id).where('path', '=', path).executeTakeFirst()
+    if (existing && existing.id !== current.id) throw taken()
+    let moved = 0
+    try {
+      if (current.kind === 'directory') {
+        const result = await trx
+          .updateTable('nodes')
+          .set({ path: sql`${path} || substr(path, length(${current.path}) + 1)` })
+          .where('owner_id', '=', owner.id)
+          .where(below(current.path))
+          .executeTakeFirst()
+        moved += Number(result.numUpdatedRows)
+      }
+      await trx
+        .updateTable('nodes')
+        .set({ parent_id: target.id, name: stored, path, updated_at: sql`now()` })
+        .where('id', '=', current.id)
+        .execute()
+      moved += 1
+    } catch (error) {
+      if (isUniqueViolation(error)) throw taken()
+      throw error
+    }
+    await followJobs(trx, { owner, path })
+    return { node: await getNode(trx, owner, pathToSegments(path)), from, moved }
+  })
+}
+
+/**
+ * Jobs of the moved nodes name them by their new URIs (the job rows keep their node ids): parse
+ * jobs, and the file lists of compile jobs.
+ */
+async function followJobs(trx: Kysely<DB>, { owner, path }: { owner: Owner; path: string }): Promise<void> {
+  const nodes = await trx
+    .selectFrom('nodes')
+    .select(['id', 'path', 'kind'])
+    .where('owner_id', '=', owner.id)
+    .where((eb) => eb.or([eb('path', '=', path), below(path)]))
+    .where((eb) =>
+      eb.or([
+        eb.exists(eb.selectFrom('jobs').select('jobs.id').whereRef('jobs.node_id', '=', 'nodes.id')),
+        eb.exists(eb.selectFrom('compile_job_files').select('compile_job_files.job_id').whereRef('compile_job_files.node_id', '=', 'nodes.id')),
+      ]),
+    )
+    .execute()
+  for (let i = 0; i < nodes.length; i += JOB_URI_BATCH) {
+    const batch = nodes.slice(i, i + JOB_URI_BATCH)
+    const values = sql.join(batch.map((row) => sql`(${row.id}::uuid, ${uriOf(owner, row)})`))
+    await sql`update jobs set uri = moved.uri, updated_at = now() from (values ${values}) as moved(id, uri) where jobs.node_id = moved.id and jobs.owner_id = ${owner.id}`.execute(trx)
+    await sql`update compile_job_files set uri = moved.uri from (values ${values}) as moved(id, uri) where compile_job_files.node_id = moved.id and compile_job_files.owner_id = ${owner.id}`.execute(trx)
+  }
+}
+
+export interface DeleteResult extends SubtreeCounts {
+  readonly uri: string
+}
+
+/**
+ * Deletes `node` and everything below it in one statement (the tree's foreign keys cascade), so a
+ * reader sees the whole subtree or none of it. Versions and their search passages go with it; job
+ * rows stay as history with no node.
+ */
+export async function deleteSubtree(db: Kysely<DB>, { owner, node }: { owner: Owner; node: WorkspaceNode }): Promise<DeleteResult> {
+  if (node.path === '') throw new NodeConflict({ uri: node.uri, reason: 'the root folder cannot be deleted' })
+  return db.transaction().execute(async (trx) => {
+    const current = await trx.selectFrom('nodes').selectAll().where('owner_id', '=', owner.id).where('id', '=', node.id).forUpdate().executeTakeFirst()
+    if (!current) throw new NodeNotFound({ uri: node.uri })
+    const uri = uriOf(owner, current)
+    const counts = await subtreeCounts(trx, owner, { ...node, path: current.path, kind: current.kind })
+    await trx.deleteFrom('nodes').where('owner_id', '=', owner.id).where('id', '=', current.id).execute()
+    return { uri, ...counts }
+  })
+}
+
+export interface MoveDestination {
+  readonly uri: string
+  /** Folders above it (0 for the root). */
+  readonly depth: number
+  readonly name: string
+}
+
+/** The caller's folders outside `exclude`'s subtree, by path (a move's destinations), at most `limit`. */
+export async function listMoveDestinations(
+  db: Db,
+  { owner, exclude, limit }: { owner: Owner; exclude: Pick<WorkspaceNode, 'kind' | 'path'>; limit: number },
+): Promise<{ folders: ReadonlyArray<MoveDestination>; truncated: boolean }> {
+  let query = db.selectFrom('nodes').select(['path', 'kind']).where('owner_id', '=', owner.id).where('kind', '=', 'directory')
+  if (exclude.kind === 'directory') query = query.where('path', '<>', exclude.path).where(sql<boolean>`not starts_with(path, ${exclude.path + '/'})`)
+  const rows = await query.orderBy(sql`path collate "C"`).limit(limit + 1).execute()
+  const folders = rows.slice(0, limit).map((row) => {
+    const segments = pathToSegments(row.path)
+    return { uri: uriOf(owner, row), depth: segments.length, name: segments.at(-1) ?? '' }
+  })
+  return { folders, truncated: rows.length > limit }
+}

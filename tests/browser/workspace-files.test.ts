@@ -1,0 +1,382 @@
+// A workspace people can live in (issue 14), in real Chromium, in both randomUUID modes: file
+// management in place (desktop and phone width), uploads without a reload (button, form, drop,
+// a folder that vanished), citations that open the highlighted passage with the chat kept, the
+// conversation kept per directory in sessionStorage (reload, New chat, a stopped answer in the
+// history with its paired tool call), the answer tools, the keyboard, and the Ctrl+K search.
+import { describe, expect, it } from 'vitest'
+import type { Locator, Page } from 'playwright-core'
+import { ask, assistantMessage, screenshot, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
+import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
+
+const ui = useBrowserFixture({ start: startChatWorkspace })
+const PHONE = { width: 390, height: 844 }
+const DESKTOP = { width: 1360, height: 860 }
+
+describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
+  const workspace = ui.workspace(mode)
+  const open = workspace.open
+  const tag = mode.randomUUID ? 'uuid' : 'nouuid'
+  const root = 'kb://users/alice/'
+  const history = (page: Page) => page.locator('#chat-history').inputValue().then((value) => JSON.parse(value) as Array<Record<string, unknown>>)
+  const treeRow = (page: Page, name: string) => page.locator('#tree li.node > .row', { has: page.locator('.name', { hasText: new RegExp(`^${name}$`) }) })
+  const fileDialog = (page: Page) => page.locator('#files-dialog')
+  const action = (page: Page, name: string) => page.locator('#content .node-actions').getByRole('button', { name, exact: true })
+  /** Marks the document: a full page load loses the mark, an in-place update keeps it. */
+  const markDocument = (page: Page) => page.evaluate(() => ((window as { __kept?: boolean }).__kept = true))
+  const documentKept = (page: Page) => page.evaluate(() => (window as { __kept?: boolean }).__kept === true)
+
+  for (const viewport of [DESKTOP, PHONE]) {
+    const width = viewport === PHONE ? 'phone' : 'desktop'
+    it(`manages files in place at ${width} width: new folder, rename, move, delete with a named count; the chat stays`, async () => {
+      const base = `${tag}-${width}`
+      await ui.app.putText([base, 'keep.md'], '# Keep\n')
+      await ui.app.putText([base, 'sub', 'x.md'], 'x\n')
+      await ui.app.putText([base, 'sub', 'deeper', 'y.md'], 'y\n')
+      const page = await open({ uri: `${root}${base}/`, viewport, allowConsoleErrors: [/status of 400/] }) // the refused name
+      await markDocument(page)
+
+      await action(page, 'New folder').click()
+      await fileDialog(page).getByRole('textbox', { name: 'Folder name' }).fill('made')
+      await fileDialog(page).getByRole('button', { name: 'Create folder' }).click()
+      await page.locator('#content .entry-link', { hasText: /^made\/$/ }).waitFor()
+      await expect(fileDialog(page).isVisible()).resolves.toBe(false)
+      await expect(page.locator('#files-live').textContent()).resolves.toBe(`Folder made created in ${root}${base}/.`)
+
+      await action(page, 'New folder').click()
+      await fileDialog(page).getByRole('textbox', { name: 'Folder name' }).fill('bad/name')
+      await fileDialog(page).getByRole('button', { name: 'Create folder' }).click()
+      await fileDialog(page).locator('.error', { hasText: 'a name cannot hold a folder part' }).waitFor()
+      await fileDialog(page).getByRole('button', { name: 'Cancel' }).click()
+
+      await page.locator('#content .entry-link', { hasText: /^keep\.md$/ }).click()
+      await page.locator('#content .markdown h1', { hasText: 'Keep' }).waitFor()
+      await expect(page.locator('#content a', { hasText: 'Download' }).getAttribute('href')).resolves.toBe(
+        `/api/v1/workspace/raw?uri=${encodeURIComponent(`${root}${base}/keep.md`)}`,
+      )
+      await action(page, 'Rename').click()
+      await fileDialog(page).getByRole('textbox', { name: 'New name' }).fill('kept.md')
+      await fileDialog(page).getByRole('button', { name: 'Rename' }).click()
+      await page.waitForURL((url) => url.searchParams.get('uri') === `${root}${base}/kept.md`)
+      await page.locator('#content .pane-head .title', { hasText: 'kept.md' }).waitFor()
+
+      await action(page, 'Move').click()
+      const picker = fileDialog(page).locator('.folder-picker')
+      await picker.waitFor()
+      await expect(picker.locator('.folder-name').allTextContents()).resolves.toContain('made')
+      await picker.locator(`input[type=radio][value="${root}${base}/made/"]`).check()
+      await fileDialog(page).getByRole('button', { name: 'Move here' }).click()
+      await page.waitForURL((url) => url.searchParams.get('uri') === `${root}${base}/made/kept.md`)
+      await treeRow(page, 'kept.md').waitFor()
+
+      await page.goto(`/workspace?uri=${encodeURIComponent(`${root}${base}/sub/`)}`)
+      await markDocument(page)
+      await action(page, 'Move').click()
+      await fileDialog(page).locator('.folder-picker').waitFor()
+      // A folder is never offered itself or a folder inside it.
+      const offered = await fileDialog(page).locator('.folder-picker input[type=radio]').evaluateAll((inputs) => inputs.map((input) => (input as HTMLInputElement).value))
+      expect(offered).toContain(`${root}${base}/made/`)
+      expect(offered.filter((uri) => uri.startsWith(`${root}${base}/sub/`))).toEqual([])
+      await fileDialog(page).getByRole('button', { name: 'Cancel' }).click()
+
+      await action(page, 'Delete').click()
+      await fileDialog(page).locator('.confirm-text').waitFor()
+      await expect(fileDialog(page).locator('.confirm-text').textContent()).resolves.toBe('Delete the folder sub and everything in it: 2 files in 1 folder?')
+      if (viewport === PHONE) await screenshot(page, `phone-delete-confirm-${tag}`)
+      await fileDialog(page).getByRole('button', { name: 'Delete 2 files in 1 folder' }).click()
+      await page.waitForURL((url) => url.searchParams.get('uri') === `${root}${base}/`)
+      await page.locator('#content .entry-link', { hasText: /^made\/$/ }).waitFor()
+      await expect(page.locator('#content .entry-link', { hasText: /^sub\/$/ }).count()).resolves.toBe(0)
+      await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(`${root}${base}/`) // the chat left the deleted folder
+      expect(await documentKept(page)).toBe(true)
+      await screenshot(page, `${width}-files-managed-${tag}`)
+      expect(workspace.problems()).toEqual([])
+    })
+  }
+
+  it('uploads without a reload at phone width: the button, dropped files, and a folder that vanished is offered to be created', async () => {
+    const base = `${tag}-uploads`
+    await ui.app.putText([base, 'seed.md'], 'seed\n')
+    await ui.app.putText([base, 'gone', 'soon.md'], 'soon\n')
+    const page = await open({ uri: `${root}${base}/`, viewport: PHONE, allowConsoleErrors: [/status of 404/] }) // the vanished folder
+    await markDocument(page)
+    const panel = page.locator('#upload-panel')
+    // A conversation first: uploads must leave it as it is.
+    await page.getByRole('button', { name: 'Ask KnowAgent' }).click()
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Nothing uploaded yet.')))
+    await ask(page, 'Anything here?')
+    await waitForAnswer(page)
+    await page.getByRole('button', { name: 'Close chat' }).click()
+
+    const chooser = page.waitForEvent('filechooser')
+    await action(page, 'Upload files').click()
+    await (await chooser).setFiles([
+      { name: 'one.md', mimeType: 'text/markdown', buffer: Buffer.from('# One\n') },
+      { name: 'seed.md', mimeType: 'text/markdown', buffer: Buffer.from('seed\n') },
+    ])
+    await panel.locator('#upload-title', { hasText: 'Uploaded to' }).waitFor()
+    await expect(panel.locator('.upload-file').allTextContents()).resolves.toEqual(['one.mdadded', 'seed.mdunchanged (same bytes)'])
+    await page.locator('#content .entry-link', { hasText: /^one\.md$/ }).waitFor()
+    await screenshot(page, `phone-upload-outcome-${tag}`)
+
+    // Files dropped on a folder's row in the tree go into that folder.
+    await dropFiles(treeRow(page, 'gone'), [{ name: 'dropped.txt', text: 'dropped text' }])
+    await panel.locator('.upload-file', { hasText: 'dropped.txt' }).locator('.upload-outcome', { hasText: 'added' }).waitFor()
+    await expect(panel.locator('#upload-title').textContent()).resolves.toBe(`Uploaded to ${root}${base}/gone/: 1 file`)
+    await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(2) // the chat untouched
+    await expect(history(page)).resolves.toEqual([
+      { role: 'user', content: 'Anything here?' },
+      { role: 'assistant', content: 'Nothing uploaded yet.' },
+    ])
+    await treeRow(page, 'gone').getByRole('link').click()
+    await page.locator('#content .entry-link', { hasText: /^dropped\.txt$/ }).waitFor()
+
+    // The folder on show is deleted behind the page's back: the upload offers to create it.
+    await ui.app.server.database.db.deleteFrom('nodes').where('path', '=', `${base}/gone`).execute()
+    await dropFiles(page.locator('#content'), [{ name: 'again.txt', text: 'again' }])
+    await panel.locator('#upload-error', { hasText: 'does not exist' }).waitFor()
+    await expect(panel.locator('.upload-file').allTextContents()).resolves.toEqual(['again.txtnot stored'])
+    await panel.getByRole('button', { name: `Create ${root}${base}/gone/ and upload` }).click()
+    await panel.locator('.upload-file', { hasText: 'again.txt' }).locator('.upload-outcome', { hasText: 'added' }).waitFor()
+    await page.locator('#content .entry-link', { hasText: /^again\.txt$/ }).waitFor()
+    expect(await documentKept(page)).toBe(true)
+    expect(workspace.problems()).toEqual([])
+  })
+
+  for (const viewport of [DESKTOP, PHONE]) {
+    const width = viewport === PHONE ? 'phone' : 'desktop'
+    it(`at ${width} width a citation of a file the turn read opens the passage in place; one it never read is not a link`, async () => {
+      const text = '# Alpha\n\nThe answer is **forty-two**.\n'
+      const offset = text.indexOf('The answer')
+      ui.app.provider.enqueue(
+        streamScript(toolCallsSse([{ id: 'call_read', name: 'read', arguments: { uri: 'kb://me/docs/a.md' } }])),
+        streamScript(textAnswerSse(`It is forty-two (kb://users/alice/docs/a.md @${offset}); not in (kb://users/alice/docs/b.txt @3).`)),
+      )
+      const page = await open({ uri: root, viewport })
+      await markDocument(page)
+      if (viewport === PHONE) await page.getByRole('button', { name: 'Ask KnowAgent' }).click()
+      await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+      await ask(page, 'What is the answer?')
+      await waitForAnswer(page)
+      const answer = assistantMessage(page)
+      const cite = answer.locator('a.kb-cite')
+      await expect(cite.count()).resolves.toBe(1)
+      await expect(cite.textContent()).resolves.toBe(`kb://users/alice/docs/a.md @${offset}`)
+      await expect(answer.locator('.kb-ref').textContent()).resolves.toBe('kb://users/alice/docs/b.txt @3')
+      await expect(answer.locator('a', { hasText: 'b.txt' }).count()).resolves.toBe(0)
+      await cite.click()
+      const passage = page.locator('#content mark#passage')
+      await passage.waitFor()
+      await expect(passage.textContent()).resolves.toMatch(/^The answer/)
+      await expect(passage.evaluate((element) => document.activeElement === element)).resolves.toBe(true)
+      const box = (await passage.boundingBox())!
+      expect(box.y).toBeGreaterThanOrEqual(0)
+      expect(box.y + box.height).toBeLessThanOrEqual(viewport.height) // scrolled into view
+      expect(new URL(page.url()).searchParams.get('offset')).toBe(String(offset))
+      await screenshot(page, `${width}-citation-passage-${tag}`)
+      // The chat was kept: same directory, same conversation, same document.
+      await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(root)
+      await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(2)
+      expect(await documentKept(page)).toBe(true)
+      expect(workspace.problems()).toEqual([])
+    })
+  }
+
+  it('keeps the conversation per directory across reloads; a stopped answer stays with its paired tool call; New chat clears it', async () => {
+    const { provider } = ui.app
+    const page = await open({ uri: `${root}docs/`, allowConsoleErrors: [/ERR_ABORTED|aborted|network/i] })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    provider.enqueue(
+      streamScript(toolCallsSse([{ id: 'call_ls', name: 'ls', arguments: { uri: 'kb://me/docs/' } }])),
+      { kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'Half an answer' }]) }], end: 'hang' },
+    )
+    await ask(page, 'List and think')
+    const answer = assistantMessage(page)
+    await answer.locator('.answer', { hasText: 'Half an answer' }).waitFor()
+    await page.getByRole('textbox', { name: 'Message' }).press('Escape') // Esc stops while the input has focus
+    await waitForAnswer(page, { state: 'stopped' })
+    const kept = await history(page)
+    expect(kept).toHaveLength(4)
+    expect(kept[0]).toEqual({ role: 'user', content: 'List and think' })
+    expect(kept[1]).toMatchObject({ role: 'assistant', content: null, tool_calls: [{ id: 'call_ls', type: 'function', function: { name: 'ls', arguments: '{"uri":"kb://me/docs/"}' } }] })
+    expect(kept[2]).toMatchObject({ role: 'tool', tool_call_id: 'call_ls' })
+    expect(JSON.parse(kept[2]!.content as string)).toHaveProperty('summary')
+    expect(kept[3]).toEqual({ role: 'assistant', content: 'Half an answer\n\n[This answer was stopped by the user; the text above is incomplete.]' })
+
+    await page.reload()
+    await assistantMessage(page).locator('.answer', { hasText: 'Half an answer' }).waitFor()
+    await expect(page.locator('#chat-log .msg-status').first().textContent()).resolves.toBe('Stopped')
+    expect(await history(page)).toEqual(kept)
+
+    // The next question carries what the person saw.
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    provider.enqueue(streamScript(textAnswerSse('Continuing.')))
+    await ask(page, 'Go on')
+    await waitForAnswer(page, { n: 2 })
+    const sent = provider.requests.at(-1)!.body as { messages: Array<{ role: string; content: string | null; tool_call_id?: string }> }
+    expect(sent.messages.find((m) => m.role === 'tool')?.tool_call_id).toBe('call_ls')
+    expect(sent.messages.some((m) => m.role === 'assistant' && m.content?.includes('[This answer was stopped by the user'))).toBe(true)
+
+    // Another directory has its own conversation; coming back restores this one.
+    await page.locator('#tree .node-link', { hasText: /^other$/ }).click()
+    await page.locator('#chat-welcome').waitFor()
+    await page.goBack()
+    await assistantMessage(page, 2).locator('.answer', { hasText: 'Continuing.' }).waitFor()
+
+    await page.getByRole('button', { name: 'New chat' }).click()
+    await page.locator('#chat-welcome').waitFor()
+    await page.reload()
+    await page.locator('#chat-welcome').waitFor()
+    await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(0)
+    expect(await history(page)).toEqual([])
+    await screenshot(page, `desktop-new-chat-${tag}`)
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('renaming the folder the chat is in keeps the conversation: the chat follows it, and a reload restores it there', async () => {
+    const base = `${tag}-renamed`
+    await ui.app.putText([base, 'note.md'], 'a note\n')
+    const page = await open({ uri: `${root}${base}/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse('One note.')))
+    await ask(page, 'How many notes?')
+    await waitForAnswer(page)
+    await action(page, 'Rename').click()
+    await fileDialog(page).getByRole('textbox', { name: 'New name' }).fill(`${base}-2`)
+    await fileDialog(page).getByRole('button', { name: 'Rename' }).click()
+    await page.waitForURL((url) => url.searchParams.get('uri') === `${root}${base}-2/`)
+    await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(`${root}${base}-2/`)
+    await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(2)
+    await page.reload()
+    await assistantMessage(page).locator('.answer', { hasText: 'One note.' }).waitFor()
+    await expect(history(page)).resolves.toEqual([
+      { role: 'user', content: 'How many notes?' },
+      { role: 'assistant', content: 'One note.' },
+    ])
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('answer tools: model and elapsed time, copy the markdown source, retry the last question; ↑ recalls it', async () => {
+    const { provider } = ui.app
+    const page = await open({ uri: `${root}docs/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    await page.evaluate(() => {
+      const copied: string[] = ((window as { __copied?: string[] }).__copied = [])
+      Object.defineProperty(navigator, 'clipboard', { value: { writeText: async (text: string) => void copied.push(text) }, configurable: true })
+    })
+    provider.enqueue(streamScript(textAnswerSse('First **answer**.')))
+    await ask(page, 'Question one')
+    await waitForAnswer(page)
+    const answer = assistantMessage(page)
+    await expect(answer.locator('.model-name').textContent()).resolves.toBe('Remote')
+    await expect(answer.locator('.elapsed').textContent()).resolves.toMatch(/^\d+\.\d s$/)
+    await answer.getByRole('button', { name: 'Copy' }).click()
+    await answer.getByRole('button', { name: 'Copied' }).waitFor()
+    await expect(page.evaluate(() => (window as { __copied?: string[] }).__copied)).resolves.toEqual(['First **answer**.'])
+
+    provider.enqueue(streamScript(textAnswerSse('Second answer.')))
+    await answer.getByRole('button', { name: 'Retry' }).click()
+    await assistantMessage(page).locator('.answer', { hasText: 'Second answer.' }).waitFor()
+    await waitForAnswer(page)
+    await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(2)
+    const sent = provider.requests.at(-1)!.body as { messages: Array<{ role: string; content: string | null }> }
+    expect(sent.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['Question one'])
+    expect(await history(page)).toEqual([
+      { role: 'user', content: 'Question one' },
+      { role: 'assistant', content: 'Second answer.' },
+    ])
+
+    const box = page.getByRole('textbox', { name: 'Message' })
+    await box.focus()
+    await box.press('ArrowUp')
+    await expect(box.inputValue()).resolves.toBe('Question one')
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('Ctrl+K searches the whole workspace; a hit opens the passage highlighted and keeps the chat', async () => {
+    const page = await open({ uri: `${root}other/` })
+    await page.keyboard.press('Control+k')
+    const dialog = page.locator('#search-dialog')
+    await expect(dialog.isVisible()).resolves.toBe(true)
+    await expect(page.evaluate(() => document.activeElement?.id)).resolves.toBe('search-input')
+    await page.keyboard.type('forty')
+    const hit = dialog.locator('a.search-hit', { hasText: 'kb://users/alice/docs/a.md' })
+    await hit.waitFor()
+    await screenshot(page, `desktop-search-${tag}`)
+    await hit.click()
+    await page.locator('#content mark#passage', { hasText: 'forty' }).waitFor()
+    await expect(dialog.isVisible()).resolves.toBe(false)
+    await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(`${root}other/`)
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('follows the system colour scheme: dark mode when the system prefers it', async () => {
+    const page = await open({ uri: `${root}docs/a.md` })
+    const colours = () =>
+      page.evaluate(() => {
+        const of = (selector: string) => getComputedStyle(document.querySelector(selector)!)
+        return { page: of('html').backgroundColor, text: of('body').color, panel: of('#chat-panel').backgroundColor }
+      })
+    await page.emulateMedia({ colorScheme: 'light' })
+    await expect(colours()).resolves.toMatchObject({ page: 'rgb(245, 246, 248)', text: 'rgb(27, 30, 36)' })
+    await page.emulateMedia({ colorScheme: 'dark' })
+    await expect(colours()).resolves.toMatchObject({ page: 'rgb(18, 20, 25)', text: 'rgb(228, 231, 236)' })
+    await screenshot(page, `desktop-dark-${tag}`)
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('pages that do not dead-end: a missing file shows where it was asked and leads back; /read of it shows its error once with a /ls hint', async () => {
+    const page = await open({ uri: `${root}docs/`, allowConsoleErrors: [/status of 404/] })
+    await page.goto(`/workspace?uri=${encodeURIComponent(`${root}docs/deep/gone.md`)}`)
+    const problem = page.locator('.problem')
+    await expect(problem.locator('h1').textContent()).resolves.toBe('Not found')
+    await expect(problem.textContent()).resolves.toContain(`${root}docs/deep/gone.md`)
+    await screenshot(page, `desktop-missing-node-${tag}`)
+    await problem.getByRole('link', { name: `Back to ${root}docs/deep/` }).click()
+    await page.locator('#content .entry-link', { hasText: /^c\.md$/ }).waitFor()
+    await page.locator('#chat-form[data-htmx-powered]').waitFor({ state: 'attached' })
+
+    await page.getByRole('textbox', { name: 'Message' }).fill('/read missing.md')
+    await page.getByRole('textbox', { name: 'Message' }).press('Enter')
+    const card = page.locator('#chat-log .command-card.failed').last()
+    await card.waitFor()
+    await expect(card.locator('.tool-error').count()).resolves.toBe(1)
+    await expect(card.locator('.card-summary').count()).resolves.toBe(0)
+    await expect((await card.textContent())!.split('missing.md').length - 1).toBe(1) // the error once
+    await card.getByRole('button', { name: 'List this folder (/ls)' }).click()
+    await page.locator('#chat-log .command-card.ok .ls-entries .name', { hasText: 'c.md' }).waitFor()
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('a long name in the tree shows in full on hover and on focus', async () => {
+    const long = `${tag}-a-very-long-file-name-that-does-not-fit-in-the-sidebar-at-all.md`
+    await ui.app.putText(['long', long], 'long\n')
+    const page = await open({ uri: `${root}long/` })
+    const link = page.locator('#tree .node-link', { hasText: long })
+    await expect(link.getAttribute('title')).resolves.toBe(long)
+    const fits = () => link.locator('.name').evaluate((name) => name.scrollWidth <= name.clientWidth)
+    await expect(fits()).resolves.toBe(false)
+    await link.hover()
+    await expect(fits()).resolves.toBe(true)
+    await page.mouse.move(900, 600)
+    await expect(fits()).resolves.toBe(false)
+    await link.focus()
+    await page.keyboard.press('Shift+Tab')
+    await page.keyboard.press('Tab') // focus by keyboard: :focus-visible
+    await expect(fits()).resolves.toBe(true)
+    expect(workspace.problems()).toEqual([])
+  })
+})
+
+/** Drops files on an element the way a file manager does (a DataTransfer with Files). */
+async function dropFiles(target: Locator, files: ReadonlyArray<{ name: string; text: string }>): Promise<void> {
+  await target.evaluate((target, list) => {
+    const transfer = new DataTransfer()
+    for (const file of list) transfer.items.add(new File([file.text], file.name, { type: 'text/plain' }))
+    const rect = target.getBoundingClientRect()
+    const at = { clientX: rect.left + 20, clientY: rect.top + 20, bubbles: true, cancelable: true, dataTransfer: transfer }
+    target.dispatchEvent(new DragEvent('dragover', at))
+    target.dispatchEvent(new DragEvent('drop', at))
+  }, files)
+}

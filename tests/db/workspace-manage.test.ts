@@ -1,0 +1,182 @@
+// File management on real PostgreSQL: new folder, rename and move rewriting the whole subtree's
+// paths in one transaction, refusals (root, into itself, taken names, the name rule), and a folder
+// delete that a concurrent reader sees whole or not at all.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import pg from 'pg'
+import { createUser } from '../../src/effects/auth/users.ts'
+import { createDirectory, deleteSubtree, listMoveDestinations, moveNode, subtreeCounts } from '../../src/effects/workspace/manage.ts'
+import { findNode, getNode, putFile, readCurrent, type Owner } from '../../src/effects/workspace/store.ts'
+import { InvalidName, NodeConflict, NodeNotFound } from '../../src/effects/workspace/workspace-errors.ts'
+import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+
+const put = (db: TestDatabase['db'], owner: Owner, segments: string[], text: string) =>
+  putFile(db, { owner, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/plain', text } })
+
+/** Resolves once another connection of this database waits for a lock (bounded by the test's timeout). */
+async function blockedOnALock(client: pg.Client): Promise<void> {
+  for (;;) {
+    const { rows } = await client.query(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)
+    if (Number(rows[0].n) > 0) return
+  }
+}
+
+describe('workspace management', () => {
+  let database: TestDatabase
+  let owner: Owner
+  beforeAll(async () => {
+    database = await openTestDatabase()
+    owner = await createUser(database.db, { login: 'mona', password: 'correct horse' })
+  })
+  afterAll(async () => {
+    await database?.close()
+  })
+
+  const paths = async () =>
+    (await database.db.selectFrom('nodes').select('path').where('owner_id', '=', owner.id).orderBy('path').execute()).map((row) => row.path)
+
+  it('creates a folder once; the name rule and taken names are refused', async () => {
+    const root = await getNode(database.db, owner, [])
+    const made = await createDirectory(database.db, { owner, parent: root, name: 'Projects' })
+    expect(made).toMatchObject({ kind: 'directory', uri: 'kb://users/mona/Projects/', parentId: root.id })
+    await expect(createDirectory(database.db, { owner, parent: root, name: 'Projects' })).rejects.toBeInstanceOf(NodeConflict)
+    for (const bad of ['a/b', '..', ' x', 'bidi\u202Efdp.exe', '']) {
+      await expect(createDirectory(database.db, { owner, parent: root, name: bad })).rejects.toBeInstanceOf(InvalidName)
+    }
+    const decomposed = 'Cafe\u0301'
+    expect((await createDirectory(database.db, { owner, parent: made, name: decomposed })).name).toBe('Caf\u00e9')
+    const file = (await put(database.db, owner, ['Projects', 'f.txt'], 'x')).node
+    await expect(createDirectory(database.db, { owner, parent: file, name: 'sub' })).rejects.toBeInstanceOf(NodeConflict)
+  })
+
+  it('moves a folder with its whole subtree, keeps file content and job references, and renames in place', async () => {
+    await put(database.db, owner, ['src', 'deep', 'a.md'], 'alpha')
+    await put(database.db, owner, ['src', 'deep', 'more', 'b.md'], 'bravo')
+    await put(database.db, owner, ['src', 'c.md'], 'charlie')
+    const dest = await createDirectory(database.db, { owner, parent: await getNode(database.db, owner, []), name: 'dest' })
+    const deep = await getNode(database.db, owner, ['src', 'deep'])
+    const moved = await moveNode(database.db, { owner, node: deep, destination: dest })
+    expect(moved).toMatchObject({ from: 'kb://users/mona/src/deep/', moved: 4 })
+    expect(moved.node).toMatchObject({ uri: 'kb://users/mona/dest/deep/', parentId: dest.id, id: deep.id })
+    expect((await paths()).filter((p) => p.startsWith('dest') || p.startsWith('src'))).toEqual([
+      'dest',
+      'dest/deep',
+      'dest/deep/a.md',
+      'dest/deep/more',
+      'dest/deep/more/b.md',
+      'src',
+      'src/c.md',
+    ])
+    const b = await getNode(database.db, owner, ['dest', 'deep', 'more', 'b.md'])
+    expect((await readCurrent(database.db, owner, b)).body).toBe('bravo')
+    expect(b.parentId).toBe((await getNode(database.db, owner, ['dest', 'deep', 'more'])).id)
+    const job = await database.db.selectFrom('jobs').select(['uri']).where('node_id', '=', b.id).executeTakeFirstOrThrow()
+    expect(job.uri).toBe('kb://users/mona/dest/deep/more/b.md')
+    // A compile job's file list follows the file too (its row keeps the node id).
+    const compileJob = crypto.randomUUID()
+    await database.db.insertInto('jobs').values({ id: compileJob, owner_id: owner.id, uri: 'kb://users/mona/dest/deep/more/', kind: 'compile', status: 'succeeded' }).execute()
+    await database.db.insertInto('compile_job_files').values({ job_id: compileJob, position: 0, owner_id: owner.id, node_id: b.id, uri: 'kb://users/mona/dest/deep/more/b.md', active: false }).execute()
+
+    const renamed = await moveNode(database.db, { owner, node: moved.node, destination: dest, name: 'shallow' })
+    expect(renamed.node.uri).toBe('kb://users/mona/dest/shallow/')
+    expect(await findNode(database.db, owner, ['dest', 'shallow', 'more', 'b.md'])).toBeDefined()
+    expect(await findNode(database.db, owner, ['dest', 'deep'])).toBeUndefined()
+    const listed = await database.db.selectFrom('compile_job_files').select(['uri', 'node_id']).where('job_id', '=', compileJob).executeTakeFirstOrThrow()
+    expect(listed).toEqual({ uri: 'kb://users/mona/dest/shallow/more/b.md', node_id: b.id })
+    const same = await moveNode(database.db, { owner, node: renamed.node, destination: dest })
+    expect(same.moved).toBe(0)
+  })
+
+  it('refuses a move into itself or below itself, onto a file, over a taken name, and of the root', async () => {
+    const shallow = await getNode(database.db, owner, ['dest', 'shallow'])
+    const more = await getNode(database.db, owner, ['dest', 'shallow', 'more'])
+    const before = await paths()
+    await expect(moveNode(database.db, { owner, node: shallow, destination: shallow })).rejects.toThrow(/into itself or below itself/)
+    await expect(moveNode(database.db, { owner, node: shallow, destination: more })).rejects.toThrow(/into itself or below itself/)
+    const file = await getNode(database.db, owner, ['src', 'c.md'])
+    await expect(moveNode(database.db, { owner, node: shallow, destination: file })).rejects.toThrow(/goes into a folder/)
+    await put(database.db, owner, ['src', 'shallow'], 'a file with the folder’s name')
+    await expect(moveNode(database.db, { owner, node: shallow, destination: await getNode(database.db, owner, ['src']) })).rejects.toBeInstanceOf(NodeConflict)
+    await expect(moveNode(database.db, { owner, node: shallow, destination: shallow, name: 'x/y' })).rejects.toBeInstanceOf(InvalidName)
+    const root = await getNode(database.db, owner, [])
+    await expect(moveNode(database.db, { owner, node: root, destination: shallow })).rejects.toThrow(/root folder cannot be moved/)
+    expect(await paths()).toEqual([...before, 'src/shallow'].sort())
+  })
+
+  it('a stale node (moved or deleted since it was read) is not found, never moved from its old place', async () => {
+    const c = await getNode(database.db, owner, ['src', 'c.md'])
+    const dest = await getNode(database.db, owner, ['dest'])
+    await moveNode(database.db, { owner, node: c, destination: dest })
+    const again = await moveNode(database.db, { owner, node: c, destination: await getNode(database.db, owner, ['src']) })
+    expect(again.node.uri).toBe('kb://users/mona/src/c.md') // same id: the node moves from wherever it is now
+    await deleteSubtree(database.db, { owner, node: again.node })
+    await expect(moveNode(database.db, { owner, node: c, destination: dest })).rejects.toBeInstanceOf(NodeNotFound)
+  })
+
+  it('lists move destinations without the node and what lies below it', async () => {
+    const shallow = await getNode(database.db, owner, ['dest', 'shallow'])
+    const { folders } = await listMoveDestinations(database.db, { owner, exclude: shallow, limit: 100 })
+    const uris = folders.map((folder) => folder.uri)
+    expect(uris).toContain('kb://users/mona/')
+    expect(uris).toContain('kb://users/mona/dest/')
+    expect(uris.some((uri) => uri.startsWith('kb://users/mona/dest/shallow/'))).toBe(false)
+    expect(folders.find((folder) => folder.uri === 'kb://users/mona/dest/')?.depth).toBe(1)
+  })
+
+  it('deletes a folder and its subtree in one statement: a concurrent reader sees all of it, then none', async () => {
+    await put(database.db, owner, ['doomed', 'one.md'], '1')
+    await put(database.db, owner, ['doomed', 'sub', 'two.md'], '2')
+    await put(database.db, owner, ['doomed', 'sub', 'deeper', 'three.md'], '3')
+    const doomed = await getNode(database.db, owner, ['doomed'])
+    expect(await subtreeCounts(database.db, owner, doomed)).toEqual({ files: 3, directories: 2 })
+    const deepest = await getNode(database.db, owner, ['doomed', 'sub', 'deeper', 'three.md'])
+    const countBelow = async (client: pg.Client) =>
+      Number((await client.query(`select count(*) as n from nodes where owner_id = $1 and (path = 'doomed' or path like 'doomed/%')`, [owner.id])).rows[0].n)
+
+    // A transaction holds a lock on the deepest file: the delete must wait for it, and meanwhile a
+    // third connection still sees the whole subtree (nothing half-deleted is ever visible).
+    const holder = new pg.Client({ connectionString: database.url })
+    const observer = new pg.Client({ connectionString: database.url })
+    await Promise.all([holder.connect(), observer.connect()])
+    try {
+      await holder.query('begin')
+      await holder.query('select id from nodes where id = $1 for update', [deepest.id])
+      const deleting = deleteSubtree(database.db, { owner, node: doomed })
+      await blockedOnALock(observer)
+      expect(await countBelow(observer)).toBe(6)
+      await holder.query('commit')
+      expect(await deleting).toEqual({ uri: 'kb://users/mona/doomed/', files: 3, directories: 2 })
+      expect(await countBelow(observer)).toBe(0)
+      const versions = await observer.query('select count(*) as n from file_versions where node_id = $1', [deepest.id])
+      expect(Number(versions.rows[0].n)).toBe(0)
+      const jobs = await observer.query('select node_id from jobs where uri = $1', ['kb://users/mona/doomed/sub/deeper/three.md'])
+      expect(jobs.rows).toEqual([{ node_id: null }]) // the parse job stays as history, without its node
+    } finally {
+      await Promise.all([holder.end(), observer.end()])
+    }
+    await expect(deleteSubtree(database.db, { owner, node: await getNode(database.db, owner, []) })).rejects.toThrow(/root folder cannot be deleted/)
+  })
+
+  it('a put into a folder that is being moved waits for the move and never lands under a stale path', async () => {
+    const box = await createDirectory(database.db, { owner, parent: await getNode(database.db, owner, []), name: 'box' })
+    const target = await createDirectory(database.db, { owner, parent: await getNode(database.db, owner, []), name: 'target' })
+    const locker = new pg.Client({ connectionString: database.url })
+    await locker.connect()
+    try {
+      // The move's lock is held (as the move would hold it) while a put into box/ starts.
+      await locker.query('begin')
+      await locker.query('select id from nodes where id = $1 for update', [box.id])
+      const putting = put(database.db, owner, ['box', 'late.md'], 'late')
+      await blockedOnALock(locker)
+      await locker.query(`update nodes set path = 'target/box', parent_id = $2, name = 'box' where id = $1`, [box.id, target.id])
+      await locker.query('commit')
+      await putting
+    } finally {
+      await locker.end()
+    }
+    // The put waited for the move; the old box/ had gone, so it made a new box/ for the file.
+    const late = await getNode(database.db, owner, ['box', 'late.md'])
+    const parent = await getNode(database.db, owner, ['box'])
+    expect(late.parentId).toBe(parent.id)
+    expect(parent.id).not.toBe(box.id)
+  })
+})
