@@ -25,7 +25,7 @@ describe('knowagent/testing from an installed tarball', () => {
     mkdirSync(app)
     writeFileSync(
       join(app, 'package.json'),
-      JSON.stringify({ name: 'embedder', private: true, type: 'module', dependencies: { knowagent: `file:../${filename}` }, devDependencies: { '@types/node': '24.19.4', typescript: '5.9.3' } }),
+      JSON.stringify({ name: 'embedder', private: true, type: 'module', dependencies: { knowagent: `file:../${filename}` }, devDependencies: { '@types/node': '24.19.4', tsx: '4.23.15', typescript: '5.9.3' } }),
     )
     writeFileSync(
       join(app, 'tsconfig.json'),

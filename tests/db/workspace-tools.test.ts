@@ -134,8 +134,10 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
     const scope = scopeAt('kb://me/docs/')
     const file = (await run(scope, 'status', { uri: 'kb://me/docs/blob.bin' })).result
     expect(file).toMatchObject({ body: { kind: 'parse', status: 'failed', error: 'unsupported file type' }, compile: null })
-    const dir = (await run(scope, 'status', {})).result as { body: { uri: string } }
-    expect(dir.body.uri.startsWith('kb://users/tina/docs/')).toBe(true)
+    const dir = (await run(scope, 'status', {})).result as { kind: string; compile: unknown; files: Array<{ uri: string; body: { kind: string; uri: string } | null }> }
+    expect(dir).toMatchObject({ kind: 'directory', compile: null })
+    const blob = dir.files.find((entry) => entry.uri === 'kb://users/tina/docs/blob.bin')
+    expect(blob?.body).toMatchObject({ kind: 'parse', status: 'failed', uri: 'kb://users/tina/docs/blob.bin' })
     expect(JSON.parse((await run(scope, 'rm', {})).content).error.code).toBe('unknown_tool')
     expect(JSON.parse((await run(scope, 'read', {})).content).error.code).toBe('invalid_arguments')
     expect(JSON.parse((await run(scope, 'ls', { bogus: 1 })).content).error.code).toBe('invalid_arguments')

@@ -149,6 +149,11 @@ function StatusBody({ result }: { result: StatusResult }) {
         <p class="card-meta">
           files {result.offset + 1}–{result.offset + result.files.length} of {result.total}, each with its own latest jobs
         </p>
+        {result.compile ? (
+          <p class="card-meta">
+            this folder's overview and abstract: <JobBadge job={result.compile} />
+          </p>
+        ) : null}
         <table class="status-files">
           <thead>
             <tr>

@@ -45,7 +45,7 @@ function latestJob(context: ToolContext, node: WorkspaceNode, kind: string) {
       .where('kind', '=', kind)
     // A compile job covers the files of one directory: its row names the directory, its files are listed apart.
     query =
-      kind === 'compile'
+      kind === 'compile' && node.kind === 'file'
         ? query.where('id', 'in', context.db.selectFrom('compile_job_files').select('job_id').where('node_id', '=', node.id))
         : query.where('node_id', '=', node.id)
     return query.orderBy('created_at', 'desc').orderBy('id').limit(1).executeTakeFirst()
@@ -81,7 +81,7 @@ function directoryStatus(context: ToolContext, node: WorkspaceNode, offset: numb
       compile: toJobInfo(row.compile),
     }))
     const next = offset + files.length
-    return { uri: node.uri, kind: 'directory', files, total, offset, next_offset: next < total ? next : null }
+    return { uri: node.uri, kind: 'directory', compile: null, files, total, offset, next_offset: next < total ? next : null }
   })
 }
 
@@ -93,13 +93,16 @@ export const statusTool = defineTool({
   run: (args, context) =>
     Effect.gen(function* () {
       const { node } = yield* resolveToolTarget(context, args.uri)
-      if (node.kind === 'directory') return (yield* directoryStatus(context, node, args.offset ?? 0)) satisfies StatusResult
+      if (node.kind === 'directory') {
+        const compile = toJobInfo(yield* latestJob(context, node, 'compile'))
+        return { ...(yield* directoryStatus(context, node, args.offset ?? 0)), compile } satisfies StatusResult
+      }
       const body = toJobInfo(yield* latestJob(context, node, 'parse'))
       const compile = toJobInfo(yield* latestJob(context, node, 'compile'))
       return { uri: node.uri, kind: 'file', body, compile } satisfies StatusResult
     }),
   summarise: (result: StatusResult) =>
     result.kind === 'directory'
-      ? `${result.total} file${result.total === 1 ? '' : 's'} below ${result.uri}; ${result.files.length} shown from ${result.offset}; parse failed: ${result.files.filter((f) => f.body?.status === 'failed').length}`
+      ? `${result.total} file${result.total === 1 ? '' : 's'} below ${result.uri}; ${result.files.length} shown from ${result.offset}; parse failed: ${result.files.filter((f) => f.body?.status === 'failed').length}; compile: ${result.compile?.status ?? 'none'}`
       : `parse: ${result.body?.status ?? 'none'}; compile: ${result.compile?.status ?? 'none'}`,
 })

@@ -62,6 +62,8 @@ export interface FileStatus {
 export interface DirectoryStatus {
   readonly uri: string
   readonly kind: 'directory'
+  /** The latest compile job of this directory itself (its overview and abstract), or null. */
+  readonly compile: JobInfo | null
   readonly files: ReadonlyArray<FileStatus>
   readonly total: number
   readonly offset: number
