@@ -298,16 +298,16 @@ export function makeCompileService(options: CompileServiceOptions): CompileServi
         })
         for (const candidate of fresh) queued.push({ uri: candidate.uri, job_id: jobId, created: true })
       }
-      return queued
+      // The jobs as this request left them, read in its transaction: a worker may claim a new job the moment it commits.
+      const jobs = []
+      for (const id of new Set(queued.map((entry) => entry.job_id))) {
+        const stored = await findCompileJob(trx, { id, ownerId: caller.id })
+        if (stored) jobs.push({ ...stored.view, created: id === jobId })
+      }
+      return { queued, jobs }
     })
-    const jobIds = [...new Set(outcome.map((entry) => entry.job_id))]
-    const jobs = []
-    for (const id of jobIds) {
-      const stored = await findCompileJob(db, { id, ownerId: caller.id })
-      if (stored) jobs.push({ ...stored.view, created: id === jobId })
-    }
-    jobs.sort((a, b) => Number(b.created) - Number(a.created))
-    return { jobs, queued: outcome, refused }
+    const jobs = [...outcome.jobs].sort((a, b) => Number(b.created) - Number(a.created))
+    return { jobs, queued: outcome.queued, refused }
   }
 
   const cancel: CompileService['cancel'] = async ({ caller, id }) => {
@@ -327,7 +327,8 @@ export function makeCompileService(options: CompileServiceOptions): CompileServi
     }
     if (!stored.snapshot) return { ok: false, status: 409, code: 'invalid_snapshot', message: `job ${id} has no readable configuration snapshot` }
     const snapshot = stored.snapshot
-    const result = await db.transaction().execute(async (trx): Promise<RetryResult | undefined> => {
+    // The answer is the job as this request left it (queued), read in its transaction: a worker may claim it the moment it commits.
+    return await db.transaction().execute(async (trx): Promise<RetryResult> => {
       const ids = stored.fileRefs.flatMap((file) => (file.nodeId ? [file.nodeId] : [])).sort()
       if (ids.length > 0) await trx.selectFrom('nodes').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute()
       const holder = (await activeJobsForFiles(trx, ids)).find((entry) => entry.jobId !== id)
@@ -346,10 +347,8 @@ export function makeCompileService(options: CompileServiceOptions): CompileServi
         return { ok: false, status: 409, code: 'job_not_retryable', message: `job ${id} changed meanwhile; reload and try again` }
       }
       await sendCompileJob(queue, trx, { jobId: id, queueJobId, maxAttempts: snapshot.maxAttempts, timeoutSeconds: snapshot.timeoutSeconds })
-      return undefined
+      return { ok: true, job: (await findCompileJob(trx, { id, ownerId: caller.id }))!.view }
     })
-    if (result) return result
-    return { ok: true, job: (await findCompileJob(db, { id, ownerId: caller.id }))!.view }
   }
 
   return {
