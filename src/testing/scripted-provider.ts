@@ -88,7 +88,63 @@ export async function startScriptedProvider(
 ): Promise<ScriptedProvider> {
   const queue: ProviderScript[] = [...(options.scripts ?? [])]
   let handler = options.handler
-  const requests: RecordedRequest[] = []
+  const server = await startRecordingServer<RecordedRequest>({
+    name: 'scripted provider',
+    record: (base) => base,
+    scriptFor: (request) =>
+      queue.shift() ??
+      handler?.(request) ?? {
+        kind: 'response',
+        status: 500,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ error: { code: 'no_script', message: `scripted provider: no script for request #${request.index}` } }),
+      },
+  })
+  const { requests } = server
+  return {
+    baseUrl: `http://127.0.0.1:${server.port}/v1`,
+    port: server.port,
+    requests,
+    enqueue: (...scripts) => {
+      queue.push(...scripts)
+    },
+    setHandler: (next) => {
+      handler = next
+    },
+    pendingScripts: () => queue.length,
+    openConnections: server.openConnections,
+    waitForRequests: (count, { timeoutMs = 5000 } = {}) => server.waitFor(() => requests.length >= count, timeoutMs, `${count} request(s)`),
+    waitForClientClose: server.waitForClientClose,
+    waitForNoConnections: server.waitForNoConnections,
+    close: server.close,
+  }
+}
+
+/** The HTTP side shared by the scripted servers (this provider, tests' fake Bailian): records every request, plays its script, tracks connections. */
+export interface RecordingServer<R extends RecordedRequest> {
+  readonly port: number
+  readonly requests: R[]
+  readonly openConnections: () => number
+  /** Resolves once `condition` holds (checked now and at every request, response close and connection close). */
+  readonly waitFor: (condition: () => boolean, timeoutMs: number, what: string) => Promise<void>
+  readonly waitForClientClose: (requestIndex: number, options?: { readonly timeoutMs?: number }) => Promise<R>
+  readonly waitForNoConnections: (options?: { readonly timeoutMs?: number }) => Promise<void>
+  /** Cancels pending script steps, cuts every connection and closes the server. */
+  readonly close: () => Promise<void>
+}
+
+export async function startRecordingServer<R extends RecordedRequest>({
+  name,
+  record,
+  scriptFor,
+}: {
+  /** Names the server in timeout errors. */
+  readonly name: string
+  /** The stored record of a request, from its common fields. */
+  readonly record: (base: RecordedRequest) => R
+  readonly scriptFor: (request: R) => ProviderScript
+}): Promise<RecordingServer<R>> {
+  const requests: R[] = []
   const sockets = new Set<Socket>()
   const timers = new Set<ReturnType<typeof setTimeout>>()
   const listeners = new Set<() => void>()
@@ -109,18 +165,9 @@ export async function startScriptedProvider(
     timers.add(timer)
   }
 
-  const nextScript = (request: RecordedRequest): ProviderScript =>
-    queue.shift() ??
-    handler?.(request) ?? {
-      kind: 'response',
-      status: 500,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ error: { code: 'no_script', message: `scripted provider: no script for request #${request.index}` } }),
-    }
-
   const server = createServer((req, res) => {
     void readBody(req).then((rawBody) => {
-      const recorded: RecordedRequest = {
+      const recorded = record({
         index: requests.length,
         method: req.method ?? '',
         path: req.url ?? '',
@@ -130,14 +177,14 @@ export async function startScriptedProvider(
         receivedAt: performance.now(),
         clientClosedAt: undefined,
         finishedAt: undefined,
-      }
+      })
       requests.push(recorded)
       res.on('close', () => {
         if (!res.writableFinished && recorded.clientClosedAt === undefined) recorded.clientClosedAt = performance.now()
         notify()
       })
       notify()
-      playScript({ script: nextScript(recorded), req, res, recorded, schedule, notify })
+      playScript({ script: scriptFor(recorded), req, res, recorded, schedule, notify })
     })
   })
   server.on('connection', (socket) => {
@@ -161,28 +208,19 @@ export async function startScriptedProvider(
       }
       const timer = setTimeout(() => {
         listeners.delete(listener)
-        reject(new Error(`scripted provider: timed out after ${timeoutMs} ms waiting for ${what}`))
+        reject(new Error(`${name}: timed out after ${timeoutMs} ms waiting for ${what}`))
       }, timeoutMs)
       listeners.add(listener)
     })
 
   return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
     port,
     requests,
-    enqueue: (...scripts) => {
-      queue.push(...scripts)
-    },
-    setHandler: (next) => {
-      handler = next
-    },
-    pendingScripts: () => queue.length,
     openConnections: () => sockets.size,
-    waitForRequests: (count, { timeoutMs = 5000 } = {}) =>
-      waitFor(() => requests.length >= count, timeoutMs, `${count} request(s)`),
+    waitFor,
     waitForClientClose: async (requestIndex, { timeoutMs = 5000 } = {}) => {
       await waitFor(() => requests[requestIndex]?.clientClosedAt !== undefined, timeoutMs, `client to close request #${requestIndex}`)
-      return requests[requestIndex] as RecordedRequest
+      return requests[requestIndex] as R
     },
     waitForNoConnections: ({ timeoutMs = 5000 } = {}) => waitFor(() => sockets.size === 0, timeoutMs, 'no open connection'),
     close: async () => {

@@ -8,9 +8,7 @@
 //   // config: endpointHost = fake.endpointHost  (http://127.0.0.1:PORT/ws/{workspaceId})
 //   fake.enqueue('search', bailianError(400, 'AgentApp.NotFound', 'no such app'))
 //   fake.requestsFor('list')[0].body
-import { createServer } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
-import { playScript, type ProviderScript, type RecordedRequest, streamScript } from './scripted-provider.ts'
+import { type ProviderScript, type RecordedRequest, startRecordingServer, streamScript } from './scripted-provider.ts'
 
 export type BailianOperation = 'list' | 'search' | 'chat'
 export type FakeScene = 'search' | 'chat'
@@ -79,80 +77,23 @@ export async function startFakeBailian(
   const workspaces = new Map<string, FakeWorkspace>(Object.entries(options.workspaces ?? {}))
   const queues: Record<BailianOperation, ProviderScript[]> = { list: [], search: [], chat: [] }
   let handler: BailianScriptHandler | undefined
-  const requests: BailianRequest[] = []
-  const sockets = new Set<Socket>()
-  const timers = new Set<ReturnType<typeof setTimeout>>()
-  const listeners = new Set<() => void>()
   let requestCounter = 0
-  const notify = (): void => {
-    for (const listener of [...listeners]) listener()
-  }
-  const schedule = (delayMs: number, run: () => void): void => {
-    const timer = setTimeout(() => {
-      timers.delete(timer)
-      run()
-    }, delayMs)
-    timers.add(timer)
-  }
-
-  const server = createServer((req, res) => {
-    void readBody(req).then((rawBody) => {
-      const { workspaceId, path } = splitPath(req.url ?? '')
-      const operation = PATHS[path] ?? 'unknown'
-      const recorded: BailianRequest = {
-        index: requests.length,
-        method: req.method ?? '',
-        path,
-        headers: req.headers,
-        rawBody,
-        body: parseJsonOrUndefined(rawBody),
-        receivedAt: performance.now(),
-        clientClosedAt: undefined,
-        finishedAt: undefined,
-        operation,
-        workspaceId,
-      }
-      requests.push(recorded)
-      res.on('close', () => {
-        if (!res.writableFinished && recorded.clientClosedAt === undefined) recorded.clientClosedAt = performance.now()
-        notify()
-      })
-      notify()
-      const scripted = operation === 'unknown' ? undefined : queues[operation].shift()
-      const script = scripted ?? handler?.(recorded) ?? defaultScript({ request: recorded, workspaces, nextRequestId: () => `req-${++requestCounter}` })
-      playScript({ script, req, res, recorded, schedule, notify })
-    })
+  const server = await startRecordingServer<BailianRequest>({
+    name: 'fake Bailian',
+    record: (base) => {
+      const { workspaceId, path } = splitPath(base.path)
+      return { ...base, path, operation: PATHS[path] ?? 'unknown', workspaceId }
+    },
+    scriptFor: (recorded) =>
+      (recorded.operation === 'unknown' ? undefined : queues[recorded.operation].shift()) ??
+      handler?.(recorded) ??
+      defaultScript({ request: recorded, workspaces, nextRequestId: () => `req-${++requestCounter}` }),
   })
-  server.on('connection', (socket) => {
-    sockets.add(socket)
-    socket.on('close', () => {
-      sockets.delete(socket)
-      notify()
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as AddressInfo).port
-
-  const waitFor = (condition: () => boolean, timeoutMs: number, what: string): Promise<void> =>
-    new Promise((resolve, reject) => {
-      if (condition()) return resolve()
-      const listener = (): void => {
-        if (!condition()) return
-        clearTimeout(timer)
-        listeners.delete(listener)
-        resolve()
-      }
-      const timer = setTimeout(() => {
-        listeners.delete(listener)
-        reject(new Error(`fake Bailian: timed out after ${timeoutMs} ms waiting for ${what}`))
-      }, timeoutMs)
-      listeners.add(listener)
-    })
-
+  const { requests } = server
   const requestsFor = (operation: BailianOperation) => requests.filter((request) => request.operation === operation)
   return {
-    endpointHost: `http://127.0.0.1:${port}/ws/{workspaceId}`,
-    port,
+    endpointHost: `http://127.0.0.1:${server.port}/ws/{workspaceId}`,
+    port: server.port,
     requests,
     requestsFor,
     setWorkspace: (id, workspace) => {
@@ -166,24 +107,16 @@ export async function startFakeBailian(
       handler = next
     },
     pendingScripts: (operation) => queues[operation].length,
-    openConnections: () => sockets.size,
+    openConnections: server.openConnections,
     waitForRequests: (count, { operation, timeoutMs = 5000 } = {}) =>
-      waitFor(
+      server.waitFor(
         () => (operation === undefined ? requests.length : requestsFor(operation).length) >= count,
         timeoutMs,
         `${count} ${operation ?? ''} request(s)`,
       ),
-    waitForClientClose: async (requestIndex, { timeoutMs = 5000 } = {}) => {
-      await waitFor(() => requests[requestIndex]?.clientClosedAt !== undefined, timeoutMs, `client to close request #${requestIndex}`)
-      return requests[requestIndex] as BailianRequest
-    },
-    waitForNoConnections: ({ timeoutMs = 5000 } = {}) => waitFor(() => sockets.size === 0, timeoutMs, 'no open connection'),
-    close: async () => {
-      for (const timer of timers) clearTimeout(timer)
-      timers.clear()
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
+    waitForClientClose: server.waitForClientClose,
+    waitForNoConnections: server.waitForNoConnections,
+    close: server.close,
   }
 }
 
@@ -380,19 +313,3 @@ function splitPath(url: string): { workspaceId: string | undefined; path: string
   return match ? { workspaceId: decodeURIComponent(match[1]!), path: match[2]! } : { workspaceId: undefined, path: pathname }
 }
 
-function readBody(req: import('node:http').IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const parts: Buffer[] = []
-    req.on('data', (part: Buffer) => parts.push(part))
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')))
-    req.on('error', () => resolve(Buffer.concat(parts).toString('utf8')))
-  })
-}
-
-function parseJsonOrUndefined(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}

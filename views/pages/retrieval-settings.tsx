@@ -4,6 +4,7 @@
 // the cache), and the cache diagnostics with a force-refresh button. Works without JavaScript
 // (plain forms, redirect after post); with htmx the refresh swaps only the diagnostics.
 import { Layout, type NavLink } from '../layout.tsx'
+import { PageMessages } from './settings.tsx'
 
 export interface SettingField {
   /** The form field name. */
@@ -63,16 +64,7 @@ export function RetrievalSettingsPage(props: RetrievalSettingsProps) {
           Bailian knowledge bases (Alibaba Cloud Model Studio) that KnowAgent can search (<code>kb_search</code>) and ask (<code>kb_chat</code>). Each value
           comes from the first place that has it: your settings here, the server's config file, your stored credentials or the server environment.
         </p>
-        {props.notice ? (
-          <p class="notice" role="status">
-            {props.notice}
-          </p>
-        ) : null}
-        {props.error ? (
-          <p class="error" role="alert">
-            {props.error}
-          </p>
-        ) : null}
+        <PageMessages notice={props.notice} error={props.error} />
         <section class="settings-card" aria-labelledby="connection-heading">
           <h2 id="connection-heading">Connection</h2>
           <form method="post" action="/settings/retrieval" class="settings-form" autocomplete="off">

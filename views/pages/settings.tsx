@@ -9,6 +9,24 @@ export interface SettingsSection {
   readonly label: string
 }
 
+/** What the last action did (`role=status`) or why it failed (`role=alert`), above a settings section. */
+export function PageMessages({ notice, error }: { readonly notice?: string | undefined; readonly error?: string | undefined }) {
+  return (
+    <>
+      {notice ? (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      ) : null}
+      {error ? (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+    </>
+  )
+}
+
 export const SETTINGS_SECTIONS: ReadonlyArray<SettingsSection> = [{ id: 'account', href: '/settings', label: 'Account and API tokens' }]
 
 export function SettingsFrame({
@@ -79,16 +97,7 @@ export function AccountSettingsPage(props: AccountSettingsProps) {
   return (
     <SettingsFrame title="Settings" current="account" login={props.login} csrfToken={props.csrfToken} nav={props.nav} sections={props.sections}>
       <h1>Account and API tokens</h1>
-      {props.notice ? (
-        <p class="notice" role="status">
-          {props.notice}
-        </p>
-      ) : null}
-      {props.error ? (
-        <p class="error" role="alert">
-          {props.error}
-        </p>
-      ) : null}
+      <PageMessages notice={props.notice} error={props.error} />
       <section class="settings-card" aria-labelledby="account-heading">
         <h2 id="account-heading">Account</h2>
         <p>

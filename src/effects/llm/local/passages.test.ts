@@ -1,40 +1,7 @@
 import { describe, expect, test } from 'vitest'
-import { collapse, splitBlocks, type Page } from './blocks.ts'
+import { collapse, splitBlocks } from './blocks.ts'
+import { fileText, page, RUNBOOK } from './test-pages.ts'
 import { isEvidence, passagesOf, quoteFor } from './passages.ts'
-
-const page = (text: string, options: Partial<Page> = {}): Page => ({ text, offset: 0, atStart: true, atEnd: true, name: 'doc.md', ...options })
-
-/** The quote's text as it stands in the file at its offsets (whitespace collapsed). */
-function fileText(text: string, start: number, end: number): string {
-  return collapse(Array.from(text).slice(start, end).join(''))
-}
-
-const RUNBOOK = `# Runbook
-
-## 1. Starting a server
-
-**Symptom: "the data directory is in use".** Another process already owns the embedded
-database. Either stop it, or give the second process its own \`KNOWAGENT_DATA_DIR\`, or move both
-to a shared PostgreSQL with \`DATABASE_URL\`.
-
-## 2. The pager
-
-**Symptom: the pager app does not ring at night.** The phone's do-not-disturb mode silences
-the app unless it may send critical alerts. To fix this:
-
-1. open the phone's settings and find PagerLoop;
-2. allow critical alerts;
-3. send yourself a test page.
-
-## Hotels
-
-The hotel cap is the most we reimburse per night:
-
-| city | cap per night |
-|------|---------------|
-| London | 220 EUR |
-| Paris | 190 EUR |
-`
 
 describe('isEvidence', () => {
   test.each([
