@@ -19,7 +19,7 @@ export interface AppContext {
   readonly logger: Logger
   readonly models: ModelRegistry
   readonly tools: ToolRegistry
-  /** Parses uploads off the event loop (worker threads); released with the runtime. */
+  /** Parses uploads off the event loop, in child processes; released with the runtime. */
   readonly parser: DocumentParser
   /** Runs before every model step of every turn (features register theirs in the composition root). */
   readonly preStep?: PreStepHook | undefined

@@ -35,7 +35,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
   beforeAll(async () => {
     database = await openTestDatabase('postgres')
     demo = await createUser(database.db, { login: 'demo', password: 'a-long-password' })
-    parser = makeDocumentParser({ threads: 1 })
+    parser = makeDocumentParser({ processes: 1 })
     await importFolder(database.db, { owner: demo, folder: SAMPLES_DIR, targetSegments: ['samples'], maxFileBytes: 10_000_000, parser })
     harness = await startCompileHarness({ database, models: registryWith([failing]), parser })
     await harness.startWorker()

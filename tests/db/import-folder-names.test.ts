@@ -17,7 +17,7 @@ describe('importFolder: node names', () => {
 
   beforeAll(async () => {
     database = await openTestDatabase('postgres')
-    parser = makeDocumentParser({ threads: 1 })
+    parser = makeDocumentParser({ processes: 1 })
     mkdirSync(join(folder, 'notes'))
     writeFileSync(join(folder, 'notes', 'caf\u00e9.md'), 'composed')
     writeFileSync(join(folder, 'notes', 'cafe\u0301.md'), 'decomposed') // a different file on disk, the same name in NFC

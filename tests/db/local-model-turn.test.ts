@@ -22,7 +22,7 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
   let database: TestDatabase
   beforeAll(async () => {
     database = await openTestDatabase(kind)
-    const parser = makeDocumentParser({ threads: 1 })
+    const parser = makeDocumentParser({ processes: 1 })
     const demo = await bootstrapDemo(database.db, { demoPassword: 'demo-password-1', maxFileBytes: 50 * 1024 * 1024, parser }).finally(() => parser.close())
     expect(demo.report!.failed).toEqual([])
     expect(demo.report!.added.length).toBeGreaterThanOrEqual(8)

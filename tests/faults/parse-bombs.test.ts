@@ -38,7 +38,7 @@ describe.each([
         uploadTempDir: spool,
         parsing: {
           ...config.parsing,
-          threads: 1,
+          processes: 1,
           memoryLimitMb: 'memoryLimitMb' in limits ? limits.memoryLimitMb : config.parsing.memoryLimitMb,
           limits: { ...config.parsing.limits, ...('maxInflatedBytes' in limits ? { maxInflatedBytes: limits.maxInflatedBytes } : {}) },
         },
@@ -95,7 +95,7 @@ describe('a bomb being parsed', () => {
       configure: (config) => ({
         ...config,
         uploadTempDir: spool,
-        parsing: { ...config.parsing, threads: 1, memoryLimitMb: 8192, limits: { ...config.parsing.limits, maxInflatedBytes: 8192 * MB } },
+        parsing: { ...config.parsing, processes: 1, memoryLimitMb: 8192, limits: { ...config.parsing.limits, maxInflatedBytes: 8192 * MB } },
       }),
     })
     alice = await addUserWithToken(server, 'alice')

@@ -35,7 +35,7 @@ describe('hostile multipart uploads', () => {
         maxFileBytes: MAX_FILE_BYTES,
         maxFilesPerUpload: MAX_FILES,
         uploadTempDir: spool,
-        parsing: { ...config.parsing, threads: 1, limits: { ...config.parsing.limits, maxBytes: MAX_FILE_BYTES } },
+        parsing: { ...config.parsing, processes: 1, limits: { ...config.parsing.limits, maxBytes: MAX_FILE_BYTES } },
         file: {
           models: [
             { id: 'gated', name: 'Gated', profile: 'test', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: false, maxRetries: 0 },

@@ -39,7 +39,9 @@ describe('loadConfig', () => {
     )
     const config = loadConfig({ env: { KNOWAGENT_UPLOAD_TMPDIR: 'spool' }, cwd })
     expect(config.maxFilesPerUpload).toBe(3)
-    expect(config.parsing).toEqual({ threads: 2, timeoutMs: 5000, memoryLimitMb: 64, limits: { maxBytes: 1000, maxChars: 10, maxInflatedBytes: 2000 } })
+    expect(config.parsing).toEqual({ processes: 2, timeoutMs: 5000, memoryLimitMb: 64, limits: { maxBytes: 1000, maxChars: 10, maxInflatedBytes: 2000 } })
+    // parserProcesses is the name now; parserThreads, the old one, is still read, and loses to it.
+    expect(loadConfig({ env: {}, cwd: withConfigFile(JSON.stringify({ limits: { parserThreads: 2, parserProcesses: 3 } })) }).parsing.processes).toBe(3)
     expect(config.uploadTempDir).toBe(join(cwd, 'spool'))
   })
 

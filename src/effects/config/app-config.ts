@@ -6,7 +6,7 @@ import { resolve } from 'node:path'
 import { ModelsConfigSchema } from '../llm/model-config.ts'
 import { CliProfilesSchema, CompileSettingsSchema } from '../compile/compile-config.ts'
 import { type BailianConfig, resolveBailianConfig, RetrievalConfigSchema } from '../retrieval/bailian-config.ts'
-import { DEFAULT_PARSE_LIMITS, DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_MS, defaultParserThreads } from '../workspace/parse/parse-outcome.ts'
+import { DEFAULT_PARSE_LIMITS, DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_MS, defaultParserProcesses } from '../workspace/parse/parse-outcome.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 
@@ -43,8 +43,11 @@ export const ConfigFileSchema = Schema.Struct({
       /** Bytes decompressed while parsing one file (DOCX parts, PDF streams). */
       maxInflatedBytes: Schema.optional(PositiveInt),
       parseTimeoutSeconds: Schema.optional(PositiveInt),
-      /** Heap plus ArrayBuffers of one parser worker. */
+      /** Heap plus ArrayBuffers of one parser process. */
       parseMemoryMb: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(32))),
+      /** Parser child processes at most. */
+      parserProcesses: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 64 }))),
+      /** The old name of parserProcesses (parsers ran in worker threads), still read. */
       parserThreads: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 64 }))),
       /** Failed sign-ins per login before lock-outs start (then 1 s, 2 s, 4 s … up to signInMaxLockoutSeconds). */
       signInFailuresPerLogin: Schema.optional(PositiveInt),
@@ -82,9 +85,9 @@ export interface AppConfig {
   /** `retrieval.bailian` with defaults (enabled unless switched off). */
   readonly retrievalBailian: BailianConfig
   readonly maxFilesPerUpload: number
-  /** The document parser's budgets (its worker pool takes this object as it is). */
+  /** The document parser's budgets (its process pool takes this object as it is). */
   readonly parsing: {
-    readonly threads: number
+    readonly processes: number
     readonly timeoutMs: number
     readonly memoryLimitMb: number
     readonly limits: { readonly maxBytes: number; readonly maxChars: number; readonly maxInflatedBytes: number }
@@ -174,7 +177,7 @@ export function loadConfig({
     maxFileBytes,
     maxFilesPerUpload: file.limits?.maxFilesPerUpload ?? 32,
     parsing: {
-      threads: file.limits?.parserThreads ?? defaultParserThreads(),
+      processes: file.limits?.parserProcesses ?? file.limits?.parserThreads ?? defaultParserProcesses(),
       timeoutMs: (file.limits?.parseTimeoutSeconds ?? DEFAULT_PARSE_TIMEOUT_MS / 1000) * 1000,
       memoryLimitMb: file.limits?.parseMemoryMb ?? DEFAULT_PARSE_MEMORY_MB,
       limits: {

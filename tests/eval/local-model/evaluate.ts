@@ -76,7 +76,7 @@ export function loadEvalQuestions(): EvalQuestion[] {
 
 /** The sample corpus (as on a first start) and the evaluation corpus, both owned by `demo`. */
 export async function loadEvalCorpora(db: Db): Promise<Owner> {
-  const parser = makeDocumentParser({ threads: 1 })
+  const parser = makeDocumentParser({ processes: 1 })
   try {
     return await loadWith(db, parser)
   } finally {

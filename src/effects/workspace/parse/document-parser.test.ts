@@ -1,9 +1,7 @@
-import diagnostics from 'node:diagnostics_channel'
-import { readdirSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Worker } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { pdfBomb } from '../../../../tests/support/bombs.ts'
 import { expectFailure, expectText, fixture, utf8 } from '../../../../tests/support/documents.ts'
@@ -23,11 +21,24 @@ const nextActivity = (parser: DocumentParser, type: ParserActivity['type']): Pro
     })
   })
 
-/** OS threads of this process (worker threads are OS threads). */
-const threadCount = (): number => readdirSync('/proc/self/task').length
+/** Whether a process is alive (a zombie not yet reaped counts as gone). */
+const isAlive = (pid: number): boolean => {
+  if (!existsSync(`/proc/${pid}/stat`)) return false
+  return readFileSync(`/proc/${pid}/stat`, 'latin1').replace(/^.*\) /s, '')[0] !== 'Z'
+}
+
+/** The pids of the parser processes a parser starts. */
+const recordProcesses = (parser: DocumentParser, pids: number[] = []): number[] => {
+  parser.onActivity((activity) => {
+    if (activity.type === 'process' && activity.state === 'started') pids.push(activity.pid)
+  })
+  return pids
+}
+
+const FIXTURE = new URL('../../../../tests/support/parse-child-fixture.ts', import.meta.url)
 
 const withParser = async <A>(options: DocumentParserOptions, use: (parser: DocumentParser) => Promise<A>): Promise<A> => {
-  const parser = makeDocumentParser({ threads: 1, ...options })
+  const parser = makeDocumentParser({ processes: 1, ...options })
   try {
     return await use(parser)
   } finally {
@@ -44,7 +55,7 @@ describe('makeDocumentParser', () => {
     await rm(dir, { recursive: true, force: true })
   })
 
-  it('parses in a worker thread exactly what parseDocument gives in this thread, from bytes or from a file', async () => {
+  it('parses in a child process exactly what parseDocument gives in this process, from bytes or from a file', async () => {
     const bytes = fixture('sample.pdf')
     const path = join(dir, 'sample.pdf')
     await writeFile(path, bytes)
@@ -91,11 +102,42 @@ describe('makeDocumentParser', () => {
   })
 
   it('ends a parse whose heap passes the limit (V8 out of memory) with "memory limit", and the next parse works', async () => {
-    const json = utf8(`[${'[1,2,3,4,5,6,7,8],'.repeat(600_000)}[]]`)
+    // 36 MB of small arrays: JSON.parse allocates past a 48 MB heap in one native step, which
+    // V8 answers by ending the whole process. In a worker thread that was the server itself.
+    const json = utf8(`[${'[1,2,3,4,5,6,7,8],'.repeat(2_000_000)}[]]`)
     await withParser({ memoryLimitMb: 48 }, async (parser) => {
-      expectFailure(await parser.parse({ name: 'big.json', bytes: json }), 'memory_limit')
+      const pids = recordProcesses(parser)
+      expect(expectFailure(await parser.parse({ name: 'big.json', bytes: json }), 'memory_limit')).toBe(
+        'memory limit: parsing needed more than 48 MB (limits.parseMemoryMb); raw bytes kept',
+      )
       expect(expectText(await parser.parse({ name: 'a.json', bytes: utf8('{"ok":true}') }))).toBe('{\n  "ok": true\n}')
+      expect(pids).toHaveLength(2) // the first process died; a new one parsed the next file
+      expect(isAlive(pids[0]!)).toBe(false)
     })
+  })
+
+  it('survives a parser process that V8 aborts or that exits on its own, each as its own outcome', async () => {
+    await withParser({ entry: FIXTURE, memoryLimitMb: 64 }, async (parser) => {
+      expect(expectFailure(await parser.parse({ name: 'fatal-oom' }), 'memory_limit')).toBe(
+        'memory limit: parsing needed more than 64 MB (limits.parseMemoryMb); raw bytes kept',
+      )
+      expect(expectFailure(await parser.parse({ name: 'exit-3' }), 'parser_failed')).toBe('the parser failed unexpectedly: its process exited with code 3')
+      expect(expectText(await parser.parse({ name: 'still here' }))).toBe('still here')
+    })
+  })
+
+  it('gives a parser process none of the server environment (no keys, no loader flags) and the heap limit', async () => {
+    process.env.KNOWAGENT_TEST_SECRET = 'sk-must-not-reach-a-parser'
+    try {
+      await withParser({ entry: FIXTURE, memoryLimitMb: 200 }, async (parser) => {
+        const seen = JSON.parse(expectText(await parser.parse({ name: 'env' }))) as { env: Record<string, string>; execArgv: string[] }
+        expect(Object.keys(seen.env).sort()).toEqual(['LANG', 'NODE_OPTIONS', 'PATH'])
+        expect(seen.env.NODE_OPTIONS).toBe('')
+        expect(seen.execArgv).toEqual(['--max-old-space-size=200'])
+      })
+    } finally {
+      delete process.env.KNOWAGENT_TEST_SECRET
+    }
   })
 
   it('ends a parse that runs past its time limit with "time limit 30 s"; the limit starts when the worker does', async () => {
@@ -126,47 +168,47 @@ describe('makeDocumentParser', () => {
     })
   })
 
-  it('leaves no worker thread behind after close, and answers later requests as cancelled', async () => {
-    await readFile(new URL(import.meta.url)) // the libuv pool's threads exist before the count
-    const before = threadCount()
-    const workers: Worker[] = []
-    const onWorker = (message: unknown): void => void workers.push((message as { worker: Worker }).worker)
-    diagnostics.subscribe('worker_threads', onWorker)
-    const parser = makeDocumentParser({ threads: 2 })
+  it('leaves no parser process behind after close, and answers later requests as cancelled', async () => {
+    const parser = makeDocumentParser({ processes: 2 })
+    const pids = recordProcesses(parser)
     try {
       await Promise.all([parser.parse({ name: 'a.pdf', bytes: fixture('sample.pdf') }), parser.parse({ name: 'b.docx', bytes: fixture('sample.docx') })])
-      expect(workers.length).toBeGreaterThan(0)
-      expect(workers.every((worker) => worker.threadId > 0)).toBe(true) // idle, not yet timed out
-      expect(threadCount()).toBeGreaterThan(before)
+      expect(pids).toHaveLength(2)
+      expect(pids.every(isAlive)).toBe(true) // idle, not yet timed out
     } finally {
       await parser.close()
-      diagnostics.unsubscribe('worker_threads', onWorker)
     }
-    expect(workers.map((worker) => worker.threadId)).toEqual(workers.map(() => -1)) // every one has exited
-    expect(threadCount()).toBeLessThanOrEqual(before)
+    expect(pids.filter(isAlive)).toEqual([]) // every one has exited and been reaped
     expect(expectFailure(await parser.parse({ name: 'a.md', bytes: utf8('x') }), 'aborted')).toBe('parsing was cancelled: the parser is shut down')
   })
 
-  it('as an Effect layer: the pool lives as long as its scope, and its workers exit when the scope closes', async () => {
-    const workers: Worker[] = []
-    const onWorker = (message: unknown): void => void workers.push((message as { worker: Worker }).worker)
-    diagnostics.subscribe('worker_threads', onWorker)
-    try {
-      const text = await Effect.runPromise(
-        Effect.scoped(
-          Effect.gen(function* () {
-            const parser = yield* DocumentParserService
-            const outcome = yield* Effect.promise(() => parser.parse({ name: 'a.md', bytes: utf8('# in a scope') }))
-            return expectText(outcome)
-          }).pipe(Effect.provide(DocumentParserService.layer({ threads: 1 }))),
-        ),
-      )
-      expect(text).toBe('# in a scope')
-    } finally {
-      diagnostics.unsubscribe('worker_threads', onWorker)
-    }
-    expect(workers.length).toBeGreaterThan(0)
-    expect(workers.map((worker) => worker.threadId)).toEqual(workers.map(() => -1))
+  it('ends an idle parser process after idleTimeoutMs; the next parse starts a new one', async () => {
+    await withParser({ idleTimeoutMs: 50 }, async (parser) => {
+      const pids = recordProcesses(parser)
+      const exited = new Promise<number>((resolve) => parser.onActivity((activity) => activity.type === 'process' && activity.state === 'exited' && resolve(activity.pid)))
+      expect(expectText(await parser.parse({ name: 'a.md', bytes: utf8('one') }))).toBe('one')
+      expect(await exited).toBe(pids[0])
+      expect(expectText(await parser.parse({ name: 'b.md', bytes: utf8('two') }))).toBe('two')
+      expect(pids).toHaveLength(2)
+    })
+  })
+
+  it('as an Effect layer: the pool lives as long as its scope, and its processes exit when the scope closes', async () => {
+    const pids: number[] = []
+    const text = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const parser = yield* DocumentParserService
+          recordProcesses(parser, pids)
+          const outcome = yield* Effect.promise(() => parser.parse({ name: 'a.md', bytes: utf8('# in a scope') }))
+          expect(pids.every(isAlive)).toBe(true)
+          return expectText(outcome)
+        }).pipe(Effect.provide(DocumentParserService.layer({ processes: 1 }))),
+      ),
+    )
+    expect(text).toBe('# in a scope')
+    expect(pids).toHaveLength(1)
+    expect(pids.filter(isAlive)).toEqual([])
   })
 
   it('has a test layer that fails loudly on a parse nobody expected', async () => {

@@ -47,8 +47,8 @@ export const DEFAULT_PARSE_LIMITS: ParseLimits = {
 export const DEFAULT_PARSE_TIMEOUT_MS = 30_000
 export const DEFAULT_PARSE_MEMORY_MB = 512
 
-/** Parser worker threads: one fewer than the cores, from 1 to 4. */
-export const defaultParserThreads = (): number => Math.max(1, Math.min(4, availableParallelism() - 1))
+/** Parser processes: one fewer than the cores, from 1 to 4. */
+export const defaultParserProcesses = (): number => Math.max(1, Math.min(4, availableParallelism() - 1))
 
 /** Bump when the text produced for the same bytes changes, so cached derivatives are rebuilt. */
 export const PARSE_VERSION = 1
