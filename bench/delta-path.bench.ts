@@ -15,7 +15,7 @@
 // and, for comparison, what a delta costs through a minimal XState machine (emit only; assign +
 // emit) and through a plain callback. CPU: µs per delta, median of 5 rounds of STREAMS × DELTAS.
 // Allocation: bytes per delta over one stream of DELTAS deltas.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { fork } from 'node:child_process'
 import { PerformanceObserver } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'

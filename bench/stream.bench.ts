@@ -41,6 +41,7 @@ import { startBenchProvider, type BenchProvider } from './lib/provider.ts'
 import { report, SYSTEM_LABEL } from './lib/report.ts'
 import type { BenchResults, IdleMemory, PhaseKind, PhaseResult } from './lib/results.ts'
 import { measureServeStart, type StartMeasurement } from './lib/serve-start.ts'
+import { SERVER_NODE_FLAGS } from '../bin/server-node-flags.mjs'
 import { concatSamples, formatNumber, percentileSorted, sortedCopy } from './lib/stats.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -212,7 +213,8 @@ async function startChild({
   databaseUrl: string | undefined
   nodeOptions: ReadonlyArray<string>
 }): Promise<Child> {
-  const execArgv = ['--expose-gc', ...nodeOptions]
+  // knowagent runs with the flags `npm start` gives the server.
+  const execArgv = ['--expose-gc', ...(system === 'knowagent' ? SERVER_NODE_FLAGS : []), ...nodeOptions]
   const child = fork(RUN_TS, [CHILD_TS, system, provider.baseUrl, ...(databaseUrl ? [databaseUrl] : [])], { execPath: process.execPath, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: ROOT })
   const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)))
   const pending = new Map<number, (message: Extract<ChildMessage, { type: 'stats' }>) => void>()

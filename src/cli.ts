@@ -1,7 +1,8 @@
 // The operator CLI (bin: knowagent). Bad arguments print usage and exit 2; failures exit 1.
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './effects/config/app-config.ts'
-import { Effect, ManagedRuntime } from 'effect'
+import * as Effect from 'effect/Effect'
+import * as ManagedRuntime from 'effect/ManagedRuntime'
 import { databaseLayer, unwrapLayerError } from './effects/app-layer.ts'
 import { AppSecret } from './effects/config/secret.ts'
 import { Database, type DatabaseHandle } from './effects/db/database.ts'

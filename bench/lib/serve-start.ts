@@ -11,6 +11,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { descendantsOf, processIdentity, readTreeMemory, type TreeMemory } from './process-memory.ts'
+import { SERVER_NODE_FLAGS } from '../../bin/server-node-flags.mjs'
 
 export interface StartRun {
   readonly kind: 'cold' | 'warm'
@@ -78,7 +79,8 @@ export async function startOnce({
   const port = await freePort()
   let output = ''
   const started = performance.now()
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, resolve(root, bin), 'serve'], {
+  // As `npm start` runs it: the server's Node flags, then any the caller adds.
+  const child: ChildProcess = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...nodeArgs, resolve(root, bin), 'serve'], {
     cwd: root,
     env: { ...process.env, ...env, KNOWAGENT_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -142,7 +144,7 @@ export async function measureServeStart({
     const cold = await startOnce({ root, kind: 'cold', dataDir, nodeArgs, env, timeoutMs })
     const runs: StartRun[] = [withoutOutput(cold)]
     for (let run = 0; run < warmRuns; run += 1) runs.push(withoutOutput(await startOnce({ root, kind: 'warm', dataDir, nodeArgs, env, timeoutMs })))
-    return { command: `node ${[...nodeArgs, 'bin/knowagent.mjs', 'serve'].join(' ')}`, runs, coldOutput: cold.output }
+    return { command: `node ${[...SERVER_NODE_FLAGS, ...nodeArgs, 'bin/knowagent.mjs', 'serve'].join(' ')}`, runs, coldOutput: cold.output }
   } finally {
     rmSync(base, { recursive: true, force: true })
   }

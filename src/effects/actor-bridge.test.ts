@@ -1,4 +1,4 @@
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { assign, createActor, setup, toPromise } from 'xstate'
 import { createScriptedModel, textResult } from '../../tests/support/scripted-model.ts'

@@ -5,7 +5,9 @@
 // Expected failures are data: the caller maps them into the actor's output (the Effect's error
 // channel should be `never`). What reaches `onError` is a crash: a defect, an unmapped failure,
 // or an interruption not caused by stopping the actor.
-import { Cause, Effect, Exit } from 'effect'
+import * as Cause from 'effect/Cause'
+import * as Effect from 'effect/Effect'
+import * as Exit from 'effect/Exit'
 import { type AnyActorRef, fromPromise, type PromiseActorLogic } from 'xstate'
 
 export interface EffectActorArgs<TInput> {

@@ -5,7 +5,10 @@
 // The HTTP server, the CLI and the tests take their services from it; disposing the runtime
 // releases them in reverse order (workers stop, the pool closes, the embedded PostgreSQL stops
 // when this process was its last user).
-import { Context, Effect, Layer, ManagedRuntime } from 'effect'
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
+import * as ManagedRuntime from 'effect/ManagedRuntime'
 import { type AppConfig, AppConfigService } from './config/app-config.ts'
 import { AppSecret } from './config/secret.ts'
 import { Database, type DatabaseHandle, type DatabaseUnavailable } from './db/database.ts'

@@ -5,7 +5,7 @@
 // Cookie session + CSRF (the X-CSRF-Token header htmx sends from the page's body attribute).
 // The conversation's history comes from the page with each request; nothing is kept here.
 import { Router, urlencoded } from 'express'
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import { CommandMessage, CommandCard, CommandRefused, type CommandOutcome } from '../../views/partials/command-card.tsx'

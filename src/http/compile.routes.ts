@@ -8,7 +8,7 @@
 //   POST /api/v1/knowledge-agent/jobs/:id/retry   POST /tasks/:id/cancel | /retry      a row
 // Both live streams are one loop (`streamJobs`) with two projections (JSON events, HTML rows).
 import { json, type Request, type Response, Router, urlencoded } from 'express'
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
 import { MAX_CALL_BUDGET, MAX_TIMEOUT_SECONDS } from '../effects/compile/compile-config.ts'
 import { type CompileJobView, type JobListFilter } from '../effects/compile/compile-jobs-store.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import type { Request } from 'express'
 import { decodeBody, decodeQuery, QueryInt, SafeInt } from './decode-request.ts'
 

@@ -1,7 +1,8 @@
 // Request decoding shared by every route: Schema-decoded bodies and query strings. Anything that
 // does not decode is a 400 `invalid_request` that says what is wrong — never silently corrected
 // (`limit=-1` is not 1) and never a 500 (`offset=1e400` is not a database error).
-import { Schema, SchemaGetter } from 'effect'
+import * as Schema from 'effect/Schema'
+import * as SchemaGetter from 'effect/SchemaGetter'
 import type { Request } from 'express'
 import { badRequest } from './http-errors.ts'
 

@@ -1,7 +1,7 @@
 // Explicit workspace commands run by a person or a program, with no model involved:
 // `POST /api/v1/knowledge-agent/command` and the chat's `/ls`, `/read`, … cards. Any tool the
 // registry marks as a command runs exactly as it would for the model.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import type { User } from '../effects/auth/users.ts'
 import type { ToolOutcome } from '../effects/tools/tool-registry.ts'
 import { parseKbUri } from '../effects/workspace/uri.ts'

@@ -1,6 +1,6 @@
 // /api/v1/knowledge-agent/: options, command (explicit tools, no model), stream (SSE turn).
 import { Router, json } from 'express'
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
 import type { CompileOptions } from '../effects/compile/compile-service.ts'
 import type { AppContext } from './app-context.ts'

@@ -4,7 +4,7 @@
 // user message as the question. What KnowAgent cannot honour is refused with a 400 that names
 // the parameter — client tools above all (KnowAgent's own tools run on the server) — and the
 // usual sampling knobs are accepted and ignored (a turn has its own limits).
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import type { ChatMessage } from '../machines/index.ts'
 import { HttpError } from './http-errors.ts'
 import { checkStreamRequest, MAX_HISTORY_MESSAGES } from './stream-request.ts'

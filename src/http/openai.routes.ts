@@ -5,7 +5,7 @@
 // byte), run and recorded by the same code, and projected by openai-turn-projector.ts. Errors
 // before the answer use OpenAI's shape `{"error":{message,type,code,param}}`.
 import { Router, json, type ErrorRequestHandler, type RequestHandler } from 'express'
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { randomUUID } from 'node:crypto'
 import type { AppContext } from './app-context.ts'
 import { describeError } from './error-handler.ts'

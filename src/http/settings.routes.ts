@@ -6,7 +6,7 @@
 // or revoke the owner's others. Forms carry the CSRF token in the `_csrf` field. The guards sit on
 // these routes only: /settings/retrieval (retrieval.routes.ts) has its own.
 import { Router, urlencoded, type Request, type Response } from 'express'
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import { createApiToken, listApiTokens, MAX_TOKEN_LABEL_CHARS, revokeApiTokens, UserError } from '../effects/auth/users.ts'
 import { AccountSettingsPage, SETTINGS_SECTIONS, type AccountSettingsProps } from '../../views/pages/settings.tsx'
 import { NOTICE_CODES, noticeText } from '../../views/partials/notices.ts'

@@ -1,6 +1,6 @@
 // Validation of POST stream bodies: the fields, sizes, and an OpenAI-shaped history whose tool
 // results all answer an earlier assistant tool call (a provider would reject orphans).
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import { DEFAULT_PROTOCOL_RESERVE, estimateInputBytes, inputLimit } from '../machines/context-accounting.ts'
 import { toolPairingProblems, type ChatMessage, type ToolSchema } from '../machines/index.ts'
 import type { ModelInfo } from '../effects/llm/model.ts'

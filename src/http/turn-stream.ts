@@ -4,7 +4,7 @@
 // disconnect, server shutdown), and end every stream with exactly one terminal event. Only the
 // projection of runtime events differs: JSON frames for programs, HTML fragments for htmx.
 import type { Response } from 'express'
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { randomUUID } from 'node:crypto'
 import type { User } from '../effects/auth/users.ts'
 import type { ChatModel } from '../effects/llm/model.ts'

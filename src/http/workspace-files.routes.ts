@@ -10,7 +10,7 @@
 // Scoped like everything else (the caller's own tree; another user's URI is `outside_scope`);
 // cookie sessions send the CSRF token on every change; names follow the one name rule.
 import { json, Router, urlencoded, type Request, type Response } from 'express'
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
 import { createDirectory, deleteSubtree, listMoveDestinations, moveNode, subtreeCounts } from '../effects/workspace/manage.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'

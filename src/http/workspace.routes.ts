@@ -1,6 +1,6 @@
 import { Router } from 'express'
 import type { Request, Response } from 'express'
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { User } from '../effects/auth/users.ts'

@@ -1,4 +1,4 @@
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { describe, expect, it, vi } from 'vitest'
 import { createActor, toPromise } from 'xstate'
 import { getStateNodes } from '@xstate/graph'

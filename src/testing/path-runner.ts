@@ -1,7 +1,7 @@
 // Runs one generated path through the real machine: scripted actors wait for the path to hand
 // them their outcome, provided actors (the host's own) run for real, events from outside are sent
 // when the machine rests in the state the path says. Records what a contract check needs.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { type AnyActorLogic, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, createActor, type InspectionEvent, SimulatedClock, type Snapshot, type StateValue } from 'xstate'
 import { fromEffect } from '../effects/actor-bridge.ts'
 import { activeStateNodes, invokedIn, keyOfTaken, type Reached } from './coverage.ts'

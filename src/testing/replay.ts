@@ -2,7 +2,7 @@
 // actors for whatever you do not provide, and the machine's contract checked at the end. It throws
 // a `ContractViolation` naming the path and the rule; it never needs a test runner.
 import { isDeepStrictEqual } from 'node:util'
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import type { AnyActorLogic } from 'xstate'
 import type { ModelRequest } from '../effects/llm/model.ts'
 import {

@@ -1,7 +1,7 @@
 // `knowagent/testing`: an in-process scripted `ChatModel` (one shared scripted model rather than
 // one-off fakes) and scripted turn actors, for machine tests. Everything runs through the real bridge
 // (`fromEffect`), and every Effect records when it is interrupted.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { fromEffect } from '../effects/actor-bridge.ts'
 import { chatModelTurnActors } from '../effects/turn/model-actors.ts'
 import type {

@@ -1,7 +1,7 @@
 // The compile pipeline end to end on real PostgreSQL: the sample corpus compiled by the built-in
 // local model through the real queue and worker, the artifacts read (and cited) by the agent's
 // tools, the cache, and what a failed semantic step leaves readable.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { randomUUID } from 'node:crypto'
 import { makeLocalChatModel } from '../../src/effects/llm/local/index.ts'
 import { runTurn } from '../../src/effects/turn/run-turn.ts'

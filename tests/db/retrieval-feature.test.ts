@@ -1,7 +1,7 @@
 // Retrieval services end to end on real PostgreSQL and the fake Bailian service over real HTTP:
 // the pre-step hook (content, change suppression, re-injection, refresh triggers), single flight,
 // failures that keep the document, the kb_* tools' error semantics, progress, fallbacks, shutdown.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { createUser, type User } from '../../src/effects/auth/users.ts'
 import { createLogger } from '../../src/effects/logging/logger.ts'

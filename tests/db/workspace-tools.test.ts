@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { getNode, putFile, deleteNode, type Owner } from '../../src/effects/workspace/store.ts'
 import { parseKbUri } from '../../src/effects/workspace/uri.ts'

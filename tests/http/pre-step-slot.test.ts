@@ -2,7 +2,7 @@
 // streamed turn; its source-tagged block reaches the provider right after the system prompt, is
 // replaced in place when it changes, never enters a compaction request, and is still in place
 // after compaction. The hook sees the caller.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { isCompactionRequest, type ChatMessage, type PreStepInput } from '../../src/machines/index.ts'
 import type { PreStepHook } from '../../src/effects/turn/pre-step-hooks.ts'

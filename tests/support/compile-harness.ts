@@ -1,7 +1,7 @@
 // The compile machinery on a test database: queue, LISTEN connection, compile service and any
 // number of workers (each with its own pg-boss instance, as separate processes would have).
 // Waits are driven by the job rows' NOTIFY events, never by sleeping.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import type { Clock } from 'pg-boss'
 import { fileURLToPath } from 'node:url'
 import { type CliProfile, type QueueSettings, resolveCompileDefaults } from '../../src/effects/compile/compile-config.ts'

@@ -3,7 +3,8 @@
 // its own, so a timeout, a cancel or the end of the call kills everything it started (the whole
 // group), not only the first process. Stderr is kept (the last part, capped, secrets redacted)
 // for the failure reason; the command line itself never appears in one.
-import { Data, Effect } from 'effect'
+import * as Data from 'effect/Data'
+import * as Effect from 'effect/Effect'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'

@@ -1,4 +1,5 @@
-import { Effect, Exit } from 'effect'
+import * as Effect from 'effect/Effect'
+import * as Exit from 'effect/Exit'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { createScriptedModel, textResult } from '../../../tests/support/scripted-model.ts'

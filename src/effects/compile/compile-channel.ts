@@ -2,7 +2,8 @@
 // gateway (`llm`), the built-in local model (extractive, offline), or an operator's CLI profile
 // (`cli`). Each call is an Effect whose interruption aborts the model request or kills the CLI's
 // process tree. Expected failures are `ChannelFailure` (data with a public code).
-import { Data, Effect } from 'effect'
+import * as Data from 'effect/Data'
+import * as Effect from 'effect/Effect'
 import type { ChatModel, ModelError } from '../llm/model.ts'
 import { LOCAL_MODEL_ID } from '../llm/model-config.ts'
 import { buildCliInvocation, CliFailure, runCliInvocation } from './cli-runner.ts'

@@ -1,7 +1,7 @@
 // The compile part of the operator's config file (SPEC §8, docs/compile.md): CLI profiles (fixed
 // argument vectors the user only picks among), the default compile parameters, and the queue and
 // worker settings. Decoded with the rest of the file by src/effects/config/app-config.ts.
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 

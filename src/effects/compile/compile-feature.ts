@@ -3,7 +3,9 @@
 // cancelling, retrying) and, unless the config leaves jobs to `knowagent worker` processes, a
 // worker. Started with the server, stopped before the database closes: running attempts are
 // interrupted and released for retry, then the queue and the LISTEN connection are closed.
-import { Context, Effect, Layer } from 'effect'
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
 import type { Kysely } from 'kysely'
 import type pg from 'pg'
 import type { CoreServiceValues } from '../app-layer.ts'

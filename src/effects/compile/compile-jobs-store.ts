@@ -3,7 +3,7 @@
 // `compile_job_files`. The queue (pg-boss) only claims and schedules; every change here is
 // announced with NOTIFY on `knowagent_jobs` in the same transaction, so live views in any server
 // process hear of it when it commits. Repositories are plain functions over `db | trx`.
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import { sql } from 'kysely'
 import type { CompileFailure, CompileJobOutput, CompileProgress } from '../../machines/index.ts'
 import type { JobStatus } from '../db/schema.ts'

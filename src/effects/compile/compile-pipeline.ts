@@ -6,7 +6,7 @@
 //   overview  the artifact directory's summaries → L1
 //   abstract  L1 → L0
 //   publish   every page as a new version and the job's success, in ONE transaction
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import type { Kysely } from 'kysely'
 import { sql } from 'kysely'
 import { randomUUID } from 'node:crypto'

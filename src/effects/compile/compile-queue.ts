@@ -36,7 +36,7 @@ export interface StartQueueOptions {
   /** pg-boss's clock (tests pass its TestClock). */
   readonly clock?: Clock | undefined
   readonly instanceName?: string | undefined
-  /** Connections pg-boss may open (its own pool). Default 4. */
+  /** Connections pg-boss may open (its own pool): one holds its LISTEN, the other runs its queries. Default 2. */
   readonly maxConnections?: number | undefined
 }
 
@@ -51,7 +51,7 @@ export async function startQueue(options: StartQueueOptions): Promise<QueueHandl
   const boss = new PgBoss({
     ...bossConnection(options.connection),
     schema: QUEUE_SCHEMA,
-    max: options.maxConnections ?? 4,
+    max: options.maxConnections ?? 2,
     application_name: 'knowagent-queue',
     supervise: options.supervise ?? true,
     schedule: false,

@@ -3,7 +3,8 @@
 // parameters; each file is queued in one new job, joins an existing job with the identical
 // configuration, or is refused with a reason. The configuration is resolved once and copied into
 // the job (the snapshot); the server's configuration is never changed by a job.
-import { Context, Layer } from 'effect'
+import * as Context from 'effect/Context'
+import * as Layer from 'effect/Layer'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
 import type { DB } from '../db/schema.ts'

@@ -5,7 +5,7 @@
 // time, so an operator who removes a model or profile stops its jobs rather than leaving them
 // running on a stale command line.
 import { createHash } from 'node:crypto'
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import { PROMPT_VERSION } from './compile-prompts.ts'
 
 export const SNAPSHOT_VERSION = 1

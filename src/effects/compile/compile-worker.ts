@@ -6,7 +6,9 @@
 // Stopping is graceful and bounded: every running attempt is interrupted (its model call aborted,
 // its CLI process tree killed), recorded as released for retry, and settled with the queue before
 // the queue connection closes.
-import { Context, Effect, Layer } from 'effect'
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
 import type { Kysely } from 'kysely'
 import type pg from 'pg'
 import type { Clock, Job } from 'pg-boss'

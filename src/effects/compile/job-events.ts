@@ -4,7 +4,10 @@
 // subscribers (task-center streams, the worker's cancel watch). The pool is never used for LISTEN.
 // A dropped connection is re-established with backoff; subscribers are told (`resync`) so they
 // re-read what they show, since notifications sent meanwhile are lost.
-import { Context, Effect, Layer, Schema } from 'effect'
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
+import * as Schema from 'effect/Schema'
 import pg from 'pg'
 import type { Logger } from '../logging/logger.ts'
 import { JOBS_CHANNEL } from './compile-jobs-store.ts'

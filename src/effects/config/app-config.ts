@@ -1,5 +1,7 @@
 // Configuration: a JSON file (validated with Schema, errors name the bad key) plus environment.
-import { Context, Layer, Schema } from 'effect'
+import * as Context from 'effect/Context'
+import * as Layer from 'effect/Layer'
+import * as Schema from 'effect/Schema'
 import { existsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { resolve } from 'node:path'

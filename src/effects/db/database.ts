@@ -1,6 +1,9 @@
 // Opens the database: the embedded PostgreSQL of the data dir when there is no DATABASE_URL (the
 // default), any PostgreSQL ≥ 14 when there is. One engine everywhere; a `pg` pool either way.
-import { Context, Data, Effect, Layer } from 'effect'
+import * as Context from 'effect/Context'
+import * as Data from 'effect/Data'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
 import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import { AppConfigService } from '../config/app-config.ts'

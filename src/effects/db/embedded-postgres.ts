@@ -227,6 +227,20 @@ function removeStaleLockFiles(paths: EmbeddedPostgresPaths, endpoint: Endpoint):
   }
 }
 
+/**
+ * The embedded server's settings, sized for one knowagent service: a small shared buffer, no I/O
+ * worker processes (PostgreSQL 18 starts three by default; `sync` reads in the backend itself)
+ * and no logical-replication launcher: 4 fewer processes while idle.
+ */
+export const SERVER_SETTINGS: ReadonlyArray<string> = [
+  'max_connections=60',
+  'shared_buffers=16MB',
+  'huge_pages=off',
+  'io_method=sync',
+  'max_logical_replication_workers=0',
+  'log_min_messages=warning',
+]
+
 /** Starts the postmaster detached (it outlives this process) and waits until it accepts connections. */
 async function startServer({ paths, endpoint, password, binaries, user }: { paths: EmbeddedPostgresPaths; endpoint: Endpoint; password: string; binaries: Binaries; user: ServerUser }) {
   removeStaleLockFiles(paths, endpoint)
@@ -238,7 +252,7 @@ async function startServer({ paths, endpoint, password, binaries, user }: { path
       : ['-c', "listen_addresses=", '-c', `port=${endpoint.port}`, '-c', `unix_socket_directories=${endpoint.host}`]
   const child = spawn(
     binaries.postgres,
-    ['-D', paths.pgdata, ...listen, '-c', 'max_connections=60', '-c', 'shared_buffers=16MB', '-c', 'huge_pages=off', '-c', 'log_min_messages=warning'],
+    ['-D', paths.pgdata, ...listen, ...SERVER_SETTINGS.flatMap((setting) => ['-c', setting])],
     { ...(user ?? {}), detached: true, stdio: ['ignore', log, log], env: { ...process.env, LC_ALL: 'C' } },
   )
   closeSync(log)

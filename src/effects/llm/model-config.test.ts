@@ -1,4 +1,6 @@
-import { Effect, Exit, Schema } from 'effect'
+import * as Effect from 'effect/Effect'
+import * as Exit from 'effect/Exit'
+import * as Schema from 'effect/Schema'
 import { describe, expect, test } from 'vitest'
 import { startScriptedProvider, streamScript, textAnswerSse } from '../../../tests/support/scripted-provider.ts'
 import { LOCAL_MODEL_INFO } from './local/index.ts'

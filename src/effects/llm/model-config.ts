@@ -1,6 +1,7 @@
 // The `models` array of the operator's config file (SPEC §2). Loading the file is done
 // elsewhere; this is the schema of its entries and the safe projection sent to clients.
-import { Result, Schema } from 'effect'
+import * as Result from 'effect/Result'
+import * as Schema from 'effect/Schema'
 import type { ModelInfo } from './model.ts'
 
 /** Input limit = window − output reserve − this (SPEC §5). */

@@ -1,4 +1,4 @@
-import { Data } from 'effect'
+import * as Data from 'effect/Data'
 
 /** Non-2xx HTTP answer from the provider. `message` is truncated to 500 characters and never holds a key. */
 export class ProviderHttpError extends Data.TaggedError('ProviderHttpError')<{

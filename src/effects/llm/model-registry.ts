@@ -1,6 +1,8 @@
 // The configured models plus the built-in `local` model (always present). An unknown id is an
 // `UnknownModel` failure — never a fallback to another model (SPEC §2).
-import { Context, Effect, Layer } from 'effect'
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
 import { makeLocalChatModel, type LocalChatModelOptions } from './local/index.ts'
 import { toModelInfo, type ModelConfig } from './model-config.ts'
 import { UnknownModel } from './model-errors.ts'

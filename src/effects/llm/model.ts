@@ -1,6 +1,6 @@
 // The model contract: every chat model (remote OpenAI-compatible or the built-in local one)
 // implements `ChatModel`. The turn runtime cannot tell them apart.
-import type { Effect } from 'effect'
+import type * as Effect from 'effect/Effect'
 
 // The message, tool and result shapes are defined once, with the pure machine that plans turns
 // over them (`knowagent/machines` must embed without effect code); the gateway uses the same types.

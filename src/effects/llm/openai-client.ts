@@ -8,7 +8,7 @@
 // - an idle watchdog ends the call when no byte arrives for `idleTimeoutMs`
 // - the API key is read from the environment at call time and redacted from every error and
 //   result; endpoints are redacted from error messages too
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import type { IncomingMessage } from 'node:http'
 import { createChatCompletionStreamParser, type ChatStreamState } from './chat-completion-stream.ts'
 import { toModelInfo, type ModelConfig } from './model-config.ts'

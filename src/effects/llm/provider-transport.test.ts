@@ -2,7 +2,9 @@
 // agents), through the real client against the scripted provider: an interrupted or timed-out
 // call leaves no socket behind in the pool, a finished stream hands its socket back for the next
 // call, and a provider that keeps talking after [DONE] is cut off.
-import { Cause, Effect, Exit } from 'effect'
+import * as Cause from 'effect/Cause'
+import * as Effect from 'effect/Effect'
+import * as Exit from 'effect/Exit'
 import { once } from 'node:events'
 import { Agent, type ClientRequestArgs } from 'node:http'
 import type { Duplex } from 'node:stream'

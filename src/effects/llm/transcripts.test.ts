@@ -2,7 +2,8 @@
 // against the scripted provider; then (property) any re-chunking of its bytes, through the
 // pure stream parser and over HTTP, gives the same outcome and the same events.
 import { fc, test as propertyTest } from '@fast-check/vitest'
-import { Effect, Exit } from 'effect'
+import * as Effect from 'effect/Effect'
+import * as Exit from 'effect/Exit'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import {
   loadTranscripts,

@@ -1,6 +1,6 @@
 // Structured JSON logs, one object a line. Secrets never reach a log line: keys that look
 // secret are redacted and values that look like bearer tokens are masked.
-import { Context } from 'effect'
+import * as Context from 'effect/Context'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }

@@ -11,7 +11,8 @@
 //   is a failure even after answer text, which is kept;
 // - EOF or a lost connection without a finish reason is a failure that keeps the text;
 // - data that is not JSON, or not this shape, is a protocol failure that keeps the text.
-import { Option, Schema } from 'effect'
+import * as Option from 'effect/Option'
+import * as Schema from 'effect/Schema'
 import { truncateForDisplay } from '../llm/provider-error-payload.ts'
 import { createSseDecoder, type SseEvent } from '../../sse/sse-decoder.ts'
 import { BailianProtocolError, BailianStreamError, BailianStreamIncomplete } from './bailian-errors.ts'

@@ -1,7 +1,9 @@
 // The Bailian client over real HTTP against the shared fake service: request shapes, paging and
 // truncation, client-side top_k, typed errors (bodies cut to 500 characters, `code: message`
 // first, the key never echoed), time limits, and interruption aborting the request.
-import { Cause, Effect, Exit } from 'effect'
+import * as Cause from 'effect/Cause'
+import * as Effect from 'effect/Effect'
+import * as Exit from 'effect/Exit'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'

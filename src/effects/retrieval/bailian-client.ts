@@ -2,7 +2,7 @@
 // the streaming chat. Every operation is an Effect whose interruption aborts the fetch. Expected
 // failures are typed (bailian-errors.ts); the API key is sent only in the Authorization header and
 // redacted from anything the service echoes back.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { truncateForDisplay } from '../llm/provider-error-payload.ts'
 import { createRedactor, type Redact } from '../llm/redact-secrets.ts'
 import { createBailianChatStreamParser, type BailianChatEvent, type BailianChatResult, type BailianChatState } from './bailian-chat-stream.ts'

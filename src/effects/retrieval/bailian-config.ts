@@ -1,6 +1,6 @@
 // `retrieval.bailian` in the config file: the switch, where the service lives, behaviour, and the
 // entry layer of the settings chain (workspace id and default services; never the API key).
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import { DEFAULT_ENDPOINT_HOST, isValidWorkspaceId } from './bailian-endpoint.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))

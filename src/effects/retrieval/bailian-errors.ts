@@ -1,7 +1,7 @@
 // Failures of the Bailian knowledge API, as data. Each class knows its public `code` (docs/api.md)
 // and never carries the API key: messages are built from the service's answer, which is redacted
 // by the client before it gets here, and from names of settings, never their values.
-import { Data } from 'effect'
+import * as Data from 'effect/Data'
 
 /** Which of the two required values is missing. */
 export type MissingCredential = 'apiKey' | 'workspaceId'

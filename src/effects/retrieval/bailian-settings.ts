@@ -2,7 +2,10 @@
 // the user layer and the credential store from PostgreSQL, the entry layer from the config file,
 // the environment as it is now. Writes come from the settings page; each is announced to
 // subscribers (the catalog refresher refreshes after a key or workspace change).
-import { Context, Data, Effect, Layer } from 'effect'
+import * as Context from 'effect/Context'
+import * as Data from 'effect/Data'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
 import type { Kysely } from 'kysely'
 import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'

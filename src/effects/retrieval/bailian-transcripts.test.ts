@@ -2,7 +2,8 @@
 // through the real client over real HTTP against the fake service; then (property) any re-cut of
 // its bytes gives the same outcome and the same events.
 import { fc, test as propertyTest } from '@fast-check/vitest'
-import { Effect, Exit } from 'effect'
+import * as Effect from 'effect/Effect'
+import * as Exit from 'effect/Exit'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { type FakeBailian, startFakeBailian } from '../../../tests/support/fake-bailian.ts'

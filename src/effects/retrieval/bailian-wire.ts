@@ -2,7 +2,8 @@
 // `code`, `message`, `request_id`), a page of the service list, search results, and error bodies.
 // Pure functions from parsed JSON to data or a typed error; the HTTP client (bailian-client.ts)
 // does the requests.
-import { Option, Schema } from 'effect'
+import * as Option from 'effect/Option'
+import * as Schema from 'effect/Schema'
 import { truncateForDisplay } from '../llm/provider-error-payload.ts'
 import type { Redact } from '../llm/redact-secrets.ts'
 import type { BailianClientError, CatalogEntry, Scene, SearchChunk, SearchResult } from './bailian-client.ts'

@@ -2,7 +2,9 @@
 // what was read, and NOTIFY from any process (this one included) drops a workspace from memory.
 // While the LISTEN connection is down nothing is trusted from memory: every read goes to the
 // database, and a reconnect forgets everything (notifications may have been missed).
-import { Context, Effect, Layer } from 'effect'
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
 import type { Kysely } from 'kysely'
 import type pg from 'pg'
 import type { DB } from '../db/schema.ts'

@@ -5,7 +5,8 @@
 // never waiting for one: a stale or missing document, changed credentials or workspace, and a tool
 // that ran `bl knowledge service create|deploy|delete|copy` since the last look. It never fails:
 // anything unexpected becomes a warning and leaves the context as it was.
-import { Cause, Effect } from 'effect'
+import * as Cause from 'effect/Cause'
+import * as Effect from 'effect/Effect'
 import type { ContextBlockChange, PreStepOutput } from '../../machines/index.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { PreStepHook } from '../turn/pre-step-hooks.ts'

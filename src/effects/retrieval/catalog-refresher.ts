@@ -3,7 +3,10 @@
 // keeping the document). Pre-step checks never wait; explicit triggers resolve when the fetch that
 // answers them has settled. Started lazily per workspace; `stop()` stops every machine, which
 // interrupts a running fetch and aborts its HTTP request.
-import { Context, Effect, Layer, Result } from 'effect'
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
+import * as Result from 'effect/Result'
 import { fromCallback } from 'xstate'
 import {
   type CatalogRefreshEmitted,

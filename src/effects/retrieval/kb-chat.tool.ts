@@ -1,7 +1,7 @@
 // `kb_chat {question, agent_id}`: a finished, grounded answer from a Bailian Q&A service (SPEC §9).
 // It streams its progress into the tool card while the service works — the retrieval steps, then
 // the answer as it is generated — instead of leaving the card silent for minutes.
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import { defineTool, type ToolDefinition } from '../tools/tool-definition.ts'
 import type { BailianChatEvent } from './bailian-chat-stream.ts'
 import { AGENT_ID_DESCRIPTION } from './kb-search.tool.ts'

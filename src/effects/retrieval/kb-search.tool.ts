@@ -1,7 +1,7 @@
 // `kb_search {query, agent_id, top_k?}`: passages from a Bailian retrieval service (SPEC §9). The
 // description is static: which services exist reaches the model as the `retrieval-catalog`
 // context block, never here (a changing description would also break the provider's prompt cache).
-import { Schema } from 'effect'
+import * as Schema from 'effect/Schema'
 import { defineTool, type ToolDefinition } from '../tools/tool-definition.ts'
 import { DEFAULT_TOP_K, type KnowledgeCalls, type KnowledgeSearchResult, MAX_TOP_K } from './knowledge-calls.ts'
 

@@ -7,7 +7,7 @@
 // - missing credentials say where and how to configure them.
 // Without an `agent_id` (programmatic calls only: the tools require it) the configured default
 // service is used, else the only deployed service of that scene, else it is an error.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import type { Owner } from '../workspace/store.ts'
 import { ToolError } from '../tools/tool-definition.ts'
 import type { BailianChatEvent } from './bailian-chat-stream.ts'

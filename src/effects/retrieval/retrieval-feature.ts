@@ -2,7 +2,9 @@
 // refresher (its machines), the kb_search / kb_chat tools, the pre-step hook and the workspace-id
 // export for CLI subprocesses. `retrieval.bailian.enabled: false` gives no feature at all: no
 // tools, no catalog block, no settings page.
-import { Context, Effect, Layer } from 'effect'
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
 import type { Kysely } from 'kysely'
 import type pg from 'pg'
 import { AppConfigService } from '../config/app-config.ts'

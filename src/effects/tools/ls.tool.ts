@@ -1,5 +1,6 @@
 // `ls {uri?, offset?, limit?}`: the real direct children of a directory in scope (SPEC §4).
-import { Effect, Schema } from 'effect'
+import * as Effect from 'effect/Effect'
+import * as Schema from 'effect/Schema'
 import { listChildren, type WorkspaceNode } from '../workspace/store.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
 import { ToolOffset, ToolUri } from './tool-arguments.ts'

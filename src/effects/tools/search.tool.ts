@@ -1,6 +1,7 @@
 // `search {query, uri?, offset?}`: scans at most 40 visible files per call in a stable order and
 // says whether the scan was complete; never claims a bounded scan is exhaustive (SPEC §4).
-import { Effect, Schema } from 'effect'
+import * as Effect from 'effect/Effect'
+import * as Schema from 'effect/Schema'
 import { listFilesUnder, readCurrentBodies } from '../workspace/store.ts'
 import { findAll, snippetAround } from '../workspace/text-paging.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'

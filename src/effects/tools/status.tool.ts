@@ -1,6 +1,7 @@
 // `status {uri?, offset?}`: the caller's latest parse (body) and compile (semantic) job of a file;
 // for a folder, a page of the files below it, each with its own latest jobs (SPEC §4).
-import { Effect, Schema } from 'effect'
+import * as Effect from 'effect/Effect'
+import * as Schema from 'effect/Schema'
 import { sql } from 'kysely'
 import type { WorkspaceNode } from '../workspace/store.ts'
 import { formatKbUri, pathToSegments } from '../workspace/uri.ts'

@@ -1,7 +1,9 @@
 // A tool is one object (vercel/ai `tool()`): name, static description, argument Schema (its JSON
 // Schema is derived, never written twice), run, and a one-line summary for people. The turn, the
 // command endpoint, the UI and any other face read the same definitions through the registry.
-import { Data, type Effect, Schema } from 'effect'
+import * as Data from 'effect/Data'
+import type * as Effect from 'effect/Effect'
+import * as Schema from 'effect/Schema'
 import type { ToolSchema } from '../../machines/index.ts'
 import type { Db, Owner } from '../workspace/store.ts'
 import type { WorkspacePath } from '../workspace/uri.ts'

@@ -1,7 +1,11 @@
 // The registry of tool definitions: the schemas the model sees, the names the command endpoint
 // and the UI offer, and one `run` that decodes arguments, runs the tool and turns every expected
 // failure into a tool error the model can read. Built once in the composition root.
-import { Cause, Context, Effect, Layer, Schema } from 'effect'
+import * as Cause from 'effect/Cause'
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
+import * as Schema from 'effect/Schema'
 import type { ToolSchema } from '../../machines/index.ts'
 import { type AnyToolDefinition, type ToolContext, ToolError, type ToolFailure, toToolSchema } from './tool-definition.ts'
 

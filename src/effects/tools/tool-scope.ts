@@ -1,7 +1,7 @@
 // Resolving a tool's target: the URI is re-read for the caller on every call and must be the
 // selected node or lie below it (SPEC §4), so a node deleted or moved since is an error, never
 // stale content.
-import type { Effect } from 'effect'
+import type * as Effect from 'effect/Effect'
 import { resolveWithinScope } from '../workspace/resolve.ts'
 import type { WorkspaceNode } from '../workspace/store.ts'
 import { formatKbUri, type WorkspacePath } from '../workspace/uri.ts'

@@ -1,7 +1,7 @@
 // The turn's model actors: one chat model behind the machine's `callModel` and `compact`, through
 // the one bridge (`fromEffect`). Expected provider failures become `ok: false` outputs with a
 // public code; the machine decides what they mean.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { COMPACTION_INSTRUCTION, renderCompactionTranscript } from '../../machines/compaction-plan.ts'
 import type { CallModelInput, CallModelOutput, CompactInput, CompactOutput, ModelStreamForwardEvent } from '../../machines/turn-contract.ts'
 import { fromEffect } from '../actor-bridge.ts'

@@ -1,7 +1,8 @@
 // The pre-step slot on the host side: features that keep material in front of the model (the
 // retrieval-service catalog) register a hook in the composition root; the turn runs them all
 // before every model step. A hook sees the caller, so it can read that user's settings.
-import { Cause, Effect } from 'effect'
+import * as Cause from 'effect/Cause'
+import * as Effect from 'effect/Effect'
 import type { ContextBlockChange, PreStepInput, PreStepOutput } from '../../machines/index.ts'
 import type { Owner } from '../workspace/store.ts'
 

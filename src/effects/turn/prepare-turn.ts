@@ -1,6 +1,6 @@
 // The `prepare` step of a turn: resolve the selected URI to a real node for the caller, and
 // build the first message sequence (system prompt, history, host material, the question).
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import type { ChatMessage, PrepareInput, PrepareOutput, ToolSchema } from '../../machines/index.ts'
 import { resolveNode } from '../workspace/resolve.ts'
 import { listChildren, readCurrent, type Db, type Owner, type WorkspaceNode } from '../workspace/store.ts'

@@ -1,6 +1,6 @@
 // The Effect edge of the promise-based workspace repositories: workspace failures (bad URI, out of
 // scope, not found, conflict) stay typed; anything else (the database is down, a bug) is a defect.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { isWorkspaceError, type WorkspaceError } from './workspace-errors.ts'
 
 export function tryWorkspace<A>(run: (signal: AbortSignal) => PromiseLike<A>): Effect.Effect<A, WorkspaceError> {

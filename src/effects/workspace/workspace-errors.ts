@@ -1,6 +1,6 @@
 // Workspace failures. Each carries its public `code` and HTTP `status`: the tools, the turn's
 // prepare step and the HTTP error handler all report the same code (docs/api.md lists each once).
-import { Data } from 'effect'
+import * as Data from 'effect/Data'
 
 /** A logical URI that is malformed or tries to escape (`..`, encoded dots/slashes, NUL, …). HTTP 400. */
 export class InvalidUri extends Data.TaggedError('InvalidUri')<{ readonly uri: string; readonly reason: string }> {

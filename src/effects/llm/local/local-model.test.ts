@@ -1,5 +1,7 @@
 import { fc, test as propertyTest } from '@fast-check/vitest'
-import { Cause, Effect, Exit } from 'effect'
+import * as Cause from 'effect/Cause'
+import * as Effect from 'effect/Effect'
+import * as Exit from 'effect/Exit'
 import { describe, expect, onTestFinished, test, vi } from 'vitest'
 import { buildSummaryMessage, COMPACTION_INSTRUCTION, renderCompactionTranscript } from '../../../machines/compaction-plan.ts'
 import { parseTranscript } from './compaction-summary.ts'

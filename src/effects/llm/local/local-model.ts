@@ -2,7 +2,7 @@
 // tool calls deterministically (search → read → answer quoting passages with their URIs) and
 // writes extractive summaries. It implements the same `ChatModel` as a remote model, streams
 // its answers as several `delta` events, and goes through the same turn machine.
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { isCompactionRequest } from '../../../machines/compaction-plan.ts'
 import { summariseForCompaction } from './compaction-summary.ts'
 import { planLocalStep, type LocalStep } from './planner.ts'

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { pdfBomb } from '../../../../tests/support/bombs.ts'
 import { expectFailure, expectText, fixture, utf8 } from '../../../../tests/support/documents.ts'
-import { Effect } from 'effect'
+import * as Effect from 'effect/Effect'
 import { DocumentParserService, makeDocumentParser, type DocumentParser, type DocumentParserOptions, type ParserActivity } from './document-parser.ts'
 import { parseDocument } from './parse-document.ts'
 

@@ -7,7 +7,9 @@
 // replaced on the next task; an idle one exits; `close` kills them all and waits for their exit.
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { Context, Effect, Layer } from 'effect'
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
 import { essenceOf, mimeFromName, OCTET_STREAM } from '../mime.ts'
 import {
   DEFAULT_PARSE_LIMITS,
