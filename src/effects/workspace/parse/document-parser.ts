@@ -173,9 +173,15 @@ export function makeDocumentParser(options: DocumentParserOptions = {}): Documen
     slot.job = job
     slot.child.ref()
     slot.child.channel?.ref()
-    slot.child.send(job.task, (error) => {
-      if (error !== null && slot.job === job) kill(slot)
-    })
+    // A child that died a moment ago (its 'exit' not yet delivered) refuses the message, at once
+    // or in the callback: it is killed, and its 'exit' ends the job as a parser failure.
+    try {
+      slot.child.send(job.task, (error) => {
+        if (error !== null && slot.job === job) kill(slot)
+      })
+    } catch {
+      kill(slot)
+    }
   }
 
   const pump = (): void => {
