@@ -12,6 +12,7 @@ import { PREFERENCES_HEADING } from '../../src/effects/turn/prepare-turn.ts'
 import { createKnowagentClient } from '../../src/client/index.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { waitUntil } from '../support/wait-until.ts'
 
 type Reasoning = { reasoning_content?: string }
 const RUNBOOK = 'Shutdown procedure: drain open connections for at most 30 seconds, then stop the workers.'
@@ -265,7 +266,10 @@ describe('the OpenAI-compatible face (/v1)', () => {
       const controller = new AbortController()
       const pending = openai.chat.completions.create({ model: 'knowagent/remote', messages: [{ role: 'user', content: 'q' }] }, { signal: controller.signal }).catch((error: unknown) => error)
       await provider.waitForRequests(requestIndex + 1)
-      const turnId = (await server.database.db.selectFrom('turns').select('id').where('status', '=', 'running').executeTakeFirstOrThrow()).id
+      // The turn's row is written while the model is called (run-turn.ts): it may land just after the request.
+      const runningTurn = () => server.database.db.selectFrom('turns').select('id').where('status', '=', 'running').executeTakeFirst()
+      await waitUntil(async () => (await runningTurn()) !== undefined, 'the turn row is written')
+      const turnId = (await runningTurn())!.id
       controller.abort()
       expect(await pending).toBeInstanceOf(OpenAI.APIUserAbortError)
       await provider.waitForClientClose(requestIndex)
