@@ -5,8 +5,8 @@ import type { Page } from 'playwright-core'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { ask, assistantMessage, keyPatternOf, screenshot, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace, TEXT_ONLY_MODEL } from '../support/chat-workspace.ts'
-import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
-import { betweenCrAndLf, cutAt, insideCodePoints, toCrlf, withoutTerminal } from '../support/stream-proxy.ts'
+import { chatCompletionSse, splitBytes, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
+import { betweenCrAndLf, insideCodePoints, toCrlf, withoutTerminal } from '../support/stream-proxy.ts'
 
 const DIRECTORY = 'kb://users/alice/docs/'
 
@@ -154,7 +154,7 @@ describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
     const page = await open({ viaProxy: true })
     ui.proxy.reshape((body) => {
       const crlf = toCrlf(body)
-      return cutAt(crlf, [...insideCodePoints(crlf), ...betweenCrAndLf(crlf)])
+      return splitBytes(crlf, [...insideCodePoints(crlf), ...betweenCrAndLf(crlf)])
     }, { delayMs: 2 })
     await ask(page, 'Unicode please')
     await waitForAnswer(page, { n: 1 })

@@ -5,7 +5,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 
-export type StreamReshaper = (body: Buffer) => ReadonlyArray<Buffer>
+export type StreamReshaper = (body: Buffer) => ReadonlyArray<Uint8Array>
 
 export interface StreamProxy {
   readonly url: string
@@ -62,7 +62,7 @@ function forward({ req, res, target, reshaper, delayMs }: { req: IncomingMessage
   req.pipe(upstream)
 }
 
-async function writeSlowly(res: ServerResponse, chunks: ReadonlyArray<Buffer>, delayMs: number): Promise<void> {
+async function writeSlowly(res: ServerResponse, chunks: ReadonlyArray<Uint8Array>, delayMs: number): Promise<void> {
   res.socket?.setNoDelay(true)
   for (const chunk of chunks) {
     if (res.destroyed) return
@@ -70,18 +70,6 @@ async function writeSlowly(res: ServerResponse, chunks: ReadonlyArray<Buffer>, d
     await new Promise((resolve) => setTimeout(resolve, delayMs))
   }
   res.end()
-}
-
-/** Cuts a body at byte offsets. */
-export function cutAt(body: Buffer, offsets: ReadonlyArray<number>): Buffer[] {
-  const cuts = [...new Set(offsets.filter((o) => o > 0 && o < body.length))].sort((a, b) => a - b)
-  const parts: Buffer[] = []
-  let start = 0
-  for (const cut of [...cuts, body.length]) {
-    parts.push(body.subarray(start, cut))
-    start = cut
-  }
-  return parts.filter((part) => part.length > 0)
 }
 
 /** Byte offsets just after the first byte of every multi-byte UTF-8 sequence (a split inside each code point). */

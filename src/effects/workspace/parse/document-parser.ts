@@ -131,20 +131,27 @@ export function makeDocumentParser(options: DocumentParserOptions = {}): Documen
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
     })
-    const slot: Slot = {
-      child,
-      exited: new Promise((resolve) => child.once('exit', () => resolve())),
-    }
-    child.once('exit', (code, signal) => {
+    let markExited = (): void => undefined
+    const slot: Slot = { child, exited: new Promise((resolve) => (markExited = resolve)) }
+    let gone = false
+    /** Once: on 'exit', or on an 'error' of a child that never started (Node may send no 'exit' then). */
+    const finish = (code: number | null, signal: NodeJS.Signals | null): void => {
+      if (gone) return
+      gone = true
       slots.delete(slot)
       clearTimeout(slot.idleTimer)
       if (child.pid !== undefined) emit({ type: 'process', pid: child.pid, state: 'exited' })
+      markExited()
       const job = slot.job
       slot.job = undefined
       job?.end({ type: 'exit', code, signal })
       pump()
+    }
+    child.once('exit', finish)
+    child.on('error', () => {
+      if (child.pid === undefined) finish(null, null) // it never started
+      else kill(slot) // a message could not be sent: 'exit' follows
     })
-    child.on('error', () => kill(slot)) // failed to spawn or to send: 'exit' follows
     child.on('message', (message: unknown) => {
       if (!isParseProcessMessage(message) || slot.job?.task.id !== message.id) return
       if (message.type === 'knowagent.parse.running') return slot.job.onRunning()
@@ -224,7 +231,14 @@ export function makeDocumentParser(options: DocumentParserOptions = {}): Documen
         if (closed) return cancelled(mime, 'parsing was cancelled: the parser is shut down')
         if (callerAborted || ended.type === 'aborted') return cancelled(mime)
         if (ended.type === 'exit' && isMemoryExit(ended)) return memoryLimit(mime, memoryLimitMb)
-        const how = ended.type === 'exit' ? (ended.signal !== null ? `was killed by ${ended.signal}` : `exited with code ${ended.code}`) : 'failed'
+        const how =
+          ended.type !== 'exit'
+            ? 'failed'
+            : ended.signal !== null
+              ? `was killed by ${ended.signal}`
+              : ended.code !== null
+                ? `exited with code ${ended.code}`
+                : 'could not be started'
         return failure(mime, 'parser_failed', `the parser failed unexpectedly: its process ${how}`)
       }
       /** Ends the job now: dropped from the queue, or its process killed. */
