@@ -42,6 +42,7 @@ import { report, SYSTEM_LABEL } from './lib/report.ts'
 import type { BenchResults, IdleMemory, PhaseKind, PhaseResult } from './lib/results.ts'
 import { measureServeStart, type StartMeasurement } from './lib/serve-start.ts'
 import { SERVER_NODE_FLAGS } from '../bin/server-node-flags.mjs'
+import { serverEntry } from '../bin/server-bundle.mjs'
 import { concatSamples, formatNumber, percentileSorted, sortedCopy } from './lib/stats.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -546,7 +547,9 @@ async function main(): Promise<void> {
   const benchStarted = performance.now()
   const machine = `${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(totalmem() / MB / 1024)} GB, Node ${process.version}, ${process.platform}`
   const load = () => loadavg().map((value) => formatNumber(value, 2)).join(' ')
-  console.log(`knowagent streaming benchmark${options.quick ? ' (--quick)' : ''}: ${machine}; knowagent ${revision()}, database ${options.databaseUrl ? 'external PostgreSQL' : 'embedded PostgreSQL (started by the knowagent process)'}; load average ${load()}`)
+  const entry = serverEntry()
+  const compiled = entry.kind === 'bundle' ? 'the server bundle' : `the sources (no bundle: ${entry.reason})`
+  console.log(`knowagent streaming benchmark${options.quick ? ' (--quick)' : ''}: ${machine}; knowagent ${revision()} from ${compiled}, database ${options.databaseUrl ? 'external PostgreSQL' : 'embedded PostgreSQL (started by the knowagent process)'}; load average ${load()}`)
   if (options.cpuProfDir) console.log('profiling is on: CPU and latency figures of this run include the profiler\'s overhead')
   const top = Math.max(...options.concurrencies)
   console.log(
@@ -571,7 +574,7 @@ async function main(): Promise<void> {
           const idleMemory = readTreeMemory(child.pid)
           idle.push({ system, variant, startupMs: child.startupMs, memory: idleMemory })
           console.log(
-            `\n${SYSTEM_LABEL[system]} / ${variant}: started in ${formatNumber(child.startupMs, 0)} ms, idle ${formatNumber((idleMemory?.totalBytes ?? Number.NaN) / MB, 0)} MB` +
+            `\n${SYSTEM_LABEL[system]} / ${variant}: started${child.server.note ? ` ${child.server.note}` : ''} in ${formatNumber(child.startupMs, 0)} ms, idle ${formatNumber((idleMemory?.totalBytes ?? Number.NaN) / MB, 0)} MB` +
               (idleMemory && idleMemory.descendants > 0 ? ` (process RSS ${formatNumber(idleMemory.rootRssBytes / MB, 0)} MB + ${idleMemory.descendants} child processes PSS ${formatNumber(idleMemory.descendantsPssBytes / MB, 0)} MB)` : ''),
           )
           // Warm-up (JIT, connection pools), unpaced, then verified like the real phases.

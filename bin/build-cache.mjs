@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm ci` / `npm install` (the `prepare` script): compiles the server's TypeScript (src/, views/,
 // migrations/) into the cache that bin/typescript-hooks.mjs reads (bin/compile-cache.mjs), so
-// that no start compiles anything.
+// that no start compiles anything, and builds the server bundle (bin/server-bundle.mjs) that
+// `npm start` and the CLI load while it matches the checkout.
 import { readdirSync } from 'node:fs'
 import * as nodeModule from 'node:module'
 import { join } from 'node:path'
@@ -34,3 +35,11 @@ for (const folder of ['src', 'views', 'migrations']) {
   }
 }
 console.log(`knowagent: ${count} TypeScript files compiled`)
+try {
+  const { buildServerBundle } = await import('./server-bundle.mjs')
+  const bundle = await buildServerBundle()
+  console.log(`knowagent: server bundle built (${bundle.modules} modules, ${(bundle.bytes / 1024 / 1024).toFixed(1)} MB)`)
+} catch (error) {
+  // The server still runs, from the sources: slower to start, more memory.
+  console.warn(`knowagent: the server bundle could not be built; the server will run from the sources: ${error instanceof Error ? error.message : String(error)}`)
+}

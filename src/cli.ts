@@ -5,8 +5,7 @@ import * as Effect from 'effect/Effect'
 import * as ManagedRuntime from 'effect/ManagedRuntime'
 import { databaseLayer, unwrapLayerError } from './effects/app-layer.ts'
 import { AppSecret } from './effects/config/secret.ts'
-import { Database, type DatabaseHandle } from './effects/db/database.ts'
-import { migrateToLatest } from './effects/db/migrate.ts'
+import { Database, migrateOnOwnConnection, type DatabaseHandle } from './effects/db/database.ts'
 import { silentLogger } from './effects/logging/logger.ts'
 import { generatePassword } from './effects/auth/passwords.ts'
 import { createApiTokenFor, createUser, findUserByLogin, listApiTokens, revokeApiTokens, setPassword, UserError, type ApiTokenInfo } from './effects/auth/users.ts'
@@ -133,7 +132,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       }
       case 'migrate': {
         parse(rest, {})
-        const applied = await withDatabase(io, async ({ db }) => (await migrateToLatest(db)).applied, { migrate: false })
+        const applied = await withDatabase(io, async (handle) => (await migrateOnOwnConnection(handle)).applied, { migrate: false })
         io.out(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date')
         return 0
       }

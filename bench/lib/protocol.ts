@@ -64,6 +64,8 @@ export interface SystemServer {
   readonly url: string
   /** Extra request headers every stream needs (an API token for knowagent). */
   readonly headers: Record<string, string>
+  /** What was started, when it matters (knowagent: from the server bundle or the sources). */
+  readonly note?: string | undefined
 }
 
 export type ChildMessage =

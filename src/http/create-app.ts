@@ -1,8 +1,8 @@
 import express, { type Express } from 'express'
 import { randomUUID } from 'node:crypto'
-import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
+import { projectPath } from '../project-root.ts'
 import type { AppContext } from './app-context.ts'
 import { authRoutes } from './auth.routes.ts'
 import { resolveAuth } from './authenticate.ts'
@@ -19,7 +19,7 @@ import { openAiRoutes } from './openai.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
 
 const require = createRequire(import.meta.url)
-const STATIC_DIR = fileURLToPath(new URL('../../views/static/', import.meta.url))
+const STATIC_DIR = projectPath('views/static/')
 const HTMX_DIST = join(dirname(require.resolve('htmx.org/package.json')), 'dist')
 
 const CONTENT_SECURITY_POLICY = [

@@ -7,6 +7,8 @@
 // tool has something to list); one model whose baseUrl is the bench provider. Streams go to
 // POST /api/v1/knowledge-agent/stream. Not done here (it is not on the stream path): the demo
 // workspace import of a first start; `knowagent serve` itself is measured by serve-start.ts.
+// The server's modules come from the server bundle when it matches the checkout, as `npm start`
+// loads them (bin/server-bundle.mjs); `entryKind` says which ran.
 import { mkdtempSync, rmSync } from 'node:fs'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -14,15 +16,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { KyselyPlugin } from 'kysely'
 import pg from 'pg'
-import { startCoreRuntime } from '../../../src/effects/app-layer.ts'
-import { createApiTokenFor, createUser } from '../../../src/effects/auth/users.ts'
-import { loadConfig } from '../../../src/effects/config/app-config.ts'
-import { createLogger } from '../../../src/effects/logging/logger.ts'
-import { registerInstance } from '../../../src/effects/turn/instance-registry.ts'
-import { putFile } from '../../../src/effects/workspace/store.ts'
-import { createApp } from '../../../src/http/create-app.ts'
-import { API_PREFIX } from '../../../src/http/knowledge-agent.routes.ts'
-import { appContextOf } from '../../../src/server.ts'
+import { serverEntry } from '../../../bin/server-bundle.mjs'
+import type * as ServerEntry from '../../../src/server-entry.ts'
 import { BENCH_MODEL, KNOWAGENT_MODEL_ID, type SystemServer } from '../protocol.ts'
 
 const SECRET = 'bench-secret-0123456789abcdef'
@@ -39,6 +34,9 @@ export async function startKnowagentServer({
   providerBaseUrl: string
   databaseUrl?: string | undefined
 }): Promise<SystemServer & { readonly dbQueries: () => number; readonly stop: () => Promise<void> }> {
+  const entry = serverEntry()
+  const { startCoreRuntime, createApiTokenFor, createUser, loadConfig, createLogger, registerInstance, putFile, createApp, API_PREFIX, appContextOf } =
+    (await import(entry.url)) as typeof ServerEntry
   const dataDir = mkdtempSync(join(tmpdir(), 'knowagent-bench-data-'))
   const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true })
   const env = {
@@ -107,6 +105,7 @@ export async function startKnowagentServer({
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${API_PREFIX}/stream`,
     headers: { authorization: `Bearer ${token}` },
+    note: entry.kind === 'bundle' ? 'from the server bundle' : `from the sources (${entry.reason})`,
     dbQueries: () => queries,
     stop: async () => {
       shutdown.abort(new Error('bench stop'))

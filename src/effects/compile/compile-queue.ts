@@ -46,33 +46,51 @@ export function bossConnection(connection: pg.ClientConfig): Pick<ConstructorOpt
   return Object.fromEntries(Object.entries({ connectionString, host, port, user, password, database, ssl }).filter(([, value]) => value !== undefined))
 }
 
-/** Starts pg-boss on the shared database (installing or migrating its schema) and makes sure both queues exist. */
+/**
+ * Starts pg-boss on the shared database and makes sure both queues exist. The schema install or
+ * migration and the queues' DDL run first on a short-lived instance of one connection, closed
+ * afterwards: a backend that ran DDL keeps the catalog caches of what it created (~7 MB on a
+ * first start), and pg-boss's pool would otherwise keep that backend for as long as it runs.
+ */
 export async function startQueue(options: StartQueueOptions): Promise<QueueHandle> {
-  const boss = new PgBoss({
+  const common = {
     ...bossConnection(options.connection),
     schema: QUEUE_SCHEMA,
-    max: options.maxConnections ?? 2,
     application_name: 'knowagent-queue',
-    supervise: options.supervise ?? true,
     schedule: false,
-    useListenNotify: true,
-    superviseIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
-    monitorIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
     registerInstance: false,
     persistWarnings: false,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.instanceName ? { instanceName: options.instanceName } : {}),
-  })
-  boss.on('error', (error) => options.logger?.warn('compile queue error', { error: error instanceof Error ? error.message : String(error) }))
-  await boss.start()
-  const queueOptions = {
-    retryBackoff: true,
-    retryDelay: Math.max(1, options.settings.retryDelaySeconds),
-    heartbeatSeconds: options.settings.heartbeatSeconds,
+  } satisfies ConstructorOptions
+  const onError = (error: unknown) => options.logger?.warn('compile queue error', { error: error instanceof Error ? error.message : String(error) })
+
+  const setup = new PgBoss({ ...common, max: 1, supervise: false, useListenNotify: false })
+  setup.on('error', onError)
+  try {
+    await setup.start()
+    const queueOptions = {
+      retryBackoff: true,
+      retryDelay: Math.max(1, options.settings.retryDelaySeconds),
+      heartbeatSeconds: options.settings.heartbeatSeconds,
+    }
+    await setup.createQueue(DEAD_LETTER_QUEUE, { policy: 'standard', retentionSeconds: 30 * 24 * 3600, deleteAfterSeconds: 30 * 24 * 3600 })
+    await setup.createQueue(COMPILE_QUEUE, { policy: 'standard', deadLetter: DEAD_LETTER_QUEUE, notify: true, ...queueOptions })
+    await setup.updateQueue(COMPILE_QUEUE, { deadLetter: DEAD_LETTER_QUEUE, notify: true, ...queueOptions })
+  } finally {
+    await setup.stop({ graceful: false, close: true })
   }
-  await boss.createQueue(DEAD_LETTER_QUEUE, { policy: 'standard', retentionSeconds: 30 * 24 * 3600, deleteAfterSeconds: 30 * 24 * 3600 })
-  await boss.createQueue(COMPILE_QUEUE, { policy: 'standard', deadLetter: DEAD_LETTER_QUEUE, notify: true, ...queueOptions })
-  await boss.updateQueue(COMPILE_QUEUE, { deadLetter: DEAD_LETTER_QUEUE, notify: true, ...queueOptions })
+
+  const boss = new PgBoss({
+    ...common,
+    max: options.maxConnections ?? 2,
+    supervise: options.supervise ?? true,
+    useListenNotify: true,
+    superviseIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
+    monitorIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
+  })
+  boss.on('error', onError)
+  await boss.start()
   return {
     boss,
     settings: options.settings,

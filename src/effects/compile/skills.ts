@@ -7,15 +7,15 @@
 import { createHash } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import * as Data from 'effect/Data'
 import * as Schema from 'effect/Schema'
 import { parse as parseYaml } from 'yaml'
 import type { Db, Owner, WorkspaceNode } from '../workspace/store.ts'
 import { findNode, listChildren, readCurrentBodies } from '../workspace/store.ts'
 import { formatKbUri } from '../workspace/uri.ts'
+import { projectPath } from '../../project-root.ts'
 
-export const BUNDLED_SKILLS_DIR = fileURLToPath(new URL('../../../skills/', import.meta.url))
+export const BUNDLED_SKILLS_DIR = projectPath('skills/')
 /** Where a person's own skills live, below their root. */
 export const USER_SKILLS_DIR = '.skills'
 export const SKILL_FILE = 'SKILL.md'

@@ -63,6 +63,22 @@ export async function openDatabase({
   return poolHandle({ connection: embedded.connection, kind: 'embedded', max, onClose: embedded.release })
 }
 
+/**
+ * Applies the migrations on a connection of their own, closed afterwards. The backend that runs
+ * the DDL keeps the catalog caches of every table it created or changed (~6 MB on a first start);
+ * in the pool that backend would stay, serving queries that never need those caches.
+ */
+export async function migrateOnOwnConnection(handle: Pick<DatabaseHandle, 'connection'>): Promise<{ applied: string[] }> {
+  const pool = new pg.Pool({ ...handle.connection, max: 1 })
+  pool.on('error', () => {})
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
+  try {
+    return await migrateToLatest(db)
+  } finally {
+    await db.destroy()
+  }
+}
+
 /** The database could not be opened (the message says why and what to do). */
 export class DatabaseUnavailable extends Data.TaggedError('DatabaseUnavailable')<{ readonly message: string }> {}
 
@@ -80,7 +96,7 @@ export class Database extends Context.Service<Database, DatabaseHandle>()('knowa
           }),
           (opened) => Effect.promise(() => opened.close()),
         )
-        if (migrate) yield* Effect.promise(() => migrateToLatest(handle.db))
+        if (migrate) yield* Effect.promise(() => migrateOnOwnConnection(handle))
         return handle
       }),
     )

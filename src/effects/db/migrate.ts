@@ -1,19 +1,28 @@
 import { type Kysely } from 'kysely'
 import { type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely/migration'
 import { readdir } from 'node:fs/promises'
-import { fileURLToPath, pathToFileURL } from 'node:url'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { projectPath } from '../../project-root.ts'
+import { BUNDLED_MIGRATIONS } from './bundled-migrations.ts'
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../migrations/', import.meta.url))
+export const MIGRATIONS_DIR = projectPath('migrations/')
 
-/** Loads `migrations/*.ts` by file name order; the file name (without extension) is the migration name. */
+export const MIGRATION_FILE = /^\d{14}_[\w-]+\.ts$/
+
+/**
+ * Loads `migrations/*.ts` by file name order; the file name (without extension) is the migration
+ * name. In the server bundle the same files are compiled in (bundled-migrations.ts), so that they
+ * share the bundle's kysely instead of loading a second copy from node_modules.
+ */
 class FolderMigrationProvider implements MigrationProvider {
   private readonly folder: string
   constructor(folder: string) {
     this.folder = folder
   }
   async getMigrations(): Promise<Record<string, Migration>> {
-    const files = (await readdir(this.folder)).filter((f) => /^\d{14}_[\w-]+\.ts$/.test(f)).sort()
+    if (BUNDLED_MIGRATIONS !== undefined && this.folder === MIGRATIONS_DIR) return { ...BUNDLED_MIGRATIONS }
+    const files = (await readdir(this.folder)).filter((f) => MIGRATION_FILE.test(f)).sort()
     const migrations: Record<string, Migration> = {}
     for (const file of files) {
       const module = (await import(pathToFileURL(join(this.folder, file)).href)) as Migration

@@ -1,13 +1,13 @@
 // The embedded default's first start: a `demo` user and the sample corpus in kb://users/demo/samples/.
 import type { Kysely } from 'kysely'
-import { fileURLToPath } from 'node:url'
 import type { DB } from '../db/schema.ts'
+import { projectPath } from '../../project-root.ts'
 import { generatePassword } from '../auth/passwords.ts'
 import { countUsers, createUser } from '../auth/users.ts'
 import { importFolder, type ImportReport } from './import-folder.ts'
 import type { DocumentParser } from './parse/document-parser.ts'
 
-export const SAMPLES_DIR = fileURLToPath(new URL('../../../samples/', import.meta.url))
+export const SAMPLES_DIR = projectPath('samples/')
 
 export interface DemoBootstrap {
   readonly created: boolean

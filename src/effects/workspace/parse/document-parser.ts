@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import * as Context from 'effect/Context'
 import * as Effect from 'effect/Effect'
 import * as Layer from 'effect/Layer'
+import { PROJECT_ROOT_URL } from '../../../project-root.ts'
 import { essenceOf, mimeFromName, OCTET_STREAM } from '../mime.ts'
 import {
   DEFAULT_PARSE_LIMITS,
@@ -69,7 +70,7 @@ export interface DocumentParser {
 
 const MB = 1024 * 1024
 
-const ENTRY = new URL('./parse-process.ts', import.meta.url)
+const ENTRY = new URL('src/effects/workspace/parse/parse-process.ts', PROJECT_ROOT_URL)
 
 const startRealTimer = (ms: number, onTimeout: () => void): (() => void) => {
   const timer = setTimeout(onTimeout, ms)
