@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { silentLogger } from '../../src/effects/logging/logger.ts'
 import type { CatalogEntry, Scene, SceneListing } from '../../src/effects/retrieval/bailian-client.ts'
 import { type CatalogCache, makeCatalogCache } from '../../src/effects/retrieval/catalog-cache.ts'
-import { LISTENER_APPLICATION_NAME } from '../../src/effects/retrieval/catalog-listener.ts'
+import { CATALOG_CHANNEL } from '../../src/effects/retrieval/catalog-store.ts'
+import { LISTENER_APPLICATION_NAME, startChangeFeed } from '../../src/effects/retrieval/change-feed.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 import { waitUntil } from '../support/wait-until.ts'
 
@@ -23,13 +24,18 @@ afterAll(async () => {
 })
 
 function newCache({ listen = true }: { listen?: boolean } = {}): CatalogCache {
-  const cache = makeCatalogCache({
-    db: database.db,
-    secret: SECRET,
-    logger: silentLogger,
-    listenConnection: listen ? { connectionString: database.url } : undefined,
-    reconnectDelayMs: { initial: 10, max: 50 },
-  })
+  // As the retrieval feature has it: a change feed of its own, closed with the cache.
+  const feed = listen
+    ? startChangeFeed({ connection: { connectionString: database.url }, channels: [CATALOG_CHANNEL], logger: silentLogger, reconnectDelayMs: { initial: 10, max: 50 } })
+    : undefined
+  const inner = makeCatalogCache({ db: database.db, secret: SECRET, logger: silentLogger, feed })
+  const cache: CatalogCache = {
+    ...inner,
+    close: async () => {
+      await inner.close()
+      await feed?.close()
+    },
+  }
   caches.push(cache)
   if (listen) withListener.push(cache)
   return cache
@@ -145,7 +151,7 @@ describe('shared by every process (LISTEN/NOTIFY)', () => {
     await waitUntil(() => notified.includes('ws-reconnect'), 'a notification after the reconnect')
   })
 
-  test('close() releases the LISTEN connection', async () => {
+  test('closing the cache and its change feed releases the LISTEN connection', async () => {
     const cache = newCache()
     // Every listener is settled (the previous test killed them all), so the count is stable.
     await waitUntil(() => withListener.every((c) => c.listening()), 'every listener')

@@ -1,6 +1,7 @@
 // The settings chain against real PostgreSQL: each layer wins in turn, clearing falls back, the
 // key is encrypted at rest, every call reads current values, and the one-time import from the
-// `bl` login never fills back a value the user cleared.
+// `bl` login never fills back a value the user cleared; the stored layers are kept in memory only
+// while the change feed is connected, and a write in any process reaches every other's memory.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,7 +11,10 @@ import { createUser, type User } from '../../src/effects/auth/users.ts'
 import { silentLogger } from '../../src/effects/logging/logger.ts'
 import { resolveBailianConfig } from '../../src/effects/retrieval/bailian-config.ts'
 import { type BailianSettings, type BailianSettingsOptions, connectionOf, makeBailianSettings, type SettingsChange } from '../../src/effects/retrieval/bailian-settings.ts'
+import { type ChangeFeed, LISTENER_APPLICATION_NAME, startChangeFeed } from '../../src/effects/retrieval/change-feed.ts'
+import { SETTINGS_CHANNEL } from '../../src/effects/retrieval/retrieval-settings-store.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { waitUntil } from '../support/wait-until.ts'
 
 const SECRET = 'db-test-secret-0123456789abcdef'
 let database: TestDatabase
@@ -221,5 +225,99 @@ describe('one-time import from the bl login', () => {
     expect(await sources(settingsWith({ blConfigPath: join(dir, 'absent.json') }), user.id)).toMatchObject({ apiKey: 'unset:' })
     writeFileSync(join(dir, 'broken.json'), '{ not json')
     expect(await sources(settingsWith({ blConfigPath: join(dir, 'broken.json') }), user.id)).toMatchObject({ apiKey: 'unset:' })
+  })
+})
+
+describe('the stored layers in memory, behind the change feed', () => {
+  const feeds: ChangeFeed[] = []
+  afterAll(async () => {
+    for (const feed of feeds) await feed.close()
+  })
+  /** A settings instance as one process has it: its own feed, and a count of the queries it sends. */
+  const processWithFeed = async (options: Partial<BailianSettingsOptions> = {}, reconnectDelayMs = { initial: 10, max: 50 }) => {
+    const feed = startChangeFeed({ connection: { connectionString: database.url }, channels: [SETTINGS_CHANNEL], logger: silentLogger, reconnectDelayMs })
+    feeds.push(feed)
+    await waitUntil(() => feed.connected(), 'the change feed')
+    let queries = 0
+    const db = database.db.withPlugin({
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => {
+        queries += 1
+        return args.result
+      },
+    })
+    return { feed, settings: settingsWith({ db, feed, ...options }), queries: () => queries }
+  }
+
+  test('a second resolve is served from memory; without a feed every resolve reads the database', async () => {
+    const user = await newUser()
+    const a = await processWithFeed()
+    await a.settings.resolve(user.id)
+    const afterFirst = a.queries()
+    expect(afterFirst).toBe(2) // the user layer and the credentials
+    await a.settings.resolve(user.id)
+    expect(a.queries()).toBe(afterFirst)
+
+    let queries = 0
+    const counted = database.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => ((queries += 1), args.result) })
+    const noFeed = settingsWith({ db: counted })
+    await noFeed.resolve(user.id)
+    await noFeed.resolve(user.id)
+    expect(queries).toBe(4)
+  })
+
+  test("a write in this process is seen at once, and another process's write once its NOTIFY arrives", async () => {
+    const user = await newUser()
+    const a = await processWithFeed()
+    const b = await processWithFeed()
+    expect(await sources(a.settings, user.id)).toMatchObject({ workspaceId: 'unset:' })
+    expect(await sources(b.settings, user.id)).toMatchObject({ workspaceId: 'unset:' })
+
+    await a.settings.saveSettings(user.id, { workspaceId: 'ws-written-by-a' })
+    expect(await sources(a.settings, user.id)).toMatchObject({ workspaceId: 'user:ws-written-by-a' })
+    await waitUntil(async () => (await sources(b.settings, user.id)).workspaceId === 'user:ws-written-by-a', 'process b to see the write')
+
+    await b.settings.setApiKey(user.id, 'sk-set-in-b')
+    await waitUntil(async () => (await sources(a.settings, user.id)).apiKey === 'credential-store:sk-set-in-b', 'process a to see the key')
+    await a.settings.removeApiKey(user.id)
+    await waitUntil(async () => (await sources(b.settings, user.id)).apiKey === 'unset:', 'process b to see the key removed')
+
+    // A process without a feed (the worker) still tells the others.
+    await settingsWith().saveSettings(user.id, { workspaceId: 'ws-from-a-worker' })
+    await waitUntil(async () => (await sources(a.settings, user.id)).workspaceId === 'user:ws-from-a-worker', 'process a to see the worker\'s write')
+  })
+
+  test('while the feed is down nothing is served from memory, and a reconnect forgets everything', async () => {
+    const user = await newUser()
+    // Down for 2 s: long enough for the reads below to happen while it is.
+    const a = await processWithFeed({}, { initial: 2_000, max: 2_000 })
+    await a.settings.resolve(user.id)
+    const cached = a.queries()
+    await a.settings.resolve(user.id)
+    expect(a.queries()).toBe(cached)
+
+    await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${LISTENER_APPLICATION_NAME} and datname = current_database()`.execute(database.db)
+    await waitUntil(() => !a.feed.connected(), 'the feed to notice')
+    // Written behind its back (no NOTIFY reaches a disconnected listener).
+    await sql`insert into retrieval_settings (user_id, workspace_id) values (${user.id}, 'ws-while-down') on conflict (user_id) do update set workspace_id = excluded.workspace_id`.execute(database.db)
+    expect(await sources(a.settings, user.id)).toMatchObject({ workspaceId: 'user:ws-while-down' })
+    const down = a.queries()
+    await a.settings.resolve(user.id)
+    expect(a.queries()).toBe(down + 2)
+
+    await waitUntil(() => a.feed.connected(), 'the feed to reconnect')
+    await sql`update retrieval_settings set workspace_id = 'ws-after' where user_id = ${user.id}`.execute(database.db)
+    expect(await sources(a.settings, user.id)).toMatchObject({ workspaceId: 'user:ws-after' })
+  })
+
+  test('an entry lives at most cacheTtlMs', async () => {
+    const user = await newUser()
+    let clock = 1_000_000
+    const a = await processWithFeed({ cacheTtlMs: 5_000, now: () => clock })
+    await a.settings.resolve(user.id)
+    await sql`insert into retrieval_settings (user_id, workspace_id) values (${user.id}, 'ws-silent') on conflict (user_id) do update set workspace_id = excluded.workspace_id`.execute(database.db)
+    expect(await sources(a.settings, user.id)).toMatchObject({ workspaceId: 'unset:' }) // memory, as designed: no NOTIFY was sent
+    clock += 5_000
+    expect(await sources(a.settings, user.id)).toMatchObject({ workspaceId: 'user:ws-silent' })
   })
 })

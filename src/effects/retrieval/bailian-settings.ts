@@ -1,7 +1,11 @@
-// The Bailian settings of a user, read fresh on every call (so changes apply without restart):
-// the user layer and the credential store from PostgreSQL, the entry layer from the config file,
-// the environment as it is now. Writes come from the settings page; each is announced to
-// subscribers (the catalog refresher refreshes after a key or workspace change).
+// The Bailian settings of a user, resolved on every call (so changes apply without restart): the
+// user layer and the credential store from PostgreSQL, the entry layer from the config file, the
+// environment as it is now. The two stored layers are read at every model step's pre-step, so they
+// are kept in memory while the feature's change feed is connected: every write NOTIFYs
+// SETTINGS_CHANNEL (after the write, or with its transaction), which drops that user's entry in
+// every process; a reset of the feed drops them all, and an entry lives at most `cacheTtlMs`.
+// Writes re-read the database, never the memory. Writes come from the settings page; each is
+// announced to subscribers (the catalog refresher refreshes after a key or workspace change).
 import * as Context from 'effect/Context'
 import * as Data from 'effect/Data'
 import * as Effect from 'effect/Effect'
@@ -14,6 +18,7 @@ import type { BailianConfig } from './bailian-config.ts'
 import { isValidWorkspaceId } from './bailian-endpoint.ts'
 import { BailianMissingCredentials } from './bailian-errors.ts'
 import { planBlImport, readBlCliConfig, type SeedField } from './bl-config-import.ts'
+import type { ChangeFeed } from './change-feed.ts'
 import { makeCredentialCipher } from './credential-cipher.ts'
 import {
   CREDENTIAL_NAMES,
@@ -27,8 +32,12 @@ import {
 import {
   deleteCredential,
   ensureUserLayerRow,
+  notifySettingsChanged,
   readCredentials,
   readUserLayer,
+  SETTINGS_CHANNEL,
+  type StoredCredentials,
+  type UserLayer,
   updateUserLayer,
   writeCredential,
 } from './retrieval-settings-store.ts'
@@ -64,6 +73,8 @@ export interface BailianSettings {
   /** Removes the stored key (the environment's, if any, shows through); false when none was stored. */
   readonly removeApiKey: (userId: string) => Promise<boolean>
   readonly subscribe: (listener: (change: SettingsChange) => void) => () => void
+  /** Stops following the change feed (the feed itself is its owner's to close). */
+  readonly close: () => void
 }
 
 export interface BailianSettingsOptions {
@@ -75,6 +86,11 @@ export interface BailianSettingsOptions {
   /** The `bl` CLI's login file (default ~/.bailian/config.json); null turns the one-time import off. */
   readonly blConfigPath: string | null
   readonly logger: Logger
+  /** The feature's change feed, listening on SETTINGS_CHANNEL (its owner closes it); without one every call reads the database. */
+  readonly feed?: ChangeFeed | undefined
+  /** How long a user's stored layers may be served from memory at most (default 60 s). */
+  readonly cacheTtlMs?: number | undefined
+  readonly now?: (() => number) | undefined
 }
 
 const MAX_ID_LENGTH = 256
@@ -102,8 +118,43 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
     }
   }
 
-  const layersOf = async (userId: string): Promise<{ layers: SettingLayers; seeded: ReadonlyArray<string>; unreadable: ReadonlyArray<string> }> => {
+  const feed = options.feed
+  const cacheTtlMs = options.cacheTtlMs ?? 60_000
+  const now = options.now ?? Date.now
+  const memory = new Map<string, { readonly user: UserLayer; readonly credentials: StoredCredentials; readonly at: number }>()
+  let generation = 0
+  const forget = (userId: string): void => {
+    generation += 1
+    memory.delete(userId)
+  }
+  const stopFeed = [
+    feed?.on(SETTINGS_CHANNEL, forget),
+    feed?.onReset(() => {
+      generation += 1
+      memory.clear()
+    }),
+  ]
+  /** After a write of this process: gone from its memory now, from the others' when the NOTIFY arrives. */
+  const written = async (userId: string): Promise<void> => {
+    forget(userId)
+    await notifySettingsChanged(db, userId)
+  }
+
+  const storedLayers = async (userId: string, { fresh }: { fresh: boolean }): Promise<{ user: UserLayer; credentials: StoredCredentials }> => {
+    const cached = memory.get(userId)
+    if (!fresh && cached !== undefined && feed?.connected() === true && now() - cached.at < cacheTtlMs) return cached
+    const before = generation
     const [user, credentials] = await Promise.all([readUserLayer(db, userId), readCredentials(db, cipher, userId)])
+    // Kept only if nothing changed while it was read and notifications are flowing.
+    if (feed?.connected() === true && generation === before) memory.set(userId, { user, credentials, at: now() })
+    return { user, credentials }
+  }
+
+  const layersOf = async (
+    userId: string,
+    { fresh = false }: { fresh?: boolean } = {},
+  ): Promise<{ layers: SettingLayers; seeded: ReadonlyArray<string>; unreadable: ReadonlyArray<string> }> => {
+    const { user, credentials } = await storedLayers(userId, { fresh })
     return { layers: { user: user.values, entry, credentials: credentials.values, env }, seeded: user.seededFields, unreadable: credentials.unreadable }
   }
 
@@ -128,8 +179,10 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
         values: plan.workspaceId !== undefined ? { workspaceId: plan.workspaceId } : {},
         markSeeded: plan.mark,
       })
+      await notifySettingsChanged(trx, userId)
       return [...(plan.apiKey !== undefined ? (['apiKey'] as const) : []), ...(plan.workspaceId !== undefined ? (['workspaceId'] as const) : [])]
     })
+    forget(userId)
     if (imported.length > 0) {
       logger.info('retrieval settings imported from the bl CLI login', { userId, fields: imported })
       announce({ userId, keys: imported })
@@ -157,13 +210,14 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
       }
       if (/[\u0000-\u001f\u007f]/.test(trimmed)) throw new InvalidSettings({ message: `${key} holds control characters` })
     }
-    const { layers } = await layersOf(userId)
+    const { layers } = await layersOf(userId, { fresh: true })
     const current = resolveRetrievalSettings(layers)
     const patch = planSettingsUpdate({ submitted, current })
     const keys = Object.keys(patch) as EditableKey[]
     if (keys.length === 0) return []
     // A user-driven write or clear of the workspace id consumes its one-time import.
     await updateUserLayer(db, userId, { values: patch, markSeeded: keys.includes('workspaceId') ? ['workspaceId'] : [] })
+    await written(userId)
     announce({ userId, keys })
     return keys
   }
@@ -174,12 +228,14 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
     if (value.length > MAX_KEY_LENGTH || /\s/.test(value)) throw new InvalidSettings({ message: 'that does not look like an API key' })
     await writeCredential(db, cipher, { userId, name: CREDENTIAL_NAMES.apiKey, value })
     await updateUserLayer(db, userId, { values: {}, markSeeded: ['apiKey'] })
+    await written(userId)
     announce({ userId, keys: ['apiKey'] })
   }
 
   const removeApiKey: BailianSettings['removeApiKey'] = async (userId) => {
     const removed = await deleteCredential(db, { userId, name: CREDENTIAL_NAMES.apiKey })
     await updateUserLayer(db, userId, { values: {}, markSeeded: ['apiKey'] })
+    await written(userId)
     if (removed) announce({ userId, keys: ['apiKey'] })
     return removed
   }
@@ -192,6 +248,10 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
     subscribe: (listener) => {
       listeners.add(listener)
       return () => listeners.delete(listener)
+    },
+    close: () => {
+      for (const stop of stopFeed) stop?.()
+      memory.clear()
     },
   }
 }

@@ -1,16 +1,16 @@
 // The catalog cache as this process sees it: PostgreSQL is the truth (catalog-store.ts), memory holds
 // what was read, and NOTIFY from any process (this one included) drops a workspace from memory.
-// While the LISTEN connection is down nothing is trusted from memory: every read goes to the
-// database, and a reconnect forgets everything (notifications may have been missed).
+// The notifications come through the feature's change feed (change-feed.ts). While its connection
+// is down nothing is trusted from memory: every read goes to the database, and a reconnect
+// forgets everything (notifications may have been missed).
 import * as Context from 'effect/Context'
 import * as Effect from 'effect/Effect'
 import * as Layer from 'effect/Layer'
 import type { Kysely } from 'kysely'
-import type pg from 'pg'
 import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { Scene, SceneListing } from './bailian-client.ts'
-import { startChannelListener, type ChannelListener } from './catalog-listener.ts'
+import type { ChangeFeed } from './change-feed.ts'
 import { CATALOG_CHANNEL, type CatalogStatus, keyFingerprint, publishCatalog, readCatalogStatus, recordCatalogFailure, revokeCatalogReader } from './catalog-store.ts'
 
 export interface CatalogCache {
@@ -38,9 +38,8 @@ export interface CatalogCacheOptions {
   readonly db: Kysely<DB>
   readonly secret: string
   readonly logger: Logger
-  /** Connection settings for the LISTEN client (`DatabaseHandle.connection`); without them nothing is cached in memory. */
-  readonly listenConnection?: pg.ClientConfig | undefined
-  readonly reconnectDelayMs?: { readonly initial: number; readonly max: number } | undefined
+  /** The change feed listening on CATALOG_CHANNEL (its owner closes it); without one nothing is cached in memory. */
+  readonly feed?: ChangeFeed | undefined
 }
 
 export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
@@ -66,32 +65,22 @@ export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
     }
   }
 
-  const channel: ChannelListener | undefined =
-    options.listenConnection === undefined
-      ? undefined
-      : startChannelListener({
-          connection: options.listenConnection,
-          channel: CATALOG_CHANNEL,
-          onNotify: (workspaceId) => changed(workspaceId),
-          onConnect: () => {
-            generation += 1
-            memory.clear()
-          },
-          onDisconnect: () => {
-            generation += 1
-            memory.clear()
-          },
-          logger,
-          reconnectDelayMs: options.reconnectDelayMs,
-        })
+  const feed = options.feed
+  const stopFeed = [
+    feed?.on(CATALOG_CHANNEL, (workspaceId) => changed(workspaceId)),
+    feed?.onReset(() => {
+      generation += 1
+      memory.clear()
+    }),
+  ]
 
   const read: CatalogCache['read'] = async (workspaceId) => {
     const cached = memory.get(workspaceId)
-    if (cached !== undefined && channel?.connected() === true) return cached
+    if (cached !== undefined && feed?.connected() === true) return cached
     const before = generation
     const status = await readCatalogStatus(db, workspaceId)
     // Keep it only if nothing changed while it was being read and notifications are flowing.
-    if (channel?.connected() === true && generation === before) memory.set(workspaceId, status)
+    if (feed?.connected() === true && generation === before) memory.set(workspaceId, status)
     return status
   }
 
@@ -101,33 +90,33 @@ export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
     publish: async ({ workspaceId, endpointHost, listing, apiKey, fetchedAt }) => {
       await publishCatalog(db, { workspaceId, endpointHost, listing, readerFingerprint: keyFingerprint({ secret, apiKey }), fetchedAt })
       // Our own NOTIFY arrives later: a read right after the publish must already see it.
-      if (channel?.connected() === true) forget(workspaceId)
+      if (feed?.connected() === true) forget(workspaceId)
       else changed(workspaceId)
     },
     recordFailure: async ({ workspaceId, endpointHost, message, at }) => {
       await recordCatalogFailure(db, { workspaceId, endpointHost, message, at })
-      if (channel?.connected() === true) forget(workspaceId)
+      if (feed?.connected() === true) forget(workspaceId)
       else changed(workspaceId)
     },
     revokeReader: async ({ workspaceId, apiKey }) => {
       await revokeCatalogReader(db, { workspaceId, fingerprint: keyFingerprint({ secret, apiKey }) })
-      if (channel?.connected() === true) forget(workspaceId)
+      if (feed?.connected() === true) forget(workspaceId)
       else changed(workspaceId)
     },
     subscribe: (listener) => {
       listeners.add(listener)
       return () => listeners.delete(listener)
     },
-    listening: () => channel?.connected() === true,
+    listening: () => feed?.connected() === true,
     close: async () => {
+      for (const stop of stopFeed) stop?.()
       listeners.clear()
       memory.clear()
-      await channel?.close()
     },
   }
 }
 
-/** The cache as a scoped service: the LISTEN connection is released when the runtime shuts down. */
+/** The cache as a scoped service, closed when the runtime shuts down. */
 export class CatalogCacheService extends Context.Service<CatalogCacheService, CatalogCache>()('knowagent/retrieval/CatalogCache') {
   static readonly layer = (options: CatalogCacheOptions): Layer.Layer<CatalogCacheService> =>
     Layer.effect(

@@ -21,11 +21,14 @@ import { type BailianSettings, connectionOf, makeBailianSettings } from './baili
 import { BailianMissingCredentials } from './bailian-errors.ts'
 import { defaultBlConfigPath } from './bl-config-import.ts'
 import { type CatalogCache, makeCatalogCache } from './catalog-cache.ts'
+import { CATALOG_CHANNEL } from './catalog-store.ts'
+import { startChangeFeed } from './change-feed.ts'
 import { makeCatalogPreStepHook } from './catalog-pre-step.ts'
 import { type CatalogRefresher, makeCatalogRefresher } from './catalog-refresher.ts'
 import { makeKbChatTool } from './kb-chat.tool.ts'
 import { makeKbSearchTool } from './kb-search.tool.ts'
 import { type KnowledgeCalls, makeKnowledgeCalls } from './knowledge-calls.ts'
+import { SETTINGS_CHANNEL } from './retrieval-settings-store.ts'
 
 export interface RetrievalFeature {
   readonly config: BailianConfig
@@ -42,7 +45,7 @@ export interface RetrievalFeature {
   readonly workspaceIdFor: (userId: string) => Promise<string | undefined>
   /** `{ BAILIAN_WORKSPACE_ID }` for a CLI-profile subprocess of this user (empty when unset). */
   readonly subprocessEnvFor: (userId: string) => Promise<Record<string, string>>
-  /** Stops the refresher's machines (aborting running fetches) and releases the LISTEN connection. */
+  /** Stops the refresher's machines (aborting running fetches) and releases the change feed's LISTEN connection. */
   readonly close: () => Promise<void>
 }
 
@@ -54,7 +57,7 @@ export interface RetrievalFeatureOptions {
   /** Read at call time (usually `process.env`). */
   readonly env: Readonly<Record<string, string | undefined>>
   readonly logger: Logger
-  /** Connection settings for the catalog's LISTEN client (`DatabaseHandle.connection`); without them each read goes to the database. */
+  /** Connection settings for the change feed's LISTEN client (`DatabaseHandle.connection`); without them each read goes to the database. */
   readonly listenConnection?: pg.ClientConfig | undefined
   /** Default ~/.bailian/config.json; null disables the one-time import. */
   readonly blConfigPath?: string | null | undefined
@@ -75,6 +78,8 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
   if (!options.config.enabled) return undefined
   const logger = options.logger.child({ feature: 'retrieval' })
   const client = options.client ?? makeBailianClient()
+  // One LISTEN connection for both caches: the catalog documents and the users' settings.
+  const feed = options.listenConnection === undefined ? undefined : startChangeFeed({ connection: options.listenConnection, channels: [CATALOG_CHANNEL, SETTINGS_CHANNEL], logger })
   const settings = makeBailianSettings({
     db: options.db,
     secret: options.secret,
@@ -82,8 +87,9 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
     env: options.env,
     blConfigPath: options.blConfigPath === undefined ? defaultBlConfigPath() : options.blConfigPath,
     logger,
+    feed,
   })
-  const cache = makeCatalogCache({ db: options.db, secret: options.secret, logger, listenConnection: options.listenConnection })
+  const cache = makeCatalogCache({ db: options.db, secret: options.secret, logger, feed })
   const refresher = makeCatalogRefresher({ client, settings, cache, logger, now: options.now })
   const calls = makeKnowledgeCalls({ client, settings, cache, refresher })
 
@@ -115,6 +121,8 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
       unsubscribe()
       await refresher.stop()
       await cache.close()
+      settings.close()
+      await feed?.close()
     },
   }
 }

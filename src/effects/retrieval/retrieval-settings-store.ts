@@ -103,3 +103,11 @@ export async function deleteCredential(db: Db, { userId, name }: { readonly user
   const result = await db.deleteFrom('user_credentials').where('user_id', '=', userId).where('name', '=', name).executeTakeFirst()
   return Number(result.numDeletedRows) > 0
 }
+
+/** Where a change of a user's settings or credentials is announced to every process (bailian-settings.ts caches them). */
+export const SETTINGS_CHANNEL = 'knowagent_retrieval_settings'
+
+/** Announces a change of `userId`'s settings or credentials; inside a transaction, sent when it commits. */
+export async function notifySettingsChanged(db: Db, userId: string): Promise<void> {
+  await sql`select pg_notify(${SETTINGS_CHANNEL}, ${userId})`.execute(db)
+}
