@@ -100,14 +100,21 @@ export async function buildServerBundle({ outDir = BUNDLE_DIR } = {}) {
   for (const input of [...new Set([...projectInputs, ...EXTRA_INPUTS])].sort()) inputs[input] = fingerprint(join(ROOT, input))
   const bundle = `server-${randomUUID().slice(0, 8)}.mjs`
   mkdirSync(outDir, { recursive: true })
+  let previous
+  try {
+    previous = JSON.parse(readFileSync(join(outDir, MANIFEST), 'utf8')).bundle
+  } catch {
+    previous = undefined
+  }
   const [output] = result.outputFiles
   writeFileSync(join(outDir, bundle), output.contents)
   const manifest = { version: MANIFEST_VERSION, bundle, builtWith: process.version, migrations, inputs }
   const temporary = join(outDir, `${MANIFEST}.${process.pid}.tmp`)
   writeFileSync(temporary, JSON.stringify(manifest, null, 1))
   renameSync(temporary, join(outDir, MANIFEST))
+  // The previous bundle stays: a start that read the previous manifest a moment ago imports it.
   for (const name of readdirSync(outDir)) {
-    if (/^server-[0-9a-f]{8}\.mjs$/.test(name) && name !== bundle) rmSync(join(outDir, name), { force: true })
+    if (/^server-[0-9a-f]{8}\.mjs$/.test(name) && name !== bundle && name !== previous) rmSync(join(outDir, name), { force: true })
   }
   return { path: join(outDir, bundle), bytes: output.contents.byteLength, modules: Object.keys(result.metafile.inputs).length, projectFiles: projectInputs.length }
 }

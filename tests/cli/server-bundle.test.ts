@@ -45,7 +45,7 @@ describe('the server bundle', () => {
 
   it('is built from this checkout, and the launcher loads it (the sources with KNOWAGENT_BUNDLE=0)', () => {
     expect(built.modules).toBeGreaterThan(500)
-    expect(readdirSync(outDir).filter((name) => name.endsWith('.mjs'))).toEqual([readManifest(outDir).bundle])
+    expect(readdirSync(outDir).filter((name) => name.endsWith('.mjs'))).toEqual([readManifest(outDir).bundle]) // the first build: nothing before it
     expect(inspectBundle({ outDir })).toEqual({ ok: true, path: built.path })
     expect(serverEntry({ outDir, env: {} })).toEqual({ kind: 'bundle', url: pathToFileURL(built.path).href })
     expect(serverEntry({ outDir, env: { KNOWAGENT_BUNDLE: '0' } })).toMatchObject({ kind: 'sources', url: pathToFileURL(join(ROOT, 'src/server-entry.ts')).href })
@@ -53,6 +53,18 @@ describe('the server bundle', () => {
     const inputs = Object.keys(readManifest(outDir).inputs)
     expect(inputs).toEqual(expect.arrayContaining(['src/cli.ts', 'src/effects/turn/run-turn.ts', 'views/pages/settings.tsx', 'package-lock.json', 'bin/server-bundle.mjs']))
     expect(inputs.filter((input) => input.startsWith('migrations/'))).toEqual(readManifest(outDir).migrations.map((file) => `migrations/${file}`))
+  })
+
+  it('a rebuild keeps the bundle before it (a start may have read the previous manifest) and no older one', async () => {
+    const dir = mkdtempSync(join(ROOT, '.build-test-'))
+    scratch.push(dir)
+    const first = await buildServerBundle({ outDir: dir })
+    const second = await buildServerBundle({ outDir: dir })
+    const third = await buildServerBundle({ outDir: dir })
+    const bundles = readdirSync(dir).filter((name) => name.endsWith('.mjs')).sort()
+    expect(bundles).toEqual([second.path, third.path].map((path) => path.slice(dir.length + 1)).sort())
+    expect(bundles).not.toContain(first.path.slice(dir.length + 1))
+    expect(inspectBundle({ outDir: dir })).toEqual({ ok: true, path: third.path })
   })
 
   it('runs the CLI and applies every migration of migrations/, compiled in', async () => {
