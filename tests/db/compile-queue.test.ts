@@ -247,4 +247,37 @@ describe('compile jobs on the queue', () => {
       await worker.stop()
     })
   })
+
+  describe('waking (pg-boss keeps no LISTEN of its own)', () => {
+    it('a job queued while the workers sleep starts at once, not at their next poll a minute later', async () => {
+      // Its own harness: workers that poll only every 60 s, so only the wake-up can start the job
+      // within waitForJob's 30 s.
+      const sleepy = await startCompileHarness({ database, models: registryWith([echo]), settings: { pollingIntervalSeconds: 60, concurrency: 2 } })
+      try {
+        const worker = await sleepy.startWorker({ name: 'sleepy' })
+        // Both pollers have fetched once and found nothing: they wait out their 60 s now.
+        await vi.waitFor(
+          () => {
+            const pollers = worker.queue.boss.getWipData().filter((poller) => poller.name === 'compile')
+            expect(pollers).toHaveLength(2)
+            for (const poller of pollers) expect(poller.lastFetchedOn).not.toBeNull()
+          },
+          { timeout: 10_000, interval: 20 },
+        )
+        const jobs: string[] = []
+        for (const name of ['one.md', 'two.md']) {
+          const result = await sleepy.service.enqueue({ caller: alice, params: { uris: [`kb://me/b/${name}`], channel: 'llm', modelId: 'echo' } })
+          jobs.push(result.jobs[0]!.id)
+        }
+        // Two jobs at once: each poller is woken, not only the first.
+        const ends = await Promise.all(jobs.map((id) => sleepy.waitForJob(id, (job) => job.status === 'succeeded', 'succeeded')))
+        expect(ends.map((job) => job.attempts)).toEqual([1, 1])
+        const starts = sleepy.logLines.filter((line) => line.includes('compile attempt started')).map((line) => JSON.parse(line) as { jobId: string })
+        expect(starts.map((start) => start.jobId).sort()).toEqual([...jobs].sort())
+        await worker.stop()
+      } finally {
+        await sleepy.close()
+      }
+    })
+  })
 })

@@ -36,7 +36,7 @@ export interface StartQueueOptions {
   /** pg-boss's clock (tests pass its TestClock). */
   readonly clock?: Clock | undefined
   readonly instanceName?: string | undefined
-  /** Connections pg-boss may open (its own pool): one holds its LISTEN, the other runs its queries. Default 2. */
+  /** Connections pg-boss may open for its queries (its own pool; its LISTEN is off, see startQueue). Default 2. */
   readonly maxConnections?: number | undefined
 }
 
@@ -47,7 +47,10 @@ export function bossConnection(connection: pg.ClientConfig): Pick<ConstructorOpt
 }
 
 /**
- * Starts pg-boss on the shared database and makes sure both queues exist. The schema install or
+ * Starts pg-boss on the shared database and makes sure both queues exist. pg-boss's own LISTEN
+ * is off — one database connection fewer in every process: the workers are woken by our job
+ * events instead (every job row change is NOTIFYed on `knowagent_jobs`, compile-worker.ts), and
+ * otherwise poll every `pollingIntervalSeconds`. The schema install or
  * migration and the queues' DDL run first on a short-lived instance of one connection, closed
  * afterwards: a backend that ran DDL keeps the catalog caches of what it created (~7 MB on a
  * first start), and pg-boss's pool would otherwise keep that backend for as long as it runs.
@@ -75,8 +78,9 @@ export async function startQueue(options: StartQueueOptions): Promise<QueueHandl
       heartbeatSeconds: options.settings.heartbeatSeconds,
     }
     await setup.createQueue(DEAD_LETTER_QUEUE, { policy: 'standard', retentionSeconds: 30 * 24 * 3600, deleteAfterSeconds: 30 * 24 * 3600 })
-    await setup.createQueue(COMPILE_QUEUE, { policy: 'standard', deadLetter: DEAD_LETTER_QUEUE, notify: true, ...queueOptions })
-    await setup.updateQueue(COMPILE_QUEUE, { deadLetter: DEAD_LETTER_QUEUE, notify: true, ...queueOptions })
+    // `notify: false`: no process listens on pg-boss's channel (see above).
+    await setup.createQueue(COMPILE_QUEUE, { policy: 'standard', deadLetter: DEAD_LETTER_QUEUE, notify: false, ...queueOptions })
+    await setup.updateQueue(COMPILE_QUEUE, { deadLetter: DEAD_LETTER_QUEUE, notify: false, ...queueOptions })
   } finally {
     await setup.stop({ graceful: false, close: true })
   }
@@ -85,7 +89,7 @@ export async function startQueue(options: StartQueueOptions): Promise<QueueHandl
     ...common,
     max: options.maxConnections ?? 2,
     supervise: options.supervise ?? true,
-    useListenNotify: true,
+    useListenNotify: false,
     superviseIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
     monitorIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
   })

@@ -37,7 +37,7 @@ export interface CompileWorkerOptions {
   readonly connection: pg.ClientConfig
   readonly engines: CompileEngines
   readonly settings: QueueSettings
-  /** Cancel notifications (and nothing else) come through here. */
+  /** Job changes from every process: they wake the worker (a job was queued) and carry cancellations. */
   readonly events: JobEvents
   readonly logger?: Logger | undefined
   /** pg-boss's clock (tests pass its TestClock); the job machine's timeout uses real time. */
@@ -72,7 +72,20 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
   const settled = new Set<Promise<unknown>>()
   let stopping: Promise<void> | undefined
 
+  let workId: string | undefined
+  /**
+   * Makes every poller of this worker fetch now instead of at its next poll (pg-boss's own LISTEN
+   * is off, compile-queue.ts). `notifyWorker` wakes one poller, and `work()` starts one per
+   * `concurrency`: each is woken. A poller that is running a job fetches again as soon as it ends.
+   */
+  const wake = (): void => {
+    if (workId === undefined) return
+    for (const poller of queue.boss.getWipData()) if (poller.workId === workId) queue.boss.notifyWorker(poller.id)
+  }
+
   const unsubscribe = options.events.subscribe((event) => {
+    // A job queued (or changed) in any process, or notifications missed: look for work now.
+    if (event.type === 'resync' || !runs.has(event.jobId)) wake()
     if (event.type !== 'changed' || !runs.has(event.jobId)) return
     void options.db
       .selectFrom('jobs')
@@ -120,7 +133,7 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
     }
   }
 
-  await queue.boss.work<CompileQueueData>(
+  workId = await queue.boss.work<CompileQueueData>(
     COMPILE_QUEUE,
     {
       batchSize: 1,
