@@ -47,13 +47,16 @@ export function bossConnection(connection: pg.ClientConfig): Pick<ConstructorOpt
 }
 
 /**
- * Starts pg-boss on the shared database and makes sure both queues exist. pg-boss's own LISTEN
- * is off — one database connection fewer in every process: the workers are woken by our job
- * events instead (every job row change is NOTIFYed on `knowagent_jobs`, compile-worker.ts), and
- * otherwise poll every `pollingIntervalSeconds`. The schema install or
- * migration and the queues' DDL run first on a short-lived instance of one connection, closed
- * afterwards: a backend that ran DDL keeps the catalog caches of what it created (~7 MB on a
- * first start), and pg-boss's pool would otherwise keep that backend for as long as it runs.
+ * Starts pg-boss on the shared database and makes sure both queues exist.
+ *
+ * pg-boss's own LISTEN is off — one database connection fewer in every process: the workers are
+ * woken by our job events instead (every job row change is NOTIFYed on `knowagent_jobs`,
+ * compile-worker.ts), and otherwise poll every `pollingIntervalSeconds`.
+ *
+ * The schema install or migration and the queues' DDL run first on a short-lived instance of one
+ * connection, closed afterwards: a backend that ran DDL keeps the catalog caches of what it
+ * created (~7 MB on a first start), and pg-boss's pool would otherwise keep that backend for as
+ * long as it runs.
  */
 export async function startQueue(options: StartQueueOptions): Promise<QueueHandle> {
   const common = {
