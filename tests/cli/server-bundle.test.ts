@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildServerBundle, inspectBundle, serverEntry } from '../../bin/server-bundle.mjs'
+import { MIGRATION_FILE } from '../../src/effects/db/migrate.ts'
 import type * as ServerEntry from '../../src/server-entry.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -76,7 +77,7 @@ describe('the server bundle', () => {
     const code = await main(['migrate'], { out: (line) => out.push(line), err: (line) => err.push(line), env: { KNOWAGENT_DATA_DIR: dataDir } })
     expect({ code, err }).toEqual({ code: 0, err: [] })
     const names = readdirSync(join(ROOT, 'migrations'))
-      .filter((name) => /^\d{14}_[\w-]+\.ts$/.test(name))
+      .filter((name) => MIGRATION_FILE.test(name))
       .sort()
       .map((name) => name.replace(/\.ts$/, ''))
     expect(names.length).toBeGreaterThan(5)

@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/effects/logging/logger.ts'
 import type { CatalogEntry, Scene, SceneListing } from '../../src/effects/retrieval/bailian-client.ts'
 import { type CatalogCache, makeCatalogCache } from '../../src/effects/retrieval/catalog-cache.ts'
 import { CATALOG_CHANNEL } from '../../src/effects/retrieval/catalog-store.ts'
-import { LISTENER_APPLICATION_NAME, startChangeFeed } from '../../src/effects/retrieval/change-feed.ts'
+import { LISTENER_APPLICATION_NAME, startChangeFeed } from '../../src/effects/db/change-feed.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 import { waitUntil } from '../support/wait-until.ts'
 

@@ -85,7 +85,8 @@ export async function startQueue(options: StartQueueOptions): Promise<QueueHandl
     await setup.createQueue(COMPILE_QUEUE, { policy: 'standard', deadLetter: DEAD_LETTER_QUEUE, notify: false, ...queueOptions })
     await setup.updateQueue(COMPILE_QUEUE, { deadLetter: DEAD_LETTER_QUEUE, notify: false, ...queueOptions })
   } finally {
-    await setup.stop({ graceful: false, close: true })
+    // Never masks a failure above; closes its connection either way.
+    await setup.stop({ graceful: false, close: true }).catch(onError)
   }
 
   const boss = new PgBoss({
@@ -97,7 +98,12 @@ export async function startQueue(options: StartQueueOptions): Promise<QueueHandl
     monitorIntervalSeconds: Math.max(1, Math.min(60, Math.floor(options.settings.heartbeatSeconds / 2))),
   })
   boss.on('error', onError)
-  await boss.start()
+  try {
+    await boss.start()
+  } catch (error) {
+    await boss.stop({ graceful: false, close: true }).catch(() => undefined) // its pool, if it opened one
+    throw error
+  }
   return {
     boss,
     settings: options.settings,

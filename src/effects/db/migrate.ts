@@ -11,25 +11,21 @@ export const MIGRATIONS_DIR = projectPath('migrations/')
 export const MIGRATION_FILE = /^\d{14}_[\w-]+\.ts$/
 
 /**
- * Loads `migrations/*.ts` by file name order; the file name (without extension) is the migration
- * name. In the server bundle the same files are compiled in (bundled-migrations.ts), so that they
- * share the bundle's kysely instead of loading a second copy from node_modules.
+ * `migrations/*.ts` by file name order; the file name (without extension) is the migration name.
+ * In the server bundle the same files are compiled in (bundled-migrations.ts), so that they share
+ * the bundle's kysely instead of loading a second copy from node_modules.
  */
-class FolderMigrationProvider implements MigrationProvider {
-  private readonly folder: string
-  constructor(folder: string) {
-    this.folder = folder
-  }
+const migrationFiles: MigrationProvider = {
   async getMigrations(): Promise<Record<string, Migration>> {
-    if (BUNDLED_MIGRATIONS !== undefined && this.folder === MIGRATIONS_DIR) return { ...BUNDLED_MIGRATIONS }
-    const files = (await readdir(this.folder)).filter((f) => MIGRATION_FILE.test(f)).sort()
+    if (BUNDLED_MIGRATIONS !== undefined) return { ...BUNDLED_MIGRATIONS }
+    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => MIGRATION_FILE.test(f)).sort()
     const migrations: Record<string, Migration> = {}
     for (const file of files) {
-      const module = (await import(pathToFileURL(join(this.folder, file)).href)) as Migration
+      const module = (await import(pathToFileURL(join(MIGRATIONS_DIR, file)).href)) as Migration
       migrations[file.replace(/\.ts$/, '')] = module
     }
     return migrations
-  }
+  },
 }
 
 export class MigrationFailed extends Error {
@@ -37,7 +33,7 @@ export class MigrationFailed extends Error {
 }
 
 export async function migrateToLatest(db: Kysely<any>): Promise<{ applied: string[] }> {
-  const migrator = new Migrator({ db, provider: new FolderMigrationProvider(MIGRATIONS_DIR) })
+  const migrator = new Migrator({ db, provider: migrationFiles })
   const { error, results }: MigrationResultSet = await migrator.migrateToLatest()
   const failed = results?.find((r) => r.status === 'Error')
   if (error || failed) {

@@ -2,7 +2,7 @@
 // user layer and the credential store from PostgreSQL, the entry layer from the config file, the
 // environment as it is now. The two stored layers are read at every model step's pre-step, so they
 // are kept in memory while the feature's change feed is connected: every write NOTIFYs
-// SETTINGS_CHANNEL (after the write, or with its transaction), which drops that user's entry in
+// SETTINGS_CHANNEL in its transaction, which drops that user's entry in
 // every process; a reset of the feed drops them all, and an entry lives at most `cacheTtlMs`.
 // Writes re-read the database, never the memory. Writes come from the settings page; each is
 // announced to subscribers (the catalog refresher refreshes after a key or workspace change).
@@ -10,7 +10,7 @@ import * as Context from 'effect/Context'
 import * as Data from 'effect/Data'
 import * as Effect from 'effect/Effect'
 import * as Layer from 'effect/Layer'
-import type { Kysely } from 'kysely'
+import type { Kysely, Transaction } from 'kysely'
 import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { BailianConnection } from './bailian-client.ts'
@@ -18,7 +18,7 @@ import type { BailianConfig } from './bailian-config.ts'
 import { isValidWorkspaceId } from './bailian-endpoint.ts'
 import { BailianMissingCredentials } from './bailian-errors.ts'
 import { planBlImport, readBlCliConfig, type SeedField } from './bl-config-import.ts'
-import type { ChangeFeed } from './change-feed.ts'
+import { type ChangeFeed, makeFeedCache } from '../db/change-feed.ts'
 import { makeCredentialCipher } from './credential-cipher.ts'
 import {
   CREDENTIAL_NAMES,
@@ -118,43 +118,31 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
     }
   }
 
-  const feed = options.feed
-  const cacheTtlMs = options.cacheTtlMs ?? 60_000
-  const now = options.now ?? Date.now
-  const memory = new Map<string, { readonly user: UserLayer; readonly credentials: StoredCredentials; readonly at: number }>()
-  let generation = 0
-  const forget = (userId: string): void => {
-    generation += 1
-    memory.delete(userId)
-  }
-  const stopFeed = [
-    feed?.on(SETTINGS_CHANNEL, forget),
-    feed?.onReset(() => {
-      generation += 1
-      memory.clear()
-    }),
-  ]
-  /** After a write of this process: gone from its memory now, from the others' when the NOTIFY arrives. */
-  const written = async (userId: string): Promise<void> => {
-    forget(userId)
-    await notifySettingsChanged(db, userId)
-  }
-
-  const storedLayers = async (userId: string, { fresh }: { fresh: boolean }): Promise<{ user: UserLayer; credentials: StoredCredentials }> => {
-    const cached = memory.get(userId)
-    if (!fresh && cached !== undefined && feed?.connected() === true && now() - cached.at < cacheTtlMs) return cached
-    const before = generation
+  type StoredLayers = { readonly user: UserLayer; readonly credentials: StoredCredentials }
+  const memory = makeFeedCache<StoredLayers>({ feed: options.feed, channel: SETTINGS_CHANNEL, ttlMs: options.cacheTtlMs ?? 60_000, now: options.now })
+  const readStored = async (userId: string): Promise<StoredLayers> => {
     const [user, credentials] = await Promise.all([readUserLayer(db, userId), readCredentials(db, cipher, userId)])
-    // Kept only if nothing changed while it was read and notifications are flowing.
-    if (feed?.connected() === true && generation === before) memory.set(userId, { user, credentials, at: now() })
     return { user, credentials }
+  }
+  /**
+   * A write of a user's settings, with the NOTIFY that drops them from every process's memory, in
+   * one transaction: a stop half-way leaves neither. Then gone from this process's memory at once.
+   */
+  const write = async <T>(userId: string, run: (trx: Transaction<DB>) => Promise<T>): Promise<T> => {
+    const result = await db.transaction().execute(async (trx) => {
+      const value = await run(trx)
+      await notifySettingsChanged(trx, userId)
+      return value
+    })
+    memory.forget(userId)
+    return result
   }
 
   const layersOf = async (
     userId: string,
     { fresh = false }: { fresh?: boolean } = {},
   ): Promise<{ layers: SettingLayers; seeded: ReadonlyArray<string>; unreadable: ReadonlyArray<string> }> => {
-    const { user, credentials } = await storedLayers(userId, { fresh })
+    const { user, credentials } = fresh ? await readStored(userId) : await memory.read(userId, () => readStored(userId))
     return { layers: { user: user.values, entry, credentials: credentials.values, env }, seeded: user.seededFields, unreadable: credentials.unreadable }
   }
 
@@ -182,7 +170,7 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
       await notifySettingsChanged(trx, userId)
       return [...(plan.apiKey !== undefined ? (['apiKey'] as const) : []), ...(plan.workspaceId !== undefined ? (['workspaceId'] as const) : [])]
     })
-    forget(userId)
+    memory.forget(userId)
     if (imported.length > 0) {
       logger.info('retrieval settings imported from the bl CLI login', { userId, fields: imported })
       announce({ userId, keys: imported })
@@ -216,8 +204,7 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
     const keys = Object.keys(patch) as EditableKey[]
     if (keys.length === 0) return []
     // A user-driven write or clear of the workspace id consumes its one-time import.
-    await updateUserLayer(db, userId, { values: patch, markSeeded: keys.includes('workspaceId') ? ['workspaceId'] : [] })
-    await written(userId)
+    await write(userId, (trx) => updateUserLayer(trx, userId, { values: patch, markSeeded: keys.includes('workspaceId') ? ['workspaceId'] : [] }))
     announce({ userId, keys })
     return keys
   }
@@ -226,16 +213,19 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
     const value = apiKey.trim()
     if (value === '') throw new InvalidSettings({ message: 'the API key is empty' })
     if (value.length > MAX_KEY_LENGTH || /\s/.test(value)) throw new InvalidSettings({ message: 'that does not look like an API key' })
-    await writeCredential(db, cipher, { userId, name: CREDENTIAL_NAMES.apiKey, value })
-    await updateUserLayer(db, userId, { values: {}, markSeeded: ['apiKey'] })
-    await written(userId)
+    await write(userId, async (trx) => {
+      await writeCredential(trx, cipher, { userId, name: CREDENTIAL_NAMES.apiKey, value })
+      await updateUserLayer(trx, userId, { values: {}, markSeeded: ['apiKey'] })
+    })
     announce({ userId, keys: ['apiKey'] })
   }
 
   const removeApiKey: BailianSettings['removeApiKey'] = async (userId) => {
-    const removed = await deleteCredential(db, { userId, name: CREDENTIAL_NAMES.apiKey })
-    await updateUserLayer(db, userId, { values: {}, markSeeded: ['apiKey'] })
-    await written(userId)
+    const removed = await write(userId, async (trx) => {
+      const deleted = await deleteCredential(trx, { userId, name: CREDENTIAL_NAMES.apiKey })
+      await updateUserLayer(trx, userId, { values: {}, markSeeded: ['apiKey'] })
+      return deleted
+    })
     if (removed) announce({ userId, keys: ['apiKey'] })
     return removed
   }
@@ -249,10 +239,7 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
       listeners.add(listener)
       return () => listeners.delete(listener)
     },
-    close: () => {
-      for (const stop of stopFeed) stop?.()
-      memory.clear()
-    },
+    close: () => memory.close(),
   }
 }
 

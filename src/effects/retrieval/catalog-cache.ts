@@ -1,6 +1,6 @@
 // The catalog cache as this process sees it: PostgreSQL is the truth (catalog-store.ts), memory holds
 // what was read, and NOTIFY from any process (this one included) drops a workspace from memory.
-// The notifications come through the feature's change feed (change-feed.ts). While its connection
+// The notifications come through the feature's change feed (db/change-feed.ts, makeFeedCache). While its connection
 // is down nothing is trusted from memory: every read goes to the database, and a reconnect
 // forgets everything (notifications may have been missed).
 import * as Context from 'effect/Context'
@@ -10,7 +10,7 @@ import type { Kysely } from 'kysely'
 import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { Scene, SceneListing } from './bailian-client.ts'
-import type { ChangeFeed } from './change-feed.ts'
+import { type ChangeFeed, makeFeedCache } from '../db/change-feed.ts'
 import { CATALOG_CHANNEL, type CatalogStatus, keyFingerprint, publishCatalog, readCatalogStatus, recordCatalogFailure, revokeCatalogReader } from './catalog-store.ts'
 
 export interface CatalogCache {
@@ -43,19 +43,10 @@ export interface CatalogCacheOptions {
 }
 
 export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
-  const { db, secret, logger } = options
-  const memory = new Map<string, CatalogStatus>()
+  const { db, secret, logger, feed } = options
   const listeners = new Set<(workspaceId: string) => void>()
-  let generation = 0
 
-  /** Drops a workspace from memory; a read in flight from before will not store its answer. */
-  const forget = (workspaceId: string): void => {
-    generation += 1
-    memory.delete(workspaceId)
-  }
-
-  const changed = (workspaceId: string): void => {
-    forget(workspaceId)
+  const announce = (workspaceId: string): void => {
     for (const listener of [...listeners]) {
       try {
         listener(workspaceId)
@@ -64,44 +55,28 @@ export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
       }
     }
   }
+  const memory = makeFeedCache<CatalogStatus>({ feed, channel: CATALOG_CHANNEL, onNotify: announce })
 
-  const feed = options.feed
-  const stopFeed = [
-    feed?.on(CATALOG_CHANNEL, (workspaceId) => changed(workspaceId)),
-    feed?.onReset(() => {
-      generation += 1
-      memory.clear()
-    }),
-  ]
-
-  const read: CatalogCache['read'] = async (workspaceId) => {
-    const cached = memory.get(workspaceId)
-    if (cached !== undefined && feed?.connected() === true) return cached
-    const before = generation
-    const status = await readCatalogStatus(db, workspaceId)
-    // Keep it only if nothing changed while it was being read and notifications are flowing.
-    if (feed?.connected() === true && generation === before) memory.set(workspaceId, status)
-    return status
+  /** After a write of this process: our own NOTIFY announces it to everyone; without a feed, we do. */
+  const written = (workspaceId: string): void => {
+    memory.forget(workspaceId)
+    if (feed?.connected() !== true) announce(workspaceId)
   }
 
   return {
-    read,
+    read: (workspaceId) => memory.read(workspaceId, () => readCatalogStatus(db, workspaceId)),
     fingerprint: (apiKey) => keyFingerprint({ secret, apiKey }),
     publish: async ({ workspaceId, endpointHost, listing, apiKey, fetchedAt }) => {
       await publishCatalog(db, { workspaceId, endpointHost, listing, readerFingerprint: keyFingerprint({ secret, apiKey }), fetchedAt })
-      // Our own NOTIFY arrives later: a read right after the publish must already see it.
-      if (feed?.connected() === true) forget(workspaceId)
-      else changed(workspaceId)
+      written(workspaceId)
     },
     recordFailure: async ({ workspaceId, endpointHost, message, at }) => {
       await recordCatalogFailure(db, { workspaceId, endpointHost, message, at })
-      if (feed?.connected() === true) forget(workspaceId)
-      else changed(workspaceId)
+      written(workspaceId)
     },
     revokeReader: async ({ workspaceId, apiKey }) => {
       await revokeCatalogReader(db, { workspaceId, fingerprint: keyFingerprint({ secret, apiKey }) })
-      if (feed?.connected() === true) forget(workspaceId)
-      else changed(workspaceId)
+      written(workspaceId)
     },
     subscribe: (listener) => {
       listeners.add(listener)
@@ -109,9 +84,8 @@ export function makeCatalogCache(options: CatalogCacheOptions): CatalogCache {
     },
     listening: () => feed?.connected() === true,
     close: async () => {
-      for (const stop of stopFeed) stop?.()
+      memory.close()
       listeners.clear()
-      memory.clear()
     },
   }
 }

@@ -1,8 +1,9 @@
-// The retrieval feature's change feed: LISTEN on its channels (the catalog, the settings) through
-// ONE dedicated `pg.Client` (the pool is for queries), reconnecting with backoff when the
-// connection drops. Notifications sent while disconnected are lost, so every reset — each
-// (re)connect and each disconnect — tells the caches to forget what they hold; while it is down
-// they trust nothing from memory. `close()` ends the client and clears the reconnect timer.
+// A change feed: LISTEN on a few channels through ONE dedicated `pg.Client` (the pool is for
+// queries), reconnecting with backoff when the connection drops. Notifications sent while
+// disconnected are lost, so every reset — each (re)connect and each disconnect — tells whoever
+// keeps state from them to forget it; while it is down they trust nothing from memory. `close()`
+// ends the client and clears the reconnect timer. The retrieval feature has one (the catalog and
+// the settings, with `makeFeedCache` below), the compile feature another (job-events.ts).
 import pg from 'pg'
 import type { Logger } from '../logging/logger.ts'
 
@@ -13,6 +14,8 @@ export interface ChangeFeed {
   readonly on: (channel: string, onNotify: (payload: string) => void) => () => void
   /** After every (re)connect and on every disconnect: whatever was kept from notifications may be stale. */
   readonly onReset: (listener: () => void) => () => void
+  /** Resolves once LISTEN is in effect (now, or at the next connect); `close()` resolves it too. */
+  readonly ready: () => Promise<void>
   readonly close: () => Promise<void>
 }
 
@@ -22,6 +25,8 @@ export interface ChangeFeedOptions {
   readonly channels: ReadonlyArray<string>
   readonly logger: Logger
   readonly reconnectDelayMs?: { readonly initial: number; readonly max: number } | undefined
+  /** How its backend shows in pg_stat_activity (default LISTENER_APPLICATION_NAME). */
+  readonly applicationName?: string | undefined
 }
 
 export const LISTENER_APPLICATION_NAME = 'knowagent-listener'
@@ -33,6 +38,8 @@ export function startChangeFeed(options: ChangeFeedOptions): ChangeFeed {
   const reset = (): void => {
     for (const listener of [...resetListeners]) listener()
   }
+  let markReady = (): void => undefined
+  let readyPromise = new Promise<void>((resolve) => (markReady = resolve))
   const delays = options.reconnectDelayMs ?? { initial: 250, max: 10_000 }
   let client: pg.Client | undefined
   let isConnected = false
@@ -47,11 +54,14 @@ export function startChangeFeed(options: ChangeFeedOptions): ChangeFeed {
     isConnected = false
     current.removeAllListeners('notification')
     current.end().catch(() => undefined)
-    if (wasConnected) reset()
+    if (wasConnected) {
+      readyPromise = new Promise<void>((resolve) => (markReady = resolve))
+      reset()
+    }
     if (closed) return
     const delay = Math.min(delays.max, delays.initial * 2 ** Math.min(attempt, 16))
     attempt += 1
-    options.logger.warn('retrieval change feed disconnected; reconnecting', { channels: options.channels, delayMs: delay, reason: describe(reason) })
+    options.logger.warn('change feed disconnected; reconnecting', { channels: options.channels, delayMs: delay, reason: describe(reason) })
     timer = setTimeout(() => {
       timer = undefined
       void connect()
@@ -60,7 +70,7 @@ export function startChangeFeed(options: ChangeFeedOptions): ChangeFeed {
 
   const connect = async (): Promise<void> => {
     if (closed) return
-    const current = new pg.Client({ ...options.connection, application_name: LISTENER_APPLICATION_NAME, keepAlive: true })
+    const current = new pg.Client({ ...options.connection, application_name: options.applicationName ?? LISTENER_APPLICATION_NAME, keepAlive: true })
     client = current
     current.on('error', (error) => lost(current, error))
     current.on('end', () => lost(current, 'connection ended'))
@@ -77,6 +87,7 @@ export function startChangeFeed(options: ChangeFeedOptions): ChangeFeed {
     if (client !== current || closed) return
     isConnected = true
     attempt = 0
+    markReady()
     reset()
   }
 
@@ -94,8 +105,10 @@ export function startChangeFeed(options: ChangeFeedOptions): ChangeFeed {
       resetListeners.add(listener)
       return () => void resetListeners.delete(listener)
     },
+    ready: () => readyPromise,
     close: async () => {
       closed = true
+      markReady()
       if (timer !== undefined) clearTimeout(timer)
       timer = undefined
       const current = client
@@ -113,4 +126,65 @@ export function startChangeFeed(options: ChangeFeedOptions): ChangeFeed {
 function describe(reason: unknown): string {
   if (reason instanceof Error) return (reason as { code?: string }).code ?? reason.message.replace(/postgres(ql)?:\/\/\S+/gi, '[url]')
   return String(reason)
+}
+
+export interface FeedCache<V> {
+  /** The value of `key`: from memory while the feed vouches for it, else `load()` (kept when nothing changed meanwhile). */
+  readonly read: (key: string, load: () => Promise<V>) => Promise<V>
+  /** Drops `key` now (after a write of this process; the others learn it from the NOTIFY). */
+  readonly forget: (key: string) => void
+  /** Stops following the feed and empties the memory. */
+  readonly close: () => void
+}
+
+/**
+ * Values read from the database, kept in memory only while `feed` is connected. A NOTIFY on
+ * `channel` whose payload is a key drops that key (then `onNotify` runs), a reset of the feed drops
+ * them all, and an entry lives at most `ttlMs`. A read in flight when any of that happens does not
+ * store its answer. Without a feed nothing is kept.
+ */
+export function makeFeedCache<V>({
+  feed,
+  channel,
+  ttlMs = Number.POSITIVE_INFINITY,
+  now = Date.now,
+  onNotify,
+}: {
+  readonly feed: ChangeFeed | undefined
+  readonly channel: string
+  readonly ttlMs?: number | undefined
+  readonly now?: (() => number) | undefined
+  readonly onNotify?: ((key: string) => void) | undefined
+}): FeedCache<V> {
+  const memory = new Map<string, { readonly value: V; readonly at: number }>()
+  let generation = 0
+  const forget = (key: string): void => {
+    generation += 1
+    memory.delete(key)
+  }
+  const stops = [
+    feed?.on(channel, (key) => {
+      forget(key)
+      onNotify?.(key)
+    }),
+    feed?.onReset(() => {
+      generation += 1
+      memory.clear()
+    }),
+  ]
+  return {
+    read: async (key, load) => {
+      const cached = memory.get(key)
+      if (cached !== undefined && feed?.connected() === true && now() - cached.at < ttlMs) return cached.value
+      const before = generation
+      const value = await load()
+      if (feed?.connected() === true && generation === before) memory.set(key, { value, at: now() })
+      return value
+    },
+    forget,
+    close: () => {
+      for (const stop of stops) stop?.()
+      memory.clear()
+    },
+  }
 }
