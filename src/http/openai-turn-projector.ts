@@ -8,6 +8,7 @@
 // make the non-streaming `chat.completion`.
 import { PAGE_DEFAULT_LIMIT } from '../effects/workspace/text-paging.ts'
 import type { Usage } from '../machines/index.ts'
+import { TextBuffer } from '../effects/llm/text-buffer.ts'
 import type { SseWriter } from './sse.ts'
 import type { TurnOutcome, TurnProgressEvent, TurnProjector, TurnTerminal } from './turn-stream.ts'
 
@@ -281,8 +282,8 @@ export function createCompletionCollector(): CompletionCollector {
   let id = ''
   let created = 0
   let model = ''
-  let content = ''
-  let reasoningContent = ''
+  const content = new TextBuffer()
+  const reasoningContent = new TextBuffer()
   let finishReason: OpenAiFinishReason | undefined
   let usage: OpenAiUsage | undefined
   let failure: { status: number; error: OpenAiError } | undefined
@@ -301,8 +302,8 @@ export function createCompletionCollector(): CompletionCollector {
       ;({ id, created, model } = chunk)
       if (chunk.usage) usage = chunk.usage
       for (const choice of chunk.choices) {
-        content += choice.delta.content ?? ''
-        reasoningContent += choice.delta.reasoning_content ?? ''
+        content.append(choice.delta.content ?? '')
+        reasoningContent.append(choice.delta.reasoning_content ?? '')
         if (choice.finish_reason !== null) finishReason = choice.finish_reason
       }
     },
@@ -317,7 +318,7 @@ export function createCompletionCollector(): CompletionCollector {
           id, object: 'chat.completion', created, model,
           choices: [{
             index: 0,
-            message: { role: 'assistant', content, ...(reasoningContent === '' ? {} : { reasoning_content: reasoningContent }), refusal: null },
+            message: { role: 'assistant', content: content.toString(), ...(reasoningContent.length === 0 ? {} : { reasoning_content: reasoningContent.toString() }), refusal: null },
             logprobs: null,
             finish_reason: finishReason,
           }],

@@ -64,9 +64,9 @@ export function checkMessageFitsModel({
   tools: ReadonlyArray<ToolSchema>
 }): void {
   const limit = inputLimit({ contextWindow: model.contextWindow, maxOutputTokens: model.maxOutputTokens, protocolReserve: DEFAULT_PROTOCOL_RESERVE })
-  const fixed = estimateInputBytes({ messages: [{ role: 'system', content: systemPrompt }, { role: 'user', content: '' }], tools })
   const total = estimateInputBytes({ messages: [{ role: 'system', content: systemPrompt }, { role: 'user', content: message }], tools })
   if (total <= limit) return
+  const fixed = estimateInputBytes({ messages: [{ role: 'system', content: systemPrompt }, { role: 'user', content: '' }], tools })
   const messageBytes = total - fixed
   throw badRequest(
     `"message" is ${messageBytes} bytes as the model counts input; model "${model.id}" accepts at most ${limit} bytes of input ` +

@@ -11,6 +11,10 @@ describe('utf8ByteLength', () => {
     ['中文', 6],
     ['😀', 4],
     ['\ud800', 3],
+    ['plain ASCII, then é', 20],
+    ['abc\ud800', 6],
+    ['a😀b', 6],
+    ['{"content":"中"}\udfff', 20],
   ])('counts %j as %i bytes', (text, bytes) => {
     expect(utf8ByteLength(text)).toBe(bytes)
   })
@@ -30,6 +34,14 @@ describe('estimateInputBytes', () => {
   it('is the UTF-8 size of the JSON of the messages plus the JSON of the tools', () => {
     const expected = Buffer.byteLength(JSON.stringify(messages)) + Buffer.byteLength(JSON.stringify(tools))
     expect(estimateInputBytes({ messages, tools })).toBe(expected)
+  })
+
+  it('measures each tool list by its own content, the same at every step', () => {
+    const other: ToolSchema[] = [{ type: 'function', function: { name: 'search', description: 'cherche « ça »', parameters: { type: 'object' } } }]
+    for (let step = 0; step < 3; step++) {
+      expect(estimateInputBytes({ messages, tools })).toBe(Buffer.byteLength(JSON.stringify(messages)) + Buffer.byteLength(JSON.stringify(tools)))
+      expect(estimateInputBytes({ messages, tools: other })).toBe(Buffer.byteLength(JSON.stringify(messages)) + Buffer.byteLength(JSON.stringify(other)))
+    }
   })
 
   it('adds nothing for a model without tools', () => {

@@ -4,10 +4,15 @@ import type { ChatMessage, ToolSchema } from './turn-types.ts'
 
 export const DEFAULT_PROTOCOL_RESERVE = 1024
 
+const NON_ASCII = /[^\x00-\x7f]/
+
 /** UTF-8 byte length of a string (lone surrogates count as the 3-byte replacement character). */
 export function utf8ByteLength(text: string): number {
-  let bytes = 0
-  for (let i = 0; i < text.length; i++) {
+  // JSON of prompts and schemas is mostly ASCII: the native search skips that prefix (or all of it).
+  const first = text.search(NON_ASCII)
+  if (first === -1) return text.length
+  let bytes = first
+  for (let i = first; i < text.length; i++) {
     const unit = text.charCodeAt(i)
     if (unit < 0x80) bytes += 1
     else if (unit < 0x800) bytes += 2
@@ -32,7 +37,19 @@ export function estimateInputBytes({
   readonly tools: ReadonlyArray<ToolSchema>
 }): number {
   const messageBytes = utf8ByteLength(JSON.stringify(messages))
-  return tools.length === 0 ? messageBytes : messageBytes + utf8ByteLength(JSON.stringify(tools))
+  return tools.length === 0 ? messageBytes : messageBytes + toolSchemaBytes(tools)
+}
+
+/** Tool schemas are fixed for a registry, and a turn measures them at every step: counted once per array. */
+const toolBytesByArray = new WeakMap<ReadonlyArray<ToolSchema>, number>()
+
+function toolSchemaBytes(tools: ReadonlyArray<ToolSchema>): number {
+  let bytes = toolBytesByArray.get(tools)
+  if (bytes === undefined) {
+    bytes = utf8ByteLength(JSON.stringify(tools))
+    toolBytesByArray.set(tools, bytes)
+  }
+  return bytes
 }
 
 /** Bytes of the JSON of some messages, as they contribute to `estimateInputBytes`. */

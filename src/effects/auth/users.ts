@@ -1,6 +1,7 @@
 // Users, sessions and API tokens (plain repository functions).
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
+import { preparedQuery } from '../db/prepared-query.ts'
 import type { Db } from '../workspace/store.ts'
 import { ensureRoot, type Owner } from '../workspace/store.ts'
 import { validateLogin } from '../workspace/uri.ts'
@@ -152,14 +153,19 @@ export async function revokeApiTokens(db: Db, { userId, tokenId }: { userId: str
   return revokeTokensWhere(db, { userId, tokenId })
 }
 
-export async function findUserByApiToken(db: Db, { secret, token }: { secret: string; token: string }): Promise<User | undefined> {
-  const row = await db
+/** The live token with this hash and its user: the query of every API request, compiled once. */
+export const liveTokenQuery = preparedQuery(['tokenHash'], (db, { tokenHash }: { tokenHash: string }) =>
+  db
     .selectFrom('api_tokens')
     .innerJoin('users', 'users.id', 'api_tokens.user_id')
     .select(['users.id', 'users.login', 'users.created_at', 'api_tokens.id as token_id', 'api_tokens.last_used_at'])
-    .where('api_tokens.token_hash', '=', hashToken({ secret, token }))
+    .where('api_tokens.token_hash', '=', tokenHash)
     .where('api_tokens.revoked_at', 'is', null)
-    .executeTakeFirst()
+    .compile(),
+)
+
+export async function findUserByApiToken(db: Db, { secret, token }: { secret: string; token: string }): Promise<User | undefined> {
+  const row = (await liveTokenQuery.execute(db, { tokenHash: hashToken({ secret, token }) })).rows[0]
   if (!row) return undefined
   // Recorded at most once a minute per token: not a write on every request.
   if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() > 60_000) {

@@ -3,6 +3,7 @@
 // the times of its hits inside the window (at most `limit` of them); taking a slot is one atomic
 // upsert that drops expired hits and appends the new one only while fewer than `limit` remain.
 import { sql } from 'kysely'
+import { preparedQuery } from '../db/prepared-query.ts'
 import type { Db } from '../workspace/store.ts'
 
 export interface RateLimiter {
@@ -16,6 +17,20 @@ export function waitMsFor({ hits, now, limit, windowMs }: { hits: ReadonlyArray<
   if (recent.length < limit) return 1 // freed meanwhile: try again at once
   return Math.max(1, recent[recent.length - limit]! + windowMs - now)
 }
+
+/**
+ * Takes a slot: one atomic upsert that drops the key's expired hits and appends `at` while fewer
+ * than `limit` remain; a row comes back only when the slot was taken. Compiled once: every
+ * stream and every compile request runs it.
+ */
+export const takeSlotQuery = preparedQuery(['key', 'at', 'since', 'limit'], (db, { key, at, since, limit }: { key: string; at: Date; since: Date; limit: number }) =>
+  sql<{ n: number }>`
+    insert into rate_limit_hits as r (key, hits) values (${key}, array[${at}::timestamptz])
+    on conflict (key) do update
+      set hits = array(select h from unnest(r.hits) h where h > ${since}::timestamptz order by h) || ${at}::timestamptz
+      where cardinality(array(select h from unnest(r.hits) h where h > ${since}::timestamptz)) < ${limit}
+    returning 1 as n`.compile(db),
+)
 
 export function createRateLimiter({
   db,
@@ -32,12 +47,7 @@ export function createRateLimiter({
     take: async (key) => {
       const at = new Date(now())
       const since = new Date(at.getTime() - windowMs)
-      const taken = await sql<{ n: number }>`
-        insert into rate_limit_hits as r (key, hits) values (${key}, array[${at}::timestamptz])
-        on conflict (key) do update
-          set hits = array(select h from unnest(r.hits) h where h > ${since}::timestamptz order by h) || ${at}::timestamptz
-          where cardinality(array(select h from unnest(r.hits) h where h > ${since}::timestamptz)) < ${limit}
-        returning 1 as n`.execute(db)
+      const taken = await takeSlotQuery.execute(db, { key, at, since, limit })
       if (taken.rows.length > 0) return 0
       const row = await db.selectFrom('rate_limit_hits').select('hits').where('key', '=', key).executeTakeFirst()
       return waitMsFor({ hits: (row?.hits ?? []).map((h) => new Date(h).getTime()), now: at.getTime(), limit, windowMs })

@@ -12,6 +12,7 @@
 // Arguments are validated once, when the result is built.
 import type { AssembledToolCall, FinishReason, ModelResult, ModelStreamEvent, Usage } from './model.ts'
 import { readProviderErrorPayload, type ProviderErrorPayload } from './provider-error-payload.ts'
+import { TextBuffer } from './text-buffer.ts'
 
 export type ChunkOutcome =
   | { readonly kind: 'events'; readonly events: ReadonlyArray<ModelStreamEvent> }
@@ -40,8 +41,8 @@ interface ToolCallDraft {
 }
 
 export function createChunkAssembler(): ChunkAssembler {
-  let text = ''
-  let thinking = ''
+  const text = new TextBuffer()
+  const thinking = new TextBuffer()
   let rawFinishReason = ''
   let usage: Usage | undefined
   const drafts: ToolCallDraft[] = []
@@ -93,12 +94,12 @@ export function createChunkAssembler(): ChunkAssembler {
     const delta = isRecord(choice['delta']) ? choice['delta'] : EMPTY_RECORD
     const reasoning = nonEmptyString(delta['reasoning_content']) ?? nonEmptyString(delta['reasoning'])
     if (reasoning !== undefined) {
-      thinking += reasoning
+      thinking.append(reasoning)
       emit({ type: 'thinking', text: reasoning })
     }
     const content = nonEmptyString(delta['content'])
     if (content !== undefined) {
-      text += content
+      text.append(content)
       emit({ type: 'delta', text: content })
     }
     const toolCalls = delta['tool_calls']
@@ -127,8 +128,8 @@ export function createChunkAssembler(): ChunkAssembler {
   const buildResult = (): ModelResult => {
     const toolCalls = drafts.filter(isMeaningfulDraft).map((draft, position) => finishToolCall({ draft, position }))
     return {
-      text,
-      thinking,
+      text: text.toString(),
+      thinking: thinking.toString(),
       toolCalls,
       finishReason: normaliseFinishReason({ rawFinishReason, hasToolCalls: toolCalls.length > 0 }),
       rawFinishReason,
@@ -138,7 +139,7 @@ export function createChunkAssembler(): ChunkAssembler {
 
   return {
     acceptChunk,
-    partialText: () => text,
+    partialText: () => text.toString(),
     hasFinishReason: () => rawFinishReason !== '',
     buildResult,
   }

@@ -14,6 +14,7 @@
 import * as Option from 'effect/Option'
 import * as Schema from 'effect/Schema'
 import { truncateForDisplay } from '../llm/provider-error-payload.ts'
+import { TextBuffer } from '../llm/text-buffer.ts'
 import { createSseDecoder, type SseEvent } from '../../sse/sse-decoder.ts'
 import { BailianProtocolError, BailianStreamError, BailianStreamIncomplete } from './bailian-errors.ts'
 
@@ -97,7 +98,7 @@ export function createBailianChatStreamParser({
 } = {}): BailianChatStreamParser {
   const sse = createSseDecoder({ dispatchCompleteLinesOnEnd: true })
   let state: BailianChatState = { status: 'streaming' }
-  let answer = ''
+  const answer = new TextBuffer()
   let finishReason: string | undefined
   let requestId: string | undefined
   let currentStep: string | undefined
@@ -125,7 +126,7 @@ export function createBailianChatStreamParser({
         serverCode: code,
         detail: truncateForDisplay(message === undefined ? data || 'the service sent an error event' : code ? `${code}: ${message}` : message),
         requestId: nonEmpty(payload?.request_id) ?? requestId,
-        partialText: answer,
+        partialText: answer.toString(),
       }),
     )
   }
@@ -141,7 +142,7 @@ export function createBailianChatStreamParser({
             serverCode: code,
             detail: truncateForDisplay(code && message ? `${code}: ${message}` : (message ?? code ?? '')),
             requestId,
-            partialText: answer,
+            partialText: answer.toString(),
           }),
         )
       }
@@ -155,7 +156,7 @@ export function createBailianChatStreamParser({
       if (content !== '') {
         const inAnswer = (step ?? currentStep ?? GENERATING_STEP) === GENERATING_STEP
         if (inAnswer) {
-          answer += content
+          answer.append(content)
           emit({ type: 'answer', text: content })
         } else {
           emit({ type: 'progress', step: step ?? currentStep ?? '', text: content })
@@ -182,7 +183,7 @@ export function createBailianChatStreamParser({
         new BailianProtocolError({
           operation: 'chat',
           detail: `${json === NOT_JSON ? 'data that is not JSON' : 'an unexpected frame'}: ${truncateForDisplay(data, 200)}`,
-          partialText: answer,
+          partialText: answer.toString(),
         }),
       )
       return
@@ -208,7 +209,7 @@ export function createBailianChatStreamParser({
     }
     if (state.status === 'streaming') {
       if (finishReason !== undefined) {
-        state = { status: 'succeeded', result: { answer, finishReason, requestId, steps: [...steps] } }
+        state = { status: 'succeeded', result: { answer: answer.toString(), finishReason, requestId, steps: [...steps] } }
       } else {
         fail(
           new BailianStreamIncomplete({
@@ -216,7 +217,7 @@ export function createBailianChatStreamParser({
               ending === 'eof'
                 ? 'the service closed the stream without a finish reason'
                 : 'the connection to the service was lost before the end of the stream',
-            partialText: answer,
+            partialText: answer.toString(),
           }),
         )
       }
@@ -224,7 +225,7 @@ export function createBailianChatStreamParser({
     return state as Exclude<BailianChatState, { status: 'streaming' }>
   }
 
-  return { pushBytes, end, state: () => state, partialText: () => answer }
+  return { pushBytes, end, state: () => state, partialText: () => answer.toString() }
 }
 
 const NOT_JSON = Symbol('not-json')

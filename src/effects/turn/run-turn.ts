@@ -33,6 +33,7 @@ import type { Logger } from '../logging/logger.ts'
 import type { ToolRegistry } from '../tools/tool-registry.ts'
 import type { Db, Owner, WorkspaceNode } from '../workspace/store.ts'
 import { parseKbUri } from '../workspace/uri.ts'
+import { TextBuffer } from '../llm/text-buffer.ts'
 import { callModelEffect, compactEffect, type ModelStreamSink } from './model-actors.ts'
 import { noPreStep, type PreStepHook } from './pre-step-hooks.ts'
 import { prepareTurn } from './prepare-turn.ts'
@@ -114,7 +115,7 @@ const hostedTurnMachine = turnMachine.provide({
 
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   const { db, caller, model, turnId } = options
-  let stepText = ''
+  const stepText = new TextBuffer()
   const emit = (event: TurnEmitted) => {
     try {
       options.onEvent(event)
@@ -127,7 +128,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
     preStep: options.preStep ?? noPreStep,
     emit,
     streamSink: (event) => {
-      if (event.type === 'delta') stepText += event.text
+      if (event.type === 'delta') stepText.append(event.text)
       emit(event)
     },
   }
@@ -142,9 +143,9 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
     input: { turnId, uri: options.uri, question: options.question, history: options.history, model: model.info, limits: options.limits },
     signal: AbortSignal.any([options.signal, notRecorded.signal]),
     beforeStart: (actor) => void turnHosts.set(actor.system, host),
-    stopEvent: (reason) => ({ type: 'user.stop' as const, reason: stopReasonOf(reason), partial: stepText }),
+    stopEvent: (reason) => ({ type: 'user.stop' as const, reason: stopReasonOf(reason), partial: stepText.toString() }),
     onEmitted: (event) => {
-      if (event.type === 'context' || event.type === 'tool') stepText = '' // a new step or a tool: nothing in flight
+      if (event.type === 'context' || event.type === 'tool') stepText.clear() // a new step or a tool: nothing in flight
       emit(event)
     },
   })

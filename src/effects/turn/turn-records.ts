@@ -2,17 +2,56 @@
 // the update only applies while it is still running, so a later write can never turn a
 // failed or cancelled turn into a completed one, nor overwrite an earlier turn's error.
 import { sql } from 'kysely'
+import { preparedQuery } from '../db/prepared-query.ts'
 import type { Db } from '../workspace/store.ts'
+
+/** A turn's row as it starts (compiled once: every turn writes one). */
+export const insertRunningTurnQuery = preparedQuery(
+  ['id', 'userId', 'uri', 'modelId', 'instanceId'],
+  (db, turn: { id: string; userId: string; uri: string; modelId: string; instanceId: string | null }) =>
+    db
+      .insertInto('turns')
+      .values({ id: turn.id, user_id: turn.userId, uri: turn.uri, model_id: turn.modelId, status: 'running', instance_id: turn.instanceId })
+      .compile(),
+)
 
 export async function recordTurnStarted(
   db: Db,
   turn: { id: string; userId: string; uri: string; modelId: string; instanceId?: string | undefined },
 ): Promise<void> {
-  await db
-    .insertInto('turns')
-    .values({ id: turn.id, user_id: turn.userId, uri: turn.uri, model_id: turn.modelId, status: 'running', instance_id: turn.instanceId ?? null })
-    .execute()
+  await insertRunningTurnQuery.execute(db, { ...turn, instanceId: turn.instanceId ?? null })
 }
+
+/** The outcome of a turn still running (compiled once: every turn writes one). */
+export const finishTurnQuery = preparedQuery(
+  ['id', 'status', 'finishReason', 'errorCode', 'errorMessage', 'counters', 'usage'],
+  (
+    db,
+    outcome: {
+      id: string
+      status: 'done' | 'failed' | 'cancelled'
+      finishReason: string | null
+      errorCode: string | null
+      errorMessage: string | null
+      counters: string | null
+      usage: string | null
+    },
+  ) =>
+    db
+      .updateTable('turns')
+      .set({
+        status: outcome.status,
+        finish_reason: outcome.finishReason,
+        error_code: outcome.errorCode,
+        error_message: outcome.errorMessage,
+        counters: outcome.counters,
+        usage: outcome.usage,
+        finished_at: sql<Date>`now()`,
+      })
+      .where('id', '=', outcome.id)
+      .where('status', '=', 'running')
+      .compile(),
+)
 
 export async function recordTurnFinished(
   db: Db,
@@ -32,21 +71,16 @@ export async function recordTurnFinished(
     usage?: unknown
   },
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('turns')
-    .set({
-      status,
-      finish_reason: finishReason ?? null,
-      error_code: error?.code ?? null,
-      error_message: error?.message?.slice(0, 2000) ?? null,
-      counters: counters === undefined ? null : JSON.stringify(counters),
-      usage: usage === undefined ? null : JSON.stringify(usage),
-      finished_at: sql<Date>`now()`,
-    })
-    .where('id', '=', id)
-    .where('status', '=', 'running')
-    .executeTakeFirst()
-  return Number(result.numUpdatedRows) === 1
+  const result = await finishTurnQuery.execute(db, {
+    id,
+    status,
+    finishReason: finishReason ?? null,
+    errorCode: error?.code ?? null,
+    errorMessage: error?.message?.slice(0, 2000) ?? null,
+    counters: counters === undefined ? null : JSON.stringify(counters),
+    usage: usage === undefined ? null : JSON.stringify(usage),
+  })
+  return Number(result.numAffectedRows) === 1
 }
 
 export async function findTurn(db: Db, id: string) {

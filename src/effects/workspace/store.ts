@@ -2,6 +2,7 @@
 // atomic switch of the current version. Repositories are plain functions over `db | trx`.
 import { createHash, randomUUID } from 'node:crypto'
 import { type Kysely, type Transaction, sql } from 'kysely'
+import { preparedQuery } from '../db/prepared-query.ts'
 import type { DB, NodeKind, NodeRow } from '../db/schema.ts'
 import { checkNodeName, formatKbUri, pathToSegments, segmentsToPath } from './uri.ts'
 import { InvalidUri, NodeConflict, NodeNotFound } from './workspace-errors.ts'
@@ -69,11 +70,14 @@ export async function ensureRoot(db: Db, owner: Owner): Promise<WorkspaceNode> {
   return toNode(owner, row)
 }
 
+/** The node at a path: the query of every URI resolution (each turn's scope, each tool call), compiled once. */
+export const findNodeQuery = preparedQuery(['ownerId', 'path'], (db, { ownerId, path }: { ownerId: string; path: string }) =>
+  nodeQuery(db).where('nodes.owner_id', '=', ownerId).where('nodes.path', '=', path).compile(),
+)
+
 export async function findNode(db: Db, owner: Owner, segments: ReadonlyArray<string>): Promise<WorkspaceNode | undefined> {
-  const row = await nodeQuery(db)
-    .where('nodes.owner_id', '=', owner.id)
-    .where('nodes.path', '=', segmentsToPath(segments))
-    .executeTakeFirst()
+  const { rows } = await findNodeQuery.execute(db, { ownerId: owner.id, path: segmentsToPath(segments) })
+  const row = rows[0]
   return row ? toNode(owner, row) : undefined
 }
 
