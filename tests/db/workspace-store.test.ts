@@ -50,6 +50,12 @@ describe.each(DATABASE_KINDS)('workspace store on %s', (kind) => {
 
     const secondPage = await listChildren(db, { owner: alice, parent: notes, offset: 2, limit: 10 })
     expect(secondPage.entries.map((e) => e.name)).toEqual(['b.md'])
+    expect(secondPage.total).toBe(3)
+    // The total is of all children, whatever the page: a short page, a page past the end, an empty directory.
+    expect(await listChildren(db, { owner: alice, parent: notes, offset: 1, limit: 1 })).toMatchObject({ entries: [{ name: 'a.md' }], total: 3 })
+    expect(await listChildren(db, { owner: alice, parent: notes, offset: 7, limit: 10 })).toEqual({ entries: [], total: 3 })
+    const zsub = await getNode(db, alice, ['notes', 'zsub'])
+    expect(await listChildren(db, { owner: alice, parent: zsub, offset: 0, limit: 10 })).toEqual({ entries: [], total: 0 })
   })
 
   it('keeps raw bytes and the reason when a body could not be parsed, and records parse jobs', async () => {

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'vitest'
 import { liveTokenQuery } from '../auth/users.ts'
 import { takeSlotQuery } from '../limits/rate-limiter.ts'
 import { finishTurnQuery, insertRunningTurnQuery } from '../turn/turn-records.ts'
-import { findNodeQuery } from '../workspace/store.ts'
+import { childrenPageQuery, findNodeQuery } from '../workspace/store.ts'
 import type { DB } from './schema.ts'
 import { preparedQuery } from './prepared-query.ts'
 
@@ -38,6 +38,23 @@ describe('preparedQuery', () => {
     expect(a.queryId).not.toBe(b.queryId)
   })
 
+  test('shows each run to the plugins of its db, and builds anew for a plugin that rewrites the query', () => {
+    const seen: string[] = []
+    const watching = db.withPlugin({ transformQuery: ({ node }) => (seen.push(node.kind), node), transformResult: async ({ result }) => result })
+    const watched = findNodeQuery.compile(watching, { ownerId: 'o', path: 'a' })
+    expect(seen).toEqual(['SelectQueryNode'])
+    expect(watched.sql).toBe(findNodeQuery.compile(db, { ownerId: 'o', path: 'a' }).sql)
+    // A plugin returning a new tree (here: one more where clause) gets exactly the query it rewrote.
+    const rewriting = db.withPlugin({
+      transformQuery: ({ node }) =>
+        node.kind === 'SelectQueryNode' ? { ...node, limit: { kind: 'LimitNode', limit: { kind: 'ValueNode', value: 1 } } } : node,
+      transformResult: async ({ result }) => result,
+    } as Parameters<typeof db.withPlugin>[0])
+    const rewritten = findNodeQuery.compile(rewriting, { ownerId: 'o', path: 'a' })
+    expect(rewritten.sql).toMatch(/ limit \$3$/)
+    expect(rewritten.parameters).toEqual(['o', 'a', 1])
+  })
+
   test('refuses a parameter that does not reach the SQL as a bound value', () => {
     const inlined = preparedQuery(['login', 'limit'], (kysely, p: { login: string; limit: number }) =>
       kysely.selectFrom('users').select('id').where('login', '=', p.login).limit(sql.lit(10)).compile(),
@@ -49,6 +66,13 @@ describe('preparedQuery', () => {
   type Both = () => readonly [CompiledQuery<unknown>, CompiledQuery<unknown>]
   const cases: ReadonlyArray<readonly [string, Both]> = [
     ['the node at a path', () => [findNodeQuery.compile(db, { ownerId: 'o-1', path: 'notes/a.md' }), findNodeQuery.build(db, { ownerId: 'o-1', path: 'notes/a.md' })]],
+    [
+      'a page of children',
+      () => {
+        const page = { ownerId: 'o-1', parentId: 'n-1', offset: 50, limit: 25 }
+        return [childrenPageQuery.compile(db, page), childrenPageQuery.build(db, page)]
+      },
+    ],
     ['a live API token', () => [liveTokenQuery.compile(db, { tokenHash: 'h1' }), liveTokenQuery.build(db, { tokenHash: 'h1' })]],
     [
       'a running turn',

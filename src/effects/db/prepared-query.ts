@@ -22,8 +22,9 @@ export interface PreparedQuery<Params extends Record<string, unknown>, Row> {
  * returns the compiled query. Every named parameter must reach the SQL as a bound value (`$n`),
  * never inlined, and the query's shape must not depend on the values — no arrays spread into
  * `in (…)`, no branches on a parameter: one shape, one SQL text. Both are checked at first use.
- * Kysely plugins that rewrite queries are applied as of the first compile only (we have none;
- * result plugins, like the bench's query counter, still see every run).
+ * Plugins of the `db` a run uses see its query (their `transformQuery` gets the template's
+ * operation tree, whose values are the placeholders); one that returns another tree gets what it
+ * asked for: that run is built and compiled anew, as kysely would.
  */
 export function preparedQuery<Params extends Record<string, unknown>, Row>(
   names: ReadonlyArray<keyof Params & string>,
@@ -42,9 +43,12 @@ export function preparedQuery<Params extends Record<string, unknown>, Row>(
     return { compiled, slots }
   }
   const compile = (db: Db, params: Params): CompiledQuery<Row> => {
-    template ??= prepare(db)
+    template ??= prepare(db.withoutPlugins()) // the query itself; the plugins of each run see it below
+    const queryId = createQueryId()
+    const executor = db.getExecutor()
+    if (executor.plugins.length > 0 && executor.transformQuery(template.compiled.query, queryId) !== template.compiled.query) return build(db, params)
     const parameters = template.slots.map((slot) => ('name' in slot ? params[slot.name] : slot.constant))
-    return { ...template.compiled, queryId: createQueryId(), parameters }
+    return { ...template.compiled, queryId, parameters }
   }
   return { compile, execute: (db, params) => db.executeQuery(compile(db, params)), build }
 }

@@ -244,25 +244,36 @@ export interface ListPage {
 }
 
 /** Direct children, directories first then by name (a stable order), one page. */
+/** One page of a directory's children (directories first, then by name), each row with the number of all of them. */
+export const childrenPageQuery = preparedQuery(
+  ['ownerId', 'parentId', 'offset', 'limit'],
+  (db, { ownerId, parentId, offset, limit }: { ownerId: string; parentId: string; offset: number; limit: number }) =>
+    nodeQuery(db)
+      .select(sql<string>`count(*) over ()`.as('total'))
+      .where('nodes.owner_id', '=', ownerId)
+      .where('nodes.parent_id', '=', parentId)
+      .orderBy(sql`case when nodes.kind = 'directory' then 0 else 1 end`)
+      .orderBy(sql`nodes.name collate "C"`)
+      .offset(offset)
+      .limit(limit)
+      .compile(),
+)
+
+/** A page of the children and their total in one query (every `ls`, every turn on a directory); a page past the end counts apart. */
 export async function listChildren(
   db: Db,
   { owner, parent, offset, limit }: { owner: Owner; parent: WorkspaceNode; offset: number; limit: number },
 ): Promise<ListPage> {
-  const rows = await nodeQuery(db)
-    .where('nodes.owner_id', '=', owner.id)
-    .where('nodes.parent_id', '=', parent.id)
-    .orderBy(sql`case when nodes.kind = 'directory' then 0 else 1 end`)
-    .orderBy(sql`nodes.name collate "C"`)
-    .offset(offset)
-    .limit(limit)
-    .execute()
+  const { rows } = await childrenPageQuery.execute(db, { ownerId: owner.id, parentId: parent.id, offset, limit })
+  if (rows.length > 0) return { entries: rows.map((row) => toNode(owner, row)), total: Number(rows[0]!.total) }
+  if (offset === 0) return { entries: [], total: 0 }
   const count = await db
     .selectFrom('nodes')
     .select((eb) => eb.fn.countAll().as('n'))
     .where('owner_id', '=', owner.id)
     .where('parent_id', '=', parent.id)
     .executeTakeFirstOrThrow()
-  return { entries: rows.map((row) => toNode(owner, row)), total: Number(count.n) }
+  return { entries: [], total: Number(count.n) }
 }
 
 /** Files at or below `scope`, ordered by path, one page (for search). */

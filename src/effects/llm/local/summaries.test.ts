@@ -68,7 +68,14 @@ describe('summariseDocument', () => {
   })
 
   propertyTest.prop(
-    [fc.array(fc.stringMatching(/^[A-Z][a-z]{1,8}( [a-z]{1,8}){3,9}[.!?]$/), { minLength: 1, maxLength: 30 }), fc.integer({ min: 1, max: 400 })],
+    [
+      fc.array(
+        // A sentence that ends in an abbreviation ("… mr.") is not one to the splitter (blocks.ts): it runs on.
+        fc.stringMatching(/^[A-Z][a-z]{1,8}( [a-z]{1,8}){3,9}[.!?]$/).filter((sentence) => !/ (?:vs|cf|approx|incl|fig|dr|mr|mrs|ms)\.$/.test(sentence)),
+        { minLength: 1, maxLength: 30 },
+      ),
+      fc.integer({ min: 1, max: 400 }),
+    ],
     { numRuns: 200 },
   )('within budget, deterministic, and made of whole source sentences', (sentences, maxChars) => {
     const text = sentences.join(' ')
