@@ -11,7 +11,11 @@ import * as Layer from 'effect/Layer'
 import * as ManagedRuntime from 'effect/ManagedRuntime'
 import { type AppConfig, AppConfigService } from './config/app-config.ts'
 import { AppSecret } from './config/secret.ts'
+import { JOBS_CHANNEL } from './compile/compile-jobs-store.ts'
+import { type ChangeFeed, ChangeFeedService } from './db/change-feed.ts'
 import { Database, type DatabaseHandle, type DatabaseUnavailable } from './db/database.ts'
+import { CATALOG_CHANNEL } from './retrieval/catalog-store.ts'
+import { SETTINGS_CHANNEL } from './retrieval/retrieval-settings-store.ts'
 import { type ModelRegistry, type ModelRegistryOptions, ModelRegistryService } from './llm/model-registry.ts'
 import { type Logger, LoggerService } from './logging/logger.ts'
 import { makeToolRegistry, type ToolRegistry, ToolRegistryService } from './tools/tool-registry.ts'
@@ -20,6 +24,12 @@ import { CompileFeatureService, compileFeatureOptionsOf, type RunningCompileFeat
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
+
+/**
+ * Every channel of the process's one change feed: the retrieval catalog and settings, compile jobs.
+ * A channel no running feature follows costs nothing (nobody sends on it).
+ */
+export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL] as const
 
 /** Hooks that run before every model step (features add theirs here). */
 export class PreStepHooks extends Context.Service<PreStepHooks, PreStepHook>()('knowagent/turn/PreStepHooks') {
@@ -52,6 +62,7 @@ export type CoreServices =
   | LoggerService
   | AppSecret
   | Database
+  | ChangeFeedService
   | ModelRegistryService
   | ToolRegistryService
   | PreStepHooks
@@ -92,7 +103,14 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
       }),
     ),
   )
-  const services = Layer.mergeAll(models, parser, registries).pipe(Layer.provideMerge(retrieval), Layer.provideMerge(databaseLayer(options)))
+  // One LISTEN connection for the process, where a long-lived feature runs (serve): the retrieval
+  // caches and the compile job events follow it.
+  const feed = options.features?.retrieval || options.features?.compile ? ChangeFeedService.layer(FEED_CHANNELS) : ChangeFeedService.none
+  const services = Layer.mergeAll(models, parser, registries).pipe(
+    Layer.provideMerge(retrieval),
+    Layer.provideMerge(feed),
+    Layer.provideMerge(databaseLayer(options)),
+  )
   // Built last, so released first: a worker stops before the parser, the models and the database.
   const compile = options.features?.compile
     ? Layer.effect(
@@ -114,6 +132,8 @@ export interface CoreServiceValues {
   readonly logger: Logger
   readonly secret: string
   readonly database: DatabaseHandle
+  /** The process's change feed (serve); undefined for CLI commands. */
+  readonly feed: ChangeFeed | undefined
   readonly models: ModelRegistry
   readonly tools: ToolRegistry
   readonly preStep: PreStepHook
@@ -129,6 +149,7 @@ const serviceValuesBeforeFeatures = Effect.gen(function* () {
     logger: yield* LoggerService,
     secret: yield* AppSecret,
     database: yield* Database,
+    feed: yield* ChangeFeedService,
     models: yield* ModelRegistryService,
     tools: yield* ToolRegistryService,
     preStep: yield* PreStepHooks,

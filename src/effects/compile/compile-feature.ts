@@ -21,6 +21,7 @@ import { type CompileFeature, makeCompileService } from './compile-service.ts'
 import { type CompileWorker, startCompileWorker } from './compile-worker.ts'
 import { makeJobEvents } from './job-events.ts'
 import { loadBundledSkills } from './skills.ts'
+import type { ChangeFeed } from '../db/change-feed.ts'
 
 export interface RunningCompileFeature {
   readonly feature: CompileFeature
@@ -34,6 +35,8 @@ export interface CompileFeatureOptions {
   readonly db: Kysely<DB>
   /** The database's connection settings (DatabaseHandle.connection). */
   readonly connection: pg.ClientConfig
+  /** The process's change feed (the composition root's); without it the job events open their own. */
+  readonly feed?: ChangeFeed | undefined
   readonly models: ModelRegistry
   readonly logger: Logger
   /** e.g. BAILIAN_WORKSPACE_ID for a job's owner, exported to its CLI (the retrieval feature provides it). */
@@ -47,10 +50,11 @@ export interface CompileFeatureOptions {
  * subprocess sees its owner's resolved Bailian workspace id when the retrieval feature runs.
  */
 export function compileFeatureOptionsOf(services: Omit<CoreServiceValues, 'compile'>): CompileFeatureOptions {
-  const { config, logger, database, models, parser, retrieval } = services
+  const { config, logger, database, feed, models, parser, retrieval } = services
   return {
     config,
     logger,
+    feed,
     db: database.db,
     connection: database.connection,
     models,
@@ -65,7 +69,7 @@ export async function startCompileFeature(options: CompileFeatureOptions): Promi
   const cliProfiles = config.file.cliProfiles ?? []
   const bundledSkills = loadBundledSkills()
   const queue = await startQueue({ connection, settings, logger, instanceName: 'serve' })
-  const events = makeJobEvents({ connection, logger })
+  const events = makeJobEvents({ feed: options.feed, connection, logger })
   let worker: CompileWorker | undefined
   try {
     await events.ready()

@@ -1,15 +1,13 @@
 // Live job changes across processes (SPEC §10): every change to a compile job row is announced
 // with NOTIFY on `knowagent_jobs` in the transaction that makes it (compile-jobs-store.ts). This
-// service holds ONE change feed (db/change-feed.ts: a dedicated LISTEN connection, re-established
-// with backoff) and fans the notifications out to local subscribers (task-center streams, the
+// service follows a change feed (db/change-feed.ts: a dedicated LISTEN connection, re-established
+// with backoff; in a server the process's shared one, in `knowagent worker` its own) and fans the
+// notifications out to local subscribers (task-center streams, the
 // worker's wake-up and cancel watch). After a reconnect subscribers are told (`resync`) so they
 // re-read what they show, since notifications sent meanwhile are lost.
-import * as Context from 'effect/Context'
-import * as Effect from 'effect/Effect'
-import * as Layer from 'effect/Layer'
 import * as Schema from 'effect/Schema'
 import type pg from 'pg'
-import { startChangeFeed } from '../db/change-feed.ts'
+import { type ChangeFeed, startChangeFeed } from '../db/change-feed.ts'
 import { type Logger, silentLogger } from '../logging/logger.ts'
 import { JOBS_CHANNEL } from './compile-jobs-store.ts'
 
@@ -31,13 +29,16 @@ const Payload = Schema.Struct({ job_id: Schema.String, owner_id: Schema.String }
 const decodePayload = Schema.decodeUnknownOption(Schema.fromJsonString(Payload))
 
 export function makeJobEvents({
+  feed: sharedFeed,
   connection,
   logger = silentLogger,
   retryBaseMs = 500,
   retryMaxMs = 15_000,
 }: {
-  /** The database's connection settings (DatabaseHandle.connection). */
-  connection: pg.ClientConfig
+  /** The process's change feed (listening on JOBS_CHANNEL), shared and not closed here; else one of its own on `connection`. */
+  feed?: ChangeFeed | undefined
+  /** The database's connection settings (DatabaseHandle.connection), for a feed of its own. */
+  connection?: pg.ClientConfig | undefined
   logger?: Logger | undefined
   retryBaseMs?: number
   retryMaxMs?: number
@@ -53,20 +54,23 @@ export function makeJobEvents({
     }
   }
 
-  const feed = startChangeFeed({
-    connection,
-    channels: [JOBS_CHANNEL],
-    logger,
-    reconnectDelayMs: { initial: retryBaseMs, max: retryMaxMs },
-    applicationName: JOB_EVENTS_APPLICATION_NAME,
-  })
-  feed.on(JOBS_CHANNEL, (payload) => {
+  if (sharedFeed === undefined && connection === undefined) throw new Error('job events need a change feed or a connection')
+  const feed =
+    sharedFeed ??
+    startChangeFeed({
+      connection: connection!,
+      channels: [JOBS_CHANNEL],
+      logger,
+      reconnectDelayMs: { initial: retryBaseMs, max: retryMaxMs },
+      applicationName: JOB_EVENTS_APPLICATION_NAME,
+    })
+  const stopNotify = feed.on(JOBS_CHANNEL, (payload) => {
     const decoded = decodePayload(payload)
     if (decoded._tag === 'Some') emit({ type: 'changed', jobId: decoded.value.job_id, ownerId: decoded.value.owner_id })
   })
   // A reconnect after a loss: what was sent meanwhile is lost, so subscribers re-read.
-  let connectedBefore = false
-  feed.onReset(() => {
+  let connectedBefore = feed.connected()
+  const stopReset = feed.onReset(() => {
     if (!feed.connected()) return
     if (connectedBefore) emit({ type: 'resync' })
     connectedBefore = true
@@ -81,19 +85,9 @@ export function makeJobEvents({
     ready: () => feed.ready(),
     close: async () => {
       listeners.clear()
-      await feed.close()
+      stopNotify()
+      stopReset()
+      if (sharedFeed === undefined) await feed.close()
     },
   }
-}
-
-/** The process's one LISTEN connection, released when the runtime shuts down. */
-export class JobEventsService extends Context.Service<JobEventsService, JobEvents>()('knowagent/compile/JobEvents') {
-  static readonly layer = (options: { connection: pg.ClientConfig; logger?: Logger | undefined }): Layer.Layer<JobEventsService> =>
-    Layer.effect(
-      JobEventsService,
-      Effect.acquireRelease(
-        Effect.sync(() => makeJobEvents(options)),
-        (events) => Effect.promise(() => events.close()),
-      ),
-    )
 }

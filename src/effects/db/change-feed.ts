@@ -2,10 +2,15 @@
 // queries), reconnecting with backoff when the connection drops. Notifications sent while
 // disconnected are lost, so every reset — each (re)connect and each disconnect — tells whoever
 // keeps state from them to forget it; while it is down they trust nothing from memory. `close()`
-// ends the client and clears the reconnect timer. The retrieval feature has one (the catalog and
-// the settings, with `makeFeedCache` below), the compile feature another (job-events.ts).
+// ends the client and clears the reconnect timer. A server process has one, made by the composition
+// root (app-layer.ts, FEED_CHANNELS) and shared: the retrieval catalog and settings (with
+// `makeFeedCache` below) and the compile job events (job-events.ts).
+import * as Context from 'effect/Context'
+import * as Effect from 'effect/Effect'
+import * as Layer from 'effect/Layer'
 import pg from 'pg'
-import type { Logger } from '../logging/logger.ts'
+import { type Logger, LoggerService } from '../logging/logger.ts'
+import { Database } from './database.ts'
 
 export interface ChangeFeed {
   /** True while LISTEN is in effect (notifications are being received). */
@@ -187,4 +192,26 @@ export function makeFeedCache<V>({
       memory.clear()
     },
   }
+}
+
+/**
+ * The process's change feed: one LISTEN connection for every channel its features follow (the
+ * composition root lists them), started with the runtime and closed after the features that use
+ * it. Undefined where nothing follows changes (CLI commands): each read then goes to the database.
+ */
+export class ChangeFeedService extends Context.Service<ChangeFeedService, ChangeFeed | undefined>()('knowagent/db/ChangeFeed') {
+  static readonly layer = (channels: ReadonlyArray<string>): Layer.Layer<ChangeFeedService, never, Database | LoggerService> =>
+    Layer.effect(
+      ChangeFeedService,
+      Effect.gen(function* () {
+        const database = yield* Database
+        const logger = yield* LoggerService
+        return yield* Effect.acquireRelease(
+          Effect.sync(() => startChangeFeed({ connection: database.connection, channels, logger })),
+          (feed) => Effect.promise(() => feed.close()),
+        )
+      }),
+    )
+
+  static readonly none: Layer.Layer<ChangeFeedService> = Layer.succeed(ChangeFeedService, undefined)
 }

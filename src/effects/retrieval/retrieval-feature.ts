@@ -22,7 +22,7 @@ import { BailianMissingCredentials } from './bailian-errors.ts'
 import { defaultBlConfigPath } from './bl-config-import.ts'
 import { type CatalogCache, makeCatalogCache } from './catalog-cache.ts'
 import { CATALOG_CHANNEL } from './catalog-store.ts'
-import { startChangeFeed } from '../db/change-feed.ts'
+import { type ChangeFeed, ChangeFeedService, startChangeFeed } from '../db/change-feed.ts'
 import { makeCatalogPreStepHook } from './catalog-pre-step.ts'
 import { type CatalogRefresher, makeCatalogRefresher } from './catalog-refresher.ts'
 import { makeKbChatTool } from './kb-chat.tool.ts'
@@ -57,7 +57,9 @@ export interface RetrievalFeatureOptions {
   /** Read at call time (usually `process.env`). */
   readonly env: Readonly<Record<string, string | undefined>>
   readonly logger: Logger
-  /** Connection settings for the change feed's LISTEN client (`DatabaseHandle.connection`); without them each read goes to the database. */
+  /** The process's change feed (listening on CATALOG_CHANNEL and SETTINGS_CHANNEL), shared and not closed here. */
+  readonly feed?: ChangeFeed | undefined
+  /** Without a shared feed: connection settings for one of its own (`DatabaseHandle.connection`); with neither, each read goes to the database. */
   readonly listenConnection?: pg.ClientConfig | undefined
   /** Default ~/.bailian/config.json; null disables the one-time import. */
   readonly blConfigPath?: string | null | undefined
@@ -78,8 +80,13 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
   if (!options.config.enabled) return undefined
   const logger = options.logger.child({ feature: 'retrieval' })
   const client = options.client ?? makeBailianClient()
-  // One LISTEN connection for both caches: the catalog documents and the users' settings.
-  const feed = options.listenConnection === undefined ? undefined : startChangeFeed({ connection: options.listenConnection, channels: [CATALOG_CHANNEL, SETTINGS_CHANNEL], logger })
+  // One LISTEN connection for both caches (the catalog documents, the users' settings): the
+  // process's, or one of its own.
+  const ownFeed =
+    options.feed === undefined && options.listenConnection !== undefined
+      ? startChangeFeed({ connection: options.listenConnection, channels: [CATALOG_CHANNEL, SETTINGS_CHANNEL], logger })
+      : undefined
+  const feed = options.feed ?? ownFeed
   const settings = makeBailianSettings({
     db: options.db,
     secret: options.secret,
@@ -122,7 +129,7 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
       await refresher.stop()
       await cache.close()
       settings.close()
-      await feed?.close()
+      await ownFeed?.close()
     },
   }
 }
@@ -144,13 +151,14 @@ export class RetrievalFeatureService extends Context.Service<RetrievalFeatureSer
     )
 
   /** Built from the core services (config, database, secret, logger), as the composition root has them. */
-  static readonly layerFromCore = ({ blConfigPath }: { readonly blConfigPath?: string | null | undefined } = {}): Layer.Layer<RetrievalFeatureService, never, AppConfigService | Database | AppSecret | LoggerService> => Layer.effect(
+  static readonly layerFromCore = ({ blConfigPath }: { readonly blConfigPath?: string | null | undefined } = {}): Layer.Layer<RetrievalFeatureService, never, AppConfigService | Database | AppSecret | LoggerService | ChangeFeedService> => Layer.effect(
     RetrievalFeatureService,
     Effect.gen(function* () {
       const config = yield* AppConfigService
       const database = yield* Database
       const secret = yield* AppSecret
       const logger = yield* LoggerService
+      const feed = yield* ChangeFeedService
       return yield* Effect.acquireRelease(
         Effect.sync(() =>
           makeRetrievalFeature({
@@ -159,7 +167,7 @@ export class RetrievalFeatureService extends Context.Service<RetrievalFeatureSer
             secret,
             env: config.env,
             logger,
-            listenConnection: database.connection,
+            feed,
             blConfigPath,
           }),
         ),
