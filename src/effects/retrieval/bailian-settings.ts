@@ -16,7 +16,7 @@ import type { Logger } from '../logging/logger.ts'
 import type { BailianConnection } from './bailian-client.ts'
 import type { BailianConfig } from './bailian-config.ts'
 import { isValidWorkspaceId } from './bailian-endpoint.ts'
-import { BailianMissingCredentials } from './bailian-errors.ts'
+import { BailianMissingCredentials, type MissingCredential } from './bailian-errors.ts'
 import { planBlImport, readBlCliConfig, type SeedField } from './bl-config-import.ts'
 import { type ChangeFeed, makeFeedCache } from '../db/change-feed.ts'
 import { makeCredentialCipher } from './credential-cipher.ts'
@@ -243,13 +243,22 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
   }
 }
 
-/** The connection a call needs, or which value is missing. */
-export function connectionOf(snapshot: BailianSettingsSnapshot): BailianConnection | BailianMissingCredentials {
+/**
+ * The connection a call needs, or the name of the value that is missing — no error object: the
+ * catalog pre-step asks before every model step, and an error captures a stack trace.
+ */
+export function findConnection(snapshot: BailianSettingsSnapshot): BailianConnection | MissingCredential {
   const apiKey = snapshot.settings.apiKey.value
-  if (apiKey === undefined) return new BailianMissingCredentials({ missing: 'apiKey' })
+  if (apiKey === undefined) return 'apiKey'
   const workspaceId = snapshot.settings.workspaceId.value
-  if (workspaceId === undefined || !isValidWorkspaceId(workspaceId)) return new BailianMissingCredentials({ missing: 'workspaceId' })
+  if (workspaceId === undefined || !isValidWorkspaceId(workspaceId)) return 'workspaceId'
   return { apiKey, workspaceId, endpointHost: snapshot.endpointHost, agentVersion: snapshot.agentVersion }
+}
+
+/** The connection a call needs, or the failure that says which value is missing. */
+export function connectionOf(snapshot: BailianSettingsSnapshot): BailianConnection | BailianMissingCredentials {
+  const found = findConnection(snapshot)
+  return typeof found === 'string' ? new BailianMissingCredentials({ missing: found }) : found
 }
 
 /** The current settings of a user as an Effect (a database failure is a defect). */

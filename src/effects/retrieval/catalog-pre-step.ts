@@ -10,8 +10,7 @@ import * as Effect from 'effect/Effect'
 import type { ContextBlockChange, PreStepOutput } from '../../machines/index.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { PreStepHook } from '../turn/pre-step-hooks.ts'
-import { BailianMissingCredentials } from './bailian-errors.ts'
-import { type BailianSettings, connectionOf } from './bailian-settings.ts'
+import { type BailianSettings, findConnection } from './bailian-settings.ts'
 import { scanForServiceChanges } from './bl-command-scan.ts'
 import type { CatalogCache } from './catalog-cache.ts'
 import { buildCatalogMessage, CATALOG_SOURCE } from './catalog-message.ts'
@@ -63,8 +62,8 @@ export function makeCatalogPreStepHook({
     Effect.promise(async (): Promise<PreStepOutput> => {
       const visible = input.visibleBlocks.find((block) => block.source === CATALOG_SOURCE)?.content
       const snapshot = await settings.resolve(caller.id)
-      const connection = connectionOf(snapshot)
-      if (connection instanceof BailianMissingCredentials) return { blocks: decideCatalogBlock({ desired: undefined, visible }) }
+      const connection = findConnection(snapshot)
+      if (typeof connection === 'string') return { blocks: decideCatalogBlock({ desired: undefined, visible }) }
       const { workspaceId } = connection
       const fingerprint = cache.fingerprint(connection.apiKey)
 
