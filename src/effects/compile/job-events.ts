@@ -2,9 +2,9 @@
 // with NOTIFY on `knowagent_jobs` in the transaction that makes it (compile-jobs-store.ts). This
 // service follows a change feed (db/change-feed.ts: a dedicated LISTEN connection, re-established
 // with backoff; in a server the process's shared one, in `knowagent worker` its own) and fans the
-// notifications out to local subscribers (task-center streams, the
-// worker's wake-up and cancel watch). After a reconnect subscribers are told (`resync`) so they
-// re-read what they show, since notifications sent meanwhile are lost.
+// notifications out to local subscribers (task-center streams, the worker's wake-up and cancel
+// watch). After a reconnect subscribers are told (`resync`) so they re-read what they show, since
+// notifications sent meanwhile are lost.
 import * as Schema from 'effect/Schema'
 import type pg from 'pg'
 import { type ChangeFeed, startChangeFeed } from '../db/change-feed.ts'
