@@ -103,9 +103,10 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
       }),
     ),
   )
-  // One LISTEN connection for the process, where a long-lived feature runs (serve): the retrieval
-  // caches and the compile job events follow it.
-  const feed = options.features?.retrieval || options.features?.compile ? ChangeFeedService.layer(FEED_CHANNELS) : ChangeFeedService.none
+  // One LISTEN connection for the process, opened only where a feature follows it (serve): the
+  // compile job events, and the retrieval caches unless `retrieval.bailian.enabled` is false.
+  const followed = Boolean(options.features?.compile) || (Boolean(retrievalOption) && options.config.retrievalBailian.enabled)
+  const feed = followed ? ChangeFeedService.layer(FEED_CHANNELS) : ChangeFeedService.none
   const services = Layer.mergeAll(models, parser, registries).pipe(
     Layer.provideMerge(retrieval),
     Layer.provideMerge(feed),

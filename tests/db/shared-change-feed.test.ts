@@ -44,3 +44,20 @@ describe('the process-wide change feed', () => {
     expect(seen).toEqual([{ type: 'changed', jobId: 'job-1', ownerId: 'owner-1' }])
   })
 })
+
+describe('a process where nothing follows changes', () => {
+  it('opens no listening connection (retrieval turned off in the configuration, no compile jobs)', async () => {
+    const server = await startTestServer({
+      retrieval: true,
+      configure: (config) => ({ ...config, retrievalBailian: { ...config.retrievalBailian, enabled: false } }),
+    })
+    try {
+      expect(server.ctx.retrieval).toBeUndefined()
+      const { rows } = await sql<{ n: string }>`
+        select count(*) as n from pg_stat_activity where datname = current_database() and query ilike 'LISTEN%'`.execute(server.database.db)
+      expect(Number(rows[0]!.n)).toBe(0)
+    } finally {
+      await server.close()
+    }
+  })
+})

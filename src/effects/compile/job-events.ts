@@ -7,7 +7,7 @@
 // notifications sent meanwhile are lost.
 import * as Schema from 'effect/Schema'
 import type pg from 'pg'
-import { type ChangeFeed, startChangeFeed } from '../db/change-feed.ts'
+import { type ChangeFeed, followFeed } from '../db/change-feed.ts'
 import { type Logger, silentLogger } from '../logging/logger.ts'
 import { JOBS_CHANNEL } from './compile-jobs-store.ts'
 
@@ -54,16 +54,16 @@ export function makeJobEvents({
     }
   }
 
-  if (sharedFeed === undefined && connection === undefined) throw new Error('job events need a change feed or a connection')
-  const feed =
-    sharedFeed ??
-    startChangeFeed({
-      connection: connection!,
-      channels: [JOBS_CHANNEL],
-      logger,
-      reconnectDelayMs: { initial: retryBaseMs, max: retryMaxMs },
-      applicationName: JOB_EVENTS_APPLICATION_NAME,
-    })
+  const followed = followFeed({
+    shared: sharedFeed,
+    connection,
+    channels: [JOBS_CHANNEL],
+    logger,
+    reconnectDelayMs: { initial: retryBaseMs, max: retryMaxMs },
+    applicationName: JOB_EVENTS_APPLICATION_NAME,
+  })
+  const { feed } = followed
+  if (feed === undefined) throw new Error('job events need a change feed or a connection')
   const stopNotify = feed.on(JOBS_CHANNEL, (payload) => {
     const decoded = decodePayload(payload)
     if (decoded._tag === 'Some') emit({ type: 'changed', jobId: decoded.value.job_id, ownerId: decoded.value.owner_id })
@@ -87,7 +87,7 @@ export function makeJobEvents({
       listeners.clear()
       stopNotify()
       stopReset()
-      if (sharedFeed === undefined) await feed.close()
+      await followed.release()
     },
   }
 }

@@ -4,7 +4,7 @@
 // keeps state from them to forget it; while it is down they trust nothing from memory. `close()`
 // ends the client and clears the reconnect timer. A server process has one, made by the composition
 // root (app-layer.ts, FEED_CHANNELS) and shared: the retrieval catalog and settings (with
-// `makeFeedCache` below) and the compile job events (job-events.ts).
+// `makeFeedCache` below) and the compile job events (job-events.ts), each through `followFeed`.
 import * as Context from 'effect/Context'
 import * as Effect from 'effect/Effect'
 import * as Layer from 'effect/Layer'
@@ -126,6 +126,29 @@ export function startChangeFeed(options: ChangeFeedOptions): ChangeFeed {
       }
     },
   }
+}
+
+/** A feature's feed: the process's shared one, or one of its own (closed by `release`), or none. */
+export interface FollowedFeed {
+  readonly feed: ChangeFeed | undefined
+  /** Closes the feed if it is the feature's own; a shared one is the composition root's to close. */
+  readonly release: () => Promise<void>
+}
+
+/**
+ * The feed a feature follows: `shared` when the composition root gave one (it must listen on the
+ * feature's channels), else one of its own on `connection` (a process without the root's feed:
+ * `knowagent worker`, a test), else none (every read goes to the database).
+ */
+export function followFeed({
+  shared,
+  connection,
+  ...own
+}: Omit<ChangeFeedOptions, 'connection'> & { readonly shared: ChangeFeed | undefined; readonly connection: pg.ClientConfig | undefined }): FollowedFeed {
+  if (shared !== undefined) return { feed: shared, release: async () => {} }
+  if (connection === undefined) return { feed: undefined, release: async () => {} }
+  const feed = startChangeFeed({ ...own, connection })
+  return { feed, release: () => feed.close() }
 }
 
 function describe(reason: unknown): string {

@@ -22,7 +22,7 @@ import { BailianMissingCredentials } from './bailian-errors.ts'
 import { defaultBlConfigPath } from './bl-config-import.ts'
 import { type CatalogCache, makeCatalogCache } from './catalog-cache.ts'
 import { CATALOG_CHANNEL } from './catalog-store.ts'
-import { type ChangeFeed, ChangeFeedService, startChangeFeed } from '../db/change-feed.ts'
+import { type ChangeFeed, ChangeFeedService, followFeed } from '../db/change-feed.ts'
 import { makeCatalogPreStepHook } from './catalog-pre-step.ts'
 import { type CatalogRefresher, makeCatalogRefresher } from './catalog-refresher.ts'
 import { makeKbChatTool } from './kb-chat.tool.ts'
@@ -82,11 +82,8 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
   const client = options.client ?? makeBailianClient()
   // One LISTEN connection for both caches (the catalog documents, the users' settings): the
   // process's, or one of its own.
-  const ownFeed =
-    options.feed === undefined && options.listenConnection !== undefined
-      ? startChangeFeed({ connection: options.listenConnection, channels: [CATALOG_CHANNEL, SETTINGS_CHANNEL], logger })
-      : undefined
-  const feed = options.feed ?? ownFeed
+  const followed = followFeed({ shared: options.feed, connection: options.listenConnection, channels: [CATALOG_CHANNEL, SETTINGS_CHANNEL], logger })
+  const { feed } = followed
   const settings = makeBailianSettings({
     db: options.db,
     secret: options.secret,
@@ -129,7 +126,7 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
       await refresher.stop()
       await cache.close()
       settings.close()
-      await ownFeed?.close()
+      await followed.release()
     },
   }
 }
