@@ -9,6 +9,7 @@ import pg from 'pg'
 import { AppConfigService } from '../config/app-config.ts'
 import { openEmbeddedPostgres } from './embedded-postgres.ts'
 import { migrateToLatest } from './migrate.ts'
+import { namedStatementPool } from './named-statements.ts'
 import type { DB } from './schema.ts'
 
 export { DatabaseInUse, EmbeddedDatabaseError } from './embedded-postgres.ts'
@@ -25,7 +26,7 @@ export interface DatabaseHandle {
 function poolHandle({ connection, kind, max, onClose }: { connection: pg.ClientConfig; kind: DatabaseHandle['kind']; max: number; onClose: () => Promise<void> }): DatabaseHandle {
   const pool = new pg.Pool({ ...connection, max, idleTimeoutMillis: 30_000 })
   pool.on('error', () => {}) // an idle client's error is reported on its next use
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: namedStatementPool(pool) }) })
   let closing: Promise<void> | undefined
   return {
     db,

@@ -5,6 +5,7 @@
 // real values where the placeholders were. The SQL is exactly what kysely builds (tests compare).
 import { createQueryId, type CompiledQuery, type QueryResult } from 'kysely'
 import type { Db } from '../workspace/store.ts'
+import { registerNamedStatement } from './named-statements.ts'
 
 /** A parameter's place in the compiled SQL: a named value of the call, or a constant of the query. */
 type Slot = { readonly name: string } | { readonly constant: unknown }
@@ -40,6 +41,7 @@ export function preparedQuery<Params extends Record<string, unknown>, Row>(
     })
     const unused = names.filter((name) => !slots.some((slot) => 'name' in slot && slot.name === name))
     if (unused.length > 0) throw new Error(`prepared query: ${unused.join(', ')} did not reach the SQL as bound parameters: ${compiled.sql}`)
+    registerNamedStatement(compiled.sql) // one SQL text for every run: a named statement (named-statements.ts)
     return { compiled, slots }
   }
   const compile = (db: Db, params: Params): CompiledQuery<Row> => {
