@@ -36,6 +36,35 @@ describe('the stream rate limit in PostgreSQL', () => {
     expect(await second.take('stream:u1')).toBe(10_000)
   })
 
+  it("keeps the log in time order when a process's clock is behind: its hit counts from the latest one recorded", async () => {
+    const at = 20_000_000
+    let aheadNow = at
+    const ahead = createRateLimiter({ db: database.db, limit: 2, windowMs: 60_000, now: () => aheadNow })
+    const behind = createRateLimiter({ db: other.db, limit: 2, windowMs: 60_000, now: () => at - 5_000 })
+    expect(await ahead.take('stream:skew')).toBe(0)
+    expect(await behind.take('stream:skew')).toBe(0) // recorded at `at`, not 5 s before it
+    const row = await database.db.selectFrom('rate_limit_hits').select('hits').where('key', '=', 'stream:skew').executeTakeFirstOrThrow()
+    expect(row.hits.map((hit) => new Date(hit).getTime())).toEqual([at, at])
+    aheadNow = at + 55_001 // the behind process's own time would have left the window by now
+    expect(await ahead.take('stream:skew')).toBe(4_999)
+    aheadNow = at + 60_000
+    expect(await ahead.take('stream:skew')).toBe(0)
+  })
+
+  it('holds for a long log: a limit of 1,000 admits exactly that many, then refuses until the oldest leaves', async () => {
+    let now = 30_000_000
+    const limiter = createRateLimiter({ db: database.db, limit: 1_000, windowMs: 60_000, now: () => now })
+    for (let i = 0; i < 1_000; i++) {
+      expect(await limiter.take('stream:long')).toBe(0)
+      now += 50 // 1,000 hits over 50 s
+    }
+    expect(await limiter.take('stream:long')).toBe(10_000) // the first hit leaves the window at 30,060,000
+    now = 30_060_000
+    expect(await limiter.take('stream:long')).toBe(0)
+    const row = await database.db.selectFrom('rate_limit_hits').select('hits').where('key', '=', 'stream:long').executeTakeFirstOrThrow()
+    expect(row.hits).toHaveLength(1_000) // the expired hit is dropped, the new one appended
+  })
+
   it('admits exactly `limit` of many concurrent takes from both processes', async () => {
     const now = () => 5_000_000
     const limiters = [database.db, other.db].map((db) => createRateLimiter({ db, limit: 5, windowMs: 60_000, now }))

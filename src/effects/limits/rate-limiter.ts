@@ -1,7 +1,8 @@
 // A sliding-window limiter kept in PostgreSQL, so every server process sharing the database
 // enforces one limit: at most `limit` hits per key in any window of `windowMs`. Each key's row holds
-// the times of its hits inside the window (at most `limit` of them); taking a slot is one atomic
-// upsert that drops expired hits and appends the new one only while fewer than `limit` remain.
+// the times of its hits inside the window (at most `limit` of them), in time order; taking a slot is
+// one atomic upsert that drops the expired hits and appends the new one only while fewer than
+// `limit` remain.
 import { sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
 import type { Db } from '../workspace/store.ts'
@@ -19,16 +20,20 @@ export function waitMsFor({ hits, now, limit, windowMs }: { hits: ReadonlyArray<
 }
 
 /**
- * Takes a slot: one atomic upsert that drops the key's expired hits and appends `at` while fewer
- * than `limit` remain; a row comes back only when the slot was taken. Compiled once: every
- * stream and every compile request runs it.
+ * Takes a slot: one atomic upsert; a row comes back only when the slot was taken. The log is kept
+ * in time order, so the expired hits are a prefix that `width_bucket` finds by binary search (the
+ * number of hits at or before `since`) and a slice drops — no unnest, no sort, whatever the log's
+ * length (a sort of the whole log at every take cost 1.2 ms at 1,000 hits). A hit is recorded no
+ * earlier than the latest one: a process whose clock is behind cannot put the log out of order, and
+ * its hit leaves the window with the one recorded before it (never earlier than it would have).
+ * Compiled once: every stream and every compile request runs it.
  */
 export const takeSlotQuery = preparedQuery(['key', 'at', 'since', 'limit'], (db, { key, at, since, limit }: { key: string; at: Date; since: Date; limit: number }) =>
   sql<{ n: number }>`
     insert into rate_limit_hits as r (key, hits) values (${key}, array[${at}::timestamptz])
     on conflict (key) do update
-      set hits = array(select h from unnest(r.hits) h where h > ${since}::timestamptz order by h) || ${at}::timestamptz
-      where cardinality(array(select h from unnest(r.hits) h where h > ${since}::timestamptz)) < ${limit}
+      set hits = r.hits[width_bucket(${since}::timestamptz, r.hits) + 1:] || greatest(${at}::timestamptz, r.hits[cardinality(r.hits)])
+      where cardinality(r.hits) - width_bucket(${since}::timestamptz, r.hits) < ${limit}
     returning 1 as n`.compile(db),
 )
 
