@@ -1,6 +1,7 @@
 // Limits that must hold across every server process sharing one PostgreSQL: the per-user stream
 // rate limit and sign-in throttling. Two pools on one database stand for two processes; time is
 // injected, never slept.
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgres, type DatabaseHandle } from '../../src/effects/db/database.ts'
 import { createRateLimiter } from '../../src/effects/limits/rate-limiter.ts'
@@ -63,6 +64,22 @@ describe('the stream rate limit in PostgreSQL', () => {
     expect(await limiter.take('stream:long')).toBe(0)
     const row = await database.db.selectFrom('rate_limit_hits').select('hits').where('key', '=', 'stream:long').executeTakeFirstOrThrow()
     expect(row.hits).toHaveLength(1_000) // the expired hit is dropped, the new one appended
+  })
+
+  it("turns off waiting for the flush for the take's own transaction only: the connection's setting is unchanged after it", async () => {
+    const settings = await database.db.connection().execute(async (db) => {
+      const limiter = createRateLimiter({ db, limit: 2, windowMs: 60_000, now: () => 40_000_000 })
+      await sql`set synchronous_commit = on`.execute(db) // the test server runs with it off
+      try {
+        const before = await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(db)
+        expect(await limiter.take('stream:durability')).toBe(0)
+        const after = await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(db)
+        return [before.rows[0]!.synchronous_commit, after.rows[0]!.synchronous_commit]
+      } finally {
+        await sql`reset synchronous_commit`.execute(db)
+      }
+    })
+    expect(settings).toEqual(['on', 'on'])
   })
 
   it('admits exactly `limit` of many concurrent takes from both processes', async () => {
