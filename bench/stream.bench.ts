@@ -25,7 +25,7 @@ import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { destroyClientAgent, runStream, verifyStream, type StreamOutcome } from './lib/client.ts'
-import { readTreeMemory, sampleTreeMemory } from './lib/process-memory.ts'
+import { readDescendantsCpuMicros, readTreeMemory, sampleTreeMemory } from './lib/process-memory.ts'
 import {
   expectedAnswer,
   streamRequestBody,
@@ -431,6 +431,7 @@ async function runPhase(args: {
   if (args.profilePath) await args.child.request({ type: 'profile-start' })
   const before = await args.child.request({ type: 'reset-peak' })
   const tree = sampleTreeMemory(args.child.pid, { everyMs: 200 })
+  const descendantsCpuBefore = readDescendantsCpuMicros(args.child.pid)
   const orchestratorCpu = process.cpuUsage()
   const machineBefore = machineBusyMicros()
   const loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS })
@@ -444,6 +445,7 @@ async function runPhase(args: {
     tree.stop()
   }
   const orchestratorUsage = process.cpuUsage(orchestratorCpu)
+  const descendantsCpuAfter = readDescendantsCpuMicros(args.child.pid)
   const after = await args.child.request({ type: 'read-stats' })
   if (args.profilePath) await args.child.request({ type: 'profile-stop', path: args.profilePath })
   const machineAfter = machineBusyMicros()
@@ -452,6 +454,8 @@ async function runPhase(args: {
   const ttfd = sortedCopy(outcomes.map((outcome) => outcome.ttfdMs))
   const perStream = sortedCopy(outcomes.map((outcome) => ((args.deltas - 1) * 1000) / outcome.answerSpanMs))
   const childCpuMicros = after.cpuMicros - before.cpuMicros
+  const descendantsCpuMicros =
+    descendantsCpuBefore === undefined || descendantsCpuAfter === undefined ? undefined : Math.max(0, descendantsCpuAfter - descendantsCpuBefore)
   const steady = steadyWindow(outcomes)
   return {
     kind: args.kind,
@@ -484,6 +488,7 @@ async function runPhase(args: {
     childLoopDelayP99Ms: after.loopDelayP99Ms,
     childLoopDelayMaxMs: after.loopDelayMaxMs,
     dbQueriesPerStream: (after.dbQueries - before.dbQueries) / outcomes.length,
+    descendantsCpuMicrosPerStream: descendantsCpuMicros === undefined ? undefined : descendantsCpuMicros / outcomes.length,
     peakRssBytes: after.peakRssBytes,
     peakRssSource: after.peakSource,
     treePeakBytes: Math.max(after.peakRssBytes + tree.peakDescendantsPssBytes(), tree.peak()?.totalBytes ?? 0),
@@ -492,7 +497,7 @@ async function runPhase(args: {
     otherLoadCores:
       machineBefore === undefined || machineAfter === undefined
         ? undefined
-        : Math.max(0, machineAfter - machineBefore - childCpuMicros - orchestratorUsage.user - orchestratorUsage.system) / 1000 / wallMs,
+        : Math.max(0, machineAfter - machineBefore - childCpuMicros - (descendantsCpuMicros ?? 0) - orchestratorUsage.user - orchestratorUsage.system) / 1000 / wallMs,
     orchestratorLoopDelayP99Ms: Math.max(0, loopDelay.percentile(99) / 1e6 - LOOP_DELAY_RESOLUTION_MS),
     wallMs,
   }

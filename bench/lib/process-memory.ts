@@ -82,6 +82,33 @@ export function processIdentity(pid: number): { readonly startTicks: string; rea
   return startTicks === undefined ? undefined : { startTicks, command }
 }
 
+/** /proc reports CPU time in USER_HZ clock ticks, 100 per second on Linux. */
+const MICROS_PER_TICK = 10_000
+
+/**
+ * CPU time of every descendant of `rootPid` (the embedded PostgreSQL's processes), in µs: each
+ * live one's user + system time, plus the time of the children it has reaped (a backend that
+ * ended during a phase is counted in its postmaster's). Undefined where /proc is not readable.
+ */
+export function readDescendantsCpuMicros(rootPid: number): number | undefined {
+  let ticks = 0
+  let read = false
+  const descendants = descendantsOf(rootPid)
+  for (const pid of descendants) {
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    } catch {
+      continue // gone meanwhile: its time is in its parent's reaped children
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    // utime, stime, cutime, cstime: fields 14–17 of stat; fields[0] is field 3
+    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])
+    read = true
+  }
+  return read || descendants.length === 0 ? ticks * MICROS_PER_TICK : undefined
+}
+
 export function readTreeMemory(rootPid: number): TreeMemory | undefined {
   const root = readRssPss(rootPid)
   if (root === undefined) return undefined

@@ -177,6 +177,7 @@ export function report(bench: BenchResults, options: ReportOptions): string {
     `${formatNumber(r.childLoopDelayP99Ms, 1)} / ${formatNumber(r.childLoopDelayMaxMs, 0)}`,
     `${r.childGcCount} / ${formatNumber(r.childGcMaxMs, 1)} / ${formatNumber(r.childGcTotalMs, 0)}`,
     r.system === 'knowagent' ? formatNumber(r.dbQueriesPerStream, 1) : '–',
+    r.system === 'knowagent' && r.descendantsCpuMicrosPerStream !== undefined ? formatNumber(r.descendantsCpuMicrosPerStream / 1000, 2) : '–',
     formatNumber(r.orchestratorCpuShare * 100, 0) + ' %',
     formatNumber(r.orchestratorLoopDelayP99Ms, 2),
     r.otherLoadCores === undefined ? '–' : formatNumber(r.otherLoadCores, 2),
@@ -185,11 +186,11 @@ export function report(bench: BenchResults, options: ReportOptions): string {
   ])
   lines.push(
     '',
-    'Run health (pace = provider interval per stream, 0 = burst; "system" = the process under test; loop delay = event-loop delay beyond a 10 ms timer; the orchestrator runs the provider and every client):',
+    'Run health (pace = provider interval per stream, 0 = burst; "system" = the process under test; loop delay = event-loop delay beyond a 10 ms timer; DB CPU = user + system time of the embedded PostgreSQL\'s processes (the system\'s descendants) per stream, 10 ms resolution; the orchestrator runs the provider and every client):',
     markdownTable(
-      ['variant', 'phase', 'streams', 'system', 'pace', 'streams run', 'deltas/s per stream', 'text events/stream', 'system CPU', 'system loop delay p99 / max ms', 'system GCs / max / total ms', 'DB queries/stream', 'orchestrator CPU', 'orch. loop delay p99 ms', 'other load (cores)', 'peak from', 'wall s'],
+      ['variant', 'phase', 'streams', 'system', 'pace', 'streams run', 'deltas/s per stream', 'text events/stream', 'system CPU', 'system loop delay p99 / max ms', 'system GCs / max / total ms', 'DB queries/stream', 'DB CPU ms/stream', 'orchestrator CPU', 'orch. loop delay p99 ms', 'other load (cores)', 'peak from', 'wall s'],
       healthRows,
-      [false, false, true, false, true, true, true, true, true, true, true, true, true, true, true, false, true],
+      [false, false, true, false, true, true, true, true, true, true, true, true, true, true, true, true, false, true],
     ),
   )
   const busy = results.filter((r) => (r.otherLoadCores ?? 0) > options.maxOtherLoad)

@@ -61,6 +61,11 @@ export interface PhaseResult {
   readonly childLoopDelayMaxMs: number
   /** Database queries per stream (knowagent). */
   readonly dbQueriesPerStream: number
+  /**
+   * CPU of the system's descendants (knowagent's embedded PostgreSQL) during the phase, µs per
+   * stream; undefined where /proc is not readable. 0 for a system with no child processes.
+   */
+  readonly descendantsCpuMicrosPerStream: number | undefined
   /** This process (provider + clients): CPU share and event-loop delay, to show it kept up. */
   readonly orchestratorCpuShare: number
   readonly orchestratorLoopDelayP99Ms: number
