@@ -88,7 +88,8 @@ const MICROS_PER_TICK = 10_000
 /**
  * CPU time of every descendant of `rootPid` (the embedded PostgreSQL's processes), in µs: each
  * live one's user + system time, plus the time of the children it has reaped (a backend that
- * ended during a phase is counted in its postmaster's). Undefined where /proc is not readable.
+ * ended during a phase is counted in its postmaster's). Undefined when it has no descendant (a
+ * system with no child process, or knowagent on an external database) or /proc is not readable.
  */
 export function readDescendantsCpuMicros(rootPid: number): number | undefined {
   let ticks = 0
@@ -106,7 +107,7 @@ export function readDescendantsCpuMicros(rootPid: number): number | undefined {
     ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])
     read = true
   }
-  return read || descendants.length === 0 ? ticks * MICROS_PER_TICK : undefined
+  return read ? ticks * MICROS_PER_TICK : undefined
 }
 
 export function readTreeMemory(rootPid: number): TreeMemory | undefined {

@@ -63,7 +63,8 @@ export interface PhaseResult {
   readonly dbQueriesPerStream: number
   /**
    * CPU of the system's descendants (knowagent's embedded PostgreSQL) during the phase, µs per
-   * stream; undefined where /proc is not readable. 0 for a system with no child processes.
+   * stream; undefined for a system with no child process (or an external database) or where
+   * /proc is not readable.
    */
   readonly descendantsCpuMicrosPerStream: number | undefined
   /** This process (provider + clients): CPU share and event-loop delay, to show it kept up. */
