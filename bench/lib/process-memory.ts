@@ -62,24 +62,31 @@ function childrenOf(pid: number): number[] {
 }
 
 /**
- * A process as the kernel identifies it over time: its start time (clock ticks since boot) and
- * command name, from /proc/<pid>/stat; undefined once it is gone or a zombie (exited, not yet
- * reaped). Comparing start times tells a process that lives on from a recycled pid.
+ * The fields of /proc/<pid>/stat after `comm` (fields[0] is field 3, the state), and `comm`;
+ * undefined once the process is gone. `comm` may hold spaces and parentheses: split after its
+ * last ')'.
  */
-export function processIdentity(pid: number): { readonly startTicks: string; readonly command: string } | undefined {
+function readStat(pid: number): { readonly command: string; readonly fields: ReadonlyArray<string> } | undefined {
   let stat: string
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   } catch {
     return undefined
   }
-  // pid (comm) state ppid … — comm may hold spaces and parentheses: split after its last ')'
   const close = stat.lastIndexOf(')')
-  const command = stat.slice(stat.indexOf('(') + 1, close)
-  const fields = stat.slice(close + 2).split(' ')
-  if (fields[0] === 'Z' || fields[0] === 'X') return undefined
-  const startTicks = fields[19] // field 22 of stat; fields[0] is field 3
-  return startTicks === undefined ? undefined : { startTicks, command }
+  return { command: stat.slice(stat.indexOf('(') + 1, close), fields: stat.slice(close + 2).split(' ') }
+}
+
+/**
+ * A process as the kernel identifies it over time: its start time (clock ticks since boot) and
+ * command name, from /proc/<pid>/stat; undefined once it is gone or a zombie (exited, not yet
+ * reaped). Comparing start times tells a process that lives on from a recycled pid.
+ */
+export function processIdentity(pid: number): { readonly startTicks: string; readonly command: string } | undefined {
+  const stat = readStat(pid)
+  if (stat === undefined || stat.fields[0] === 'Z' || stat.fields[0] === 'X') return undefined
+  const startTicks = stat.fields[19] // field 22
+  return startTicks === undefined ? undefined : { startTicks, command: stat.command }
 }
 
 /** /proc reports CPU time in USER_HZ clock ticks, 100 per second on Linux. */
@@ -92,22 +99,14 @@ const MICROS_PER_TICK = 10_000
  * system with no child process, or knowagent on an external database) or /proc is not readable.
  */
 export function readDescendantsCpuMicros(rootPid: number): number | undefined {
-  let ticks = 0
-  let read = false
-  const descendants = descendantsOf(rootPid)
-  for (const pid of descendants) {
-    let stat: string
-    try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    } catch {
-      continue // gone meanwhile: its time is in its parent's reaped children
-    }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    // utime, stime, cutime, cstime: fields 14–17 of stat; fields[0] is field 3
-    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])
-    read = true
+  let ticks: number | undefined
+  for (const pid of descendantsOf(rootPid)) {
+    const stat = readStat(pid)
+    if (stat === undefined) continue // gone meanwhile: its time is in its parent's reaped children
+    const [utime, stime, cutime, cstime] = stat.fields.slice(11, 15).map(Number) // fields 14–17
+    ticks = (ticks ?? 0) + utime! + stime! + cutime! + cstime!
   }
-  return read ? ticks * MICROS_PER_TICK : undefined
+  return ticks === undefined ? undefined : ticks * MICROS_PER_TICK
 }
 
 export function readTreeMemory(rootPid: number): TreeMemory | undefined {

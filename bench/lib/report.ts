@@ -177,7 +177,7 @@ export function report(bench: BenchResults, options: ReportOptions): string {
     `${formatNumber(r.childLoopDelayP99Ms, 1)} / ${formatNumber(r.childLoopDelayMaxMs, 0)}`,
     `${r.childGcCount} / ${formatNumber(r.childGcMaxMs, 1)} / ${formatNumber(r.childGcTotalMs, 0)}`,
     r.system === 'knowagent' ? formatNumber(r.dbQueriesPerStream, 1) : '–',
-    r.system === 'knowagent' && r.descendantsCpuMicrosPerStream !== undefined ? formatNumber(r.descendantsCpuMicrosPerStream / 1000, 2) : '–',
+    r.descendantsCpuMicrosPerStream === undefined ? '–' : formatNumber(r.descendantsCpuMicrosPerStream / 1000, 2),
     formatNumber(r.orchestratorCpuShare * 100, 0) + ' %',
     formatNumber(r.orchestratorLoopDelayP99Ms, 2),
     r.otherLoadCores === undefined ? '–' : formatNumber(r.otherLoadCores, 2),

@@ -71,4 +71,18 @@ describe('named statements', () => {
     expect(rows.again).toEqual([{ id: 1, label: 'one', extra: 7 }])
     expect(namedStatementFor(sqlText)).toBeUndefined()
   })
+
+  it('inside a transaction, reports the stale plan itself (the transaction is aborted), and the next attempt answers', async () => {
+    await sql`create table named_probe_tx (id int primary key, label text)`.execute(database.db)
+    await sql`insert into named_probe_tx values (1, 'one')`.execute(database.db)
+    const probe = preparedQuery(['id'], (db, { id }: { id: number }) => sql<Record<string, unknown>>`select * from named_probe_tx where id = ${id}`.compile(db))
+    await database.db.connection().execute(async (db) => {
+      expect((await probe.execute(db, { id: 1 })).rows).toEqual([{ id: 1, label: 'one' }])
+      await sql`alter table named_probe_tx add column extra int default 7`.execute(database.db)
+      await sql`begin`.execute(db)
+      await expect(probe.execute(db, { id: 1 })).rejects.toMatchObject({ code: '0A000', message: expect.stringContaining('cached plan must not change result type') })
+      await sql`rollback`.execute(db)
+      expect((await probe.execute(db, { id: 1 })).rows).toEqual([{ id: 1, label: 'one', extra: 7 }])
+    })
+  })
 })

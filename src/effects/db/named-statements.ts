@@ -9,7 +9,9 @@
 // so the set of statements a connection keeps is small and fixed. Anything else goes as before.
 // A named statement can fail where an unnamed one would not: "cached plan must not change result
 // type" when another process changed a table a `select *` reads while this one ran. That statement
-// is then sent unnamed from then on (the answer is the same), never failing the query.
+// is then sent unnamed from then on (the answer is the same); the query is sent again unnamed at
+// once, except inside a transaction, which the failure has aborted: there the original error is
+// what the caller gets (and its rollback; the next attempt goes unnamed).
 import { createHash } from 'node:crypto'
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
 import type pg from 'pg'
@@ -34,15 +36,15 @@ export function namedStatementFor(sql: string): string | undefined {
   return name === undefined || demoted.has(sql) ? undefined : name
 }
 
+const sqlState = (error: unknown): unknown => (typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined)
+
 /** PostgreSQL's refusal to run a cached plan whose result type changed (feature_not_supported). */
 function isStalePlan(error: unknown): boolean {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    (error as { code?: unknown }).code === '0A000' &&
-    String((error as { message?: unknown }).message).includes('cached plan must not change result type')
-  )
+  return sqlState(error) === '0A000' && String((error as { message?: unknown }).message).includes('cached plan must not change result type')
 }
+
+/** in_failed_sql_transaction: the statement ran inside a transaction an earlier error aborted. */
+const inAbortedTransaction = (error: unknown): boolean => sqlState(error) === '25P02'
 
 function adapt(client: pg.PoolClient): PostgresPoolClient {
   const query = (sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>): unknown => {
@@ -52,7 +54,9 @@ function adapt(client: pg.PoolClient): PostgresPoolClient {
     return client.query({ name, text: sqlOrCursor, values: parameters as unknown[] }).catch((error: unknown) => {
       if (!isStalePlan(error)) throw error
       demoted.add(sqlOrCursor)
-      return client.query(sqlOrCursor, parameters as unknown[])
+      return client.query(sqlOrCursor, parameters as unknown[]).catch((retryError: unknown) => {
+        throw inAbortedTransaction(retryError) ? error : retryError
+      })
     })
   }
   return {
@@ -66,6 +70,8 @@ export function namedStatementPool(pool: pg.Pool): PostgresPool {
   // One adapter per pooled client: kysely keeps its connection object per client.
   const adapters = new WeakMap<pg.PoolClient, PostgresPoolClient>()
   return {
+    // kysely opens its query-cancelling connection with the pool's client class (pg-pool sets it).
+    Client: (pool as unknown as { readonly Client: PostgresPool['Client'] }).Client,
     options: pool.options,
     connect: async () => {
       const client = await pool.connect()
