@@ -40,7 +40,8 @@ import { historyForNextTurn } from './turn-history.ts'
 import { collectToolCallIds, type PlannedToolCall, planToolCalls, toAssistantToolCalls, toolErrorContent } from './tool-call-validation.ts'
 import type { ChatMessage, FinishReason, ModelResult, ToolSchema, TurnModelInfo, Usage } from './turn-types.ts'
 
-export interface TurnContext {
+/** The turn's input with its defaults applied: set once, never changed by the machine. */
+export interface ResolvedTurnInput {
   readonly turnId: string
   readonly uri: string
   readonly question: string
@@ -49,8 +50,18 @@ export interface TurnContext {
   readonly limits: TurnLimits
   readonly maxToolOutputChars: number
   readonly protocolReserve: number
-  readonly scopeUri: string | undefined
-  readonly scopeKind: 'directory' | 'file' | undefined
+}
+
+/**
+ * At most {@link MAX_CONTEXT_KEYS} top-level keys: xstate copies the context with
+ * `Object.assign({}, context, update)` at every `assign`, and V8 gives a copy of 20 keys or more
+ * dictionary (slow) properties, which made every transition and context read of a turn slower
+ * (docs/performance.md, sixth pass). Grouping keeps it under; a test holds it there.
+ */
+export interface TurnContext {
+  readonly input: ResolvedTurnInput
+  /** Where `prepare` resolved the selected URI; undefined until it has. */
+  readonly scope: { readonly uri: string; readonly kind: 'directory' | 'file' } | undefined
   /** The full conversation sent to the model, system prompt included. */
   readonly messages: ReadonlyArray<ChatMessage>
   readonly tools: ReadonlyArray<ToolSchema>
@@ -77,20 +88,24 @@ export interface TurnContext {
   readonly error: TurnError | undefined
 }
 
+/** The most top-level keys a context copy can have and keep V8's fast properties (Node 24). */
+export const MAX_CONTEXT_KEYS = 19
+
 export const ZERO_COUNTERS: TurnCounters = { modelSteps: 0, modelCalls: 0, toolCalls: 0, compactions: 0 }
 
 export function initialTurnContext(input: TurnInput): TurnContext {
   return {
-    turnId: input.turnId,
-    uri: input.uri,
-    question: input.question,
-    history: input.history,
-    model: input.model,
-    limits: { ...DEFAULT_TURN_LIMITS, ...input.limits },
-    maxToolOutputChars: input.maxToolOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS,
-    protocolReserve: input.protocolReserve ?? DEFAULT_PROTOCOL_RESERVE,
-    scopeUri: undefined,
-    scopeKind: undefined,
+    input: {
+      turnId: input.turnId,
+      uri: input.uri,
+      question: input.question,
+      history: input.history,
+      model: input.model,
+      limits: { ...DEFAULT_TURN_LIMITS, ...input.limits },
+      maxToolOutputChars: input.maxToolOutputChars ?? DEFAULT_MAX_TOOL_OUTPUT_CHARS,
+      protocolReserve: input.protocolReserve ?? DEFAULT_PROTOCOL_RESERVE,
+    },
+    scope: undefined,
     messages: [],
     tools: [],
     questionMessage: undefined,
@@ -116,9 +131,9 @@ export function lastUserMessage(messages: ReadonlyArray<ChatMessage>): ChatMessa
 
 export function turnInputLimit(context: TurnContext): number {
   return inputLimit({
-    contextWindow: context.model.contextWindow,
-    maxOutputTokens: context.model.maxOutputTokens,
-    protocolReserve: context.protocolReserve,
+    contextWindow: context.input.model.contextWindow,
+    maxOutputTokens: context.input.model.maxOutputTokens,
+    protocolReserve: context.input.protocolReserve,
   })
 }
 
@@ -138,9 +153,9 @@ export function contextReport(context: TurnContext): ContextReport {
   return {
     used: context.contextUsed,
     limit: turnInputLimit(context),
-    window: context.model.contextWindow,
-    output_reserve: context.model.maxOutputTokens,
-    protocol_reserve: context.protocolReserve,
+    window: context.input.model.contextWindow,
+    output_reserve: context.input.model.maxOutputTokens,
+    protocol_reserve: context.input.protocolReserve,
     compactions: context.counters.compactions,
     before: context.lastCompaction?.before,
     after: context.lastCompaction?.after,
@@ -259,7 +274,8 @@ export function summaryNotSmaller(context: TurnContext, summary: string): boolea
 export type MachineErrorCode = Exclude<(typeof TURN_ERROR_CODES)[keyof typeof TURN_ERROR_CODES], 'cancelled' | 'internal_error'>
 
 export function machineErrorMessage(code: MachineErrorCode, context: TurnContext): string {
-  const { limits, counters } = context
+  const { counters } = context
+  const { limits } = context.input
   switch (code) {
     case 'limit.model_steps':
       return `model step limit reached: ${counters.modelSteps} of ${limits.maxModelSteps} steps used and the model needs another step`
@@ -288,7 +304,7 @@ export function crashError(actor: string, error: unknown): TurnError {
 }
 
 export function buildTurnOutput(context: TurnContext): TurnOutput {
-  const messages = context.messages.length > 0 ? context.messages : [...context.history, { role: 'user' as const, content: context.question }]
+  const messages = context.messages.length > 0 ? context.messages : [...context.input.history, { role: 'user' as const, content: context.input.question }]
   return {
     status: context.status ?? 'failed',
     messages: historyForNextTurn(messages),
@@ -297,8 +313,8 @@ export function buildTurnOutput(context: TurnContext): TurnOutput {
     counters: context.counters,
     usage: context.usage,
     lastCompaction: context.lastCompaction,
-    scopeUri: context.scopeUri,
-    scopeKind: context.scopeKind,
+    scopeUri: context.scope?.uri,
+    scopeKind: context.scope?.kind,
   }
 }
 

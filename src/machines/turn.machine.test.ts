@@ -1,4 +1,5 @@
 import * as Effect from 'effect/Effect'
+import { setFlagsFromString } from 'node:v8'
 import { describe, expect, it, vi } from 'vitest'
 import { createActor, toPromise } from 'xstate'
 import { getStateNodes } from '@xstate/graph'
@@ -19,6 +20,7 @@ import { COMPACTION_SUMMARY_PREFIX, collectKbUris, isCompactionRequest } from '.
 import { estimateInputBytes, inputLimit } from './context-accounting.ts'
 import { readContextBlock, renderContextBlock, visibleContextBlocks } from './context-blocks.ts'
 import type { PreStepInput, PreStepOutput, PrepareInput, PrepareOutput, TurnEmitted, TurnInput, TurnOutput } from './turn-contract.ts'
+import { MAX_CONTEXT_KEYS } from './turn-context.ts'
 import { toolPairingProblems } from './turn-history.ts'
 import { turnMachine } from './turn.machine.ts'
 import type { ChatMessage } from './turn-types.ts'
@@ -648,5 +650,51 @@ describe('cancellation', () => {
     expect(actor.getSnapshot().output).toBe(output)
     expect(output.status).toBe('done')
     expectOneTerminalEvent(emitted)
+  })
+})
+
+describe('the context keeps fast properties', () => {
+  // xstate copies the context at every assign with Object.assign({}, context, update); V8 gives
+  // such a copy dictionary properties from 20 keys on, and every transition and context read of
+  // the turn then goes through a hash table (docs/performance.md, sixth pass).
+  setFlagsFromString('--allow-natives-syntax')
+  const hasFastProperties = new Function('value', 'return %HasFastProperties(value)') as (value: unknown) => boolean
+
+  /** An object literal of `count` keys, as a context is made (keys no other object had). */
+  let probes = 0
+  function literalOf(count: number): Record<string, unknown> {
+    probes += 1
+    const fields = Array.from({ length: count }, (_, n) => `probe${probes}_${n}: ${n % 3 === 0 ? "'text'" : 'undefined'}`)
+    return new Function(`return { ${fields.join(', ')} }`)() as Record<string, unknown>
+  }
+
+  it('is checked with a probe that sees the dictionary copies (the limit is what this Node does)', () => {
+    expect(hasFastProperties(Object.assign({}, literalOf(MAX_CONTEXT_KEYS), {}))).toBe(true)
+    expect(hasFastProperties(Object.assign({}, literalOf(MAX_CONTEXT_KEYS + 1), {}))).toBe(false)
+  })
+
+  it.each([
+    ['tool calls', () => ({ model: createScriptedModel({ script: stepsScript([2, 1, 'answer']) }) })],
+    [
+      'compaction',
+      () => ({
+        model: createScriptedModel({
+          script: (request: ModelRequest) => ({ kind: 'result' as const, result: textResult(isCompactionRequest(request.messages) ? 'Summary: answered.' : 'answer') }),
+          info: { contextWindow: 8_000, maxOutputTokens: 1_000 },
+        }),
+        input: { history: longHistory(12) },
+      }),
+    ],
+  ])('in every snapshot of a turn with %s', async (_, setup) => {
+    const turn = startTurn(setup())
+    const contexts = [turn.actor.getSnapshot().context]
+    turn.actor.subscribe((snapshot) => contexts.push(snapshot.context))
+    const output = await toPromise(turn.actor)
+    expect(output.error).toBeUndefined()
+    expect(contexts.length).toBeGreaterThan(4)
+    for (const context of contexts) {
+      expect(Object.keys(context).length).toBeLessThanOrEqual(MAX_CONTEXT_KEYS)
+      expect(hasFastProperties(context)).toBe(true)
+    }
   })
 })

@@ -114,15 +114,15 @@ export const turnMachine = setup({
     runTool: missingActor<RunToolOutput, RunToolInput>('runTool'),
   },
   guards: {
-    modelStepLimitReached: ({ context }) => context.counters.modelSteps >= context.limits.maxModelSteps,
-    modelCallLimitReached: ({ context }) => context.counters.modelCalls >= context.limits.maxModelCalls,
+    modelStepLimitReached: ({ context }) => context.counters.modelSteps >= context.input.limits.maxModelSteps,
+    modelCallLimitReached: ({ context }) => context.counters.modelCalls >= context.input.limits.maxModelCalls,
     withinInputLimit: ({ context }) => context.contextUsed <= turnInputLimit(context),
-    noModelCallForCompaction: ({ context }) => context.counters.modelCalls + 2 > context.limits.maxModelCalls,
+    noModelCallForCompaction: ({ context }) => context.counters.modelCalls + 2 > context.input.limits.maxModelCalls,
     nothingCompactable: ({ context }) => context.compactionPlan?.kind !== 'batch' && context.compactionCycleBefore === undefined,
     nothingLeftToCompact: ({ context }) => context.compactionPlan?.kind !== 'batch',
     allCallsAnswered: ({ context }) => context.answeredCalls >= context.plannedCalls.length,
     nextCallRejected: ({ context }) => context.plannedCalls[context.answeredCalls]?.kind === 'reject',
-    toolCallLimitReached: ({ context }) => context.counters.toolCalls >= context.limits.maxToolCalls,
+    toolCallLimitReached: ({ context }) => context.counters.toolCalls >= context.input.limits.maxToolCalls,
     modelOutputIncomplete: ({ context }) => context.modelOutput?.kind === 'incomplete',
     modelOutputStopped: ({ context }) => context.modelOutput?.kind === 'stopped',
     modelOutputTools: ({ context }) => context.modelOutput?.kind === 'tools',
@@ -213,10 +213,10 @@ export const turnMachine = setup({
         id: 'prepare',
         src: 'prepare',
         input: ({ context }) => ({
-          uri: context.uri,
-          question: context.question,
-          history: context.history,
-          model: context.model,
+          uri: context.input.uri,
+          question: context.input.question,
+          history: context.input.history,
+          model: context.input.model,
         }),
         onDone: [
           {
@@ -231,7 +231,7 @@ export const turnMachine = setup({
             actions: assign(({ event }) => {
               if (!event.output.ok) return {}
               const { scopeUri, scopeKind, messages, tools } = event.output
-              return { scopeUri, scopeKind, messages, tools, questionMessage: lastUserMessage(messages) }
+              return { scope: { uri: scopeUri, kind: scopeKind }, messages, tools, questionMessage: lastUserMessage(messages) }
             }),
           },
         ],
@@ -390,7 +390,7 @@ export const turnMachine = setup({
               const call = context.plannedCalls[context.answeredCalls]
               return {
                 call: call?.kind === 'run' ? { id: call.id, name: call.name, arguments: call.arguments } : { id: '', name: '', arguments: {} },
-                scopeUri: context.scopeUri ?? context.uri,
+                scopeUri: context.scope?.uri ?? context.input.uri,
               }
             },
             onDone: {
@@ -398,7 +398,7 @@ export const turnMachine = setup({
               actions: enqueueActions(({ context, event, enqueue }) => {
                 const call = context.plannedCalls[context.answeredCalls]
                 if (call?.kind !== 'run') return
-                const result = boundToolOutput({ output: event.output, maxChars: context.maxToolOutputChars })
+                const result = boundToolOutput({ output: event.output, maxChars: context.input.maxToolOutputChars })
                 enqueue.emit({
                   type: 'tool',
                   phase: 'end',

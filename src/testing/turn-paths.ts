@@ -163,9 +163,9 @@ export function serializeTurnState(snapshot: TurnSnapshot, detail: TurnDetail): 
   return JSON.stringify({
     value: snapshot.value,
     status: snapshot.status,
-    stepsLeft: context.counters.modelSteps < context.limits.maxModelSteps,
-    callsLeft: Math.min(2, context.limits.maxModelCalls - context.counters.modelCalls),
-    toolsLeft: context.counters.toolCalls < context.limits.maxToolCalls,
+    stepsLeft: context.counters.modelSteps < context.input.limits.maxModelSteps,
+    callsLeft: Math.min(2, context.input.limits.maxModelCalls - context.counters.modelCalls),
+    toolsLeft: context.counters.toolCalls < context.input.limits.maxToolCalls,
     compacting: context.compactionCycleBefore !== undefined,
     pendingCalls: context.plannedCalls.length - context.answeredCalls,
     ...(detail === 'sizes' ? { messages: context.messages.map((message) => `${message.role}:${estimateMessagesBytes([message])}`) } : {}),
