@@ -100,15 +100,28 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         const { startServer } = await import('./server.ts')
         const running = await startServer({ config: loadConfig({ env: io.env }) })
         await new Promise<void>((resolve) => {
-          const stop = (signal: string) => {
-            process.off('SIGINT', onInt)
-            process.off('SIGTERM', onTerm)
-            void running.shutdown(signal).then(resolve)
+          // Ctrl-C once stops gracefully; twice cuts what the shutdown still waits for (the
+          // embedded PostgreSQL is still stopped, so none is left behind); three times exits at once.
+          let signals = 0
+          const onSignal = (signal: NodeJS.Signals) => {
+            signals += 1
+            if (signals === 1) {
+              io.err(`stopping (${signal}); send it again to cut open connections at once`)
+              void running.shutdown(signal).then(() => {
+                process.off('SIGINT', onSignal)
+                process.off('SIGTERM', onSignal)
+                resolve()
+              })
+            } else if (signals === 2) {
+              io.err('cutting open connections; the database is still stopped cleanly (a third signal exits at once)')
+              running.hurry()
+            } else {
+              io.err('exiting at once: the embedded PostgreSQL, if any, keeps running and the next start takes it over')
+              process.exit(130)
+            }
           }
-          const onInt = () => stop('SIGINT')
-          const onTerm = () => stop('SIGTERM')
-          process.on('SIGINT', onInt)
-          process.on('SIGTERM', onTerm)
+          process.on('SIGINT', onSignal)
+          process.on('SIGTERM', onSignal)
         })
         return 0
       }

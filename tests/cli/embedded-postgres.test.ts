@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { main } from '../../src/cli.ts'
 
@@ -101,6 +102,26 @@ describe('the embedded PostgreSQL', () => {
 
     serve.child.kill('SIGTERM')
     expect(await serve.exited).toEqual({ code: 0, signal: null })
+    expect(postgresProcessesFor(dataDir)).toEqual([])
+  }, 300_000)
+
+  it('a second SIGTERM during shutdown cuts what it waits for and still stops PostgreSQL', async () => {
+    const dataDir = newDataDir()
+    const serve = await startServe(dataDir)
+    // A request still arriving: a graceful shutdown waits for it (up to its grace period).
+    const { port } = new URL(serve.url)
+    const pending = connect(Number(port), '127.0.0.1')
+    pending.on('error', () => {})
+    await new Promise<void>((resolve) => pending.once('connect', () => resolve()))
+    pending.write('GET /readyz HTTP/1.1\r\nHost: x\r\n')
+    const closed = new Promise<void>((resolve) => pending.once('close', () => resolve()))
+
+    serve.child.kill('SIGTERM')
+    await expect.poll(() => serve.stderr(), { timeout: 30_000 }).toContain('stopping (SIGTERM)')
+    serve.child.kill('SIGTERM')
+    await closed
+    expect(await serve.exited).toEqual({ code: 0, signal: null })
+    expect(serve.stderr()).toContain('cutting open connections')
     expect(postgresProcessesFor(dataDir)).toEqual([])
   }, 300_000)
 
