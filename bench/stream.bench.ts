@@ -61,6 +61,8 @@ const HELP = `usage: npm run bench -- [options]
   --min-streams N         streams per paced phase when the concurrency is lower (default 3)
   --ttfd-streams N        streams, one after the other, of the time-to-first-delta phase at
                           1 stream (default 30; 0 skips it)
+  --ttfd-deltas N         deltas per stream of that phase (default 20; 1 makes its CPU per
+                          stream the cost of a turn's start and end)
   --burst-deltas N        deltas per stream of the unpaced burst phase (default: --deltas;
                           0 skips it)
   --systems a,b           raw,knowagent,ai-sdk (raw is needed for the ratios)
@@ -119,6 +121,7 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
       'interval-ms': { type: 'string' },
       'min-streams': { type: 'string' },
       'ttfd-streams': { type: 'string' },
+      'ttfd-deltas': { type: 'string' },
       'burst-deltas': { type: 'string' },
       systems: { type: 'string' },
       variants: { type: 'string' },
@@ -170,7 +173,7 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
     intervals,
     minStreams: numbers(values['min-streams'], [quick ? 2 : 3], 'min-streams', 1)[0]!,
     ttfdStreams: Math.floor(numbers(values['ttfd-streams'], [quick ? 6 : 30], 'ttfd-streams')[0]!),
-    ttfdDeltas: 20,
+    ttfdDeltas: Math.floor(numbers(values['ttfd-deltas'], [20], 'ttfd-deltas', 1)[0]!),
     burstDeltas: Math.floor(numbers(values['burst-deltas'], [deltas], 'burst-deltas')[0]!),
     systems: names(values.systems, SYSTEMS, 'systems'),
     variants: names(values.variants, VARIANTS, 'variants'),
