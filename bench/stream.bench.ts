@@ -111,9 +111,25 @@ interface Options {
   readonly childNodeOptions: ReadonlyArray<string>
 }
 
+/** Options whose value is Node flags: `--node-options "--x"` is read as `--node-options=--x` (parseArgs would refuse a value that starts with a dash). */
+const FLAG_VALUED = new Set(['--serve-node-args', '--node-options'])
+
+function joinFlagValues(argv: ReadonlyArray<string>): string[] {
+  const joined: string[] = []
+  for (let index = 0; index < argv.length; index += 1) {
+    const arg = argv[index]!
+    const value = argv[index + 1]
+    if (FLAG_VALUED.has(arg) && value !== undefined) {
+      joined.push(`${arg}=${value}`)
+      index += 1
+    } else joined.push(arg)
+  }
+  return joined
+}
+
 function parseOptions(argv: ReadonlyArray<string>): Options {
   const { values } = parseArgs({
-    args: [...argv],
+    args: joinFlagValues(argv),
     options: {
       quick: { type: 'boolean', default: false },
       deltas: { type: 'string' },
