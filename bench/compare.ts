@@ -90,37 +90,40 @@ interface Figure {
   readonly read: (results: BenchResults) => number
 }
 
-function phaseOf(results: BenchResults, system: string, kind: string, concurrency?: number): PhaseResult | undefined {
-  const matching = results.phases.filter((phase) => phase.system === system && phase.kind === kind && (concurrency === undefined || phase.concurrency === concurrency))
-  return matching.sort((a, b) => b.concurrency - a.concurrency)[0]
+/** The phase of a run for one variant, system and kind (at the given concurrency, else the highest). */
+function phaseOf(results: BenchResults, variant: string, system: string, kind: string, concurrency?: number): PhaseResult | undefined {
+  return results.phases
+    .filter((phase) => phase.variant === variant && phase.system === system && phase.kind === kind && (concurrency === undefined || phase.concurrency === concurrency))
+    .sort((a, b) => b.concurrency - a.concurrency)[0]
 }
 
 /** The figures a run reports, per variant, for the phases it has. */
 function figuresFor(results: BenchResults): Figure[] {
   const figures: Figure[] = []
-  const variants = [...new Set(results.phases.map((phase) => phase.variant))]
-  for (const variant of variants) {
-    const of = (r: BenchResults, system: string, kind: string, concurrency?: number) =>
-      phaseOf({ ...r, phases: r.phases.filter((phase) => phase.variant === variant) }, system, kind, concurrency)
-    const ttfd = of(results, 'knowagent', 'ttfd')
+  for (const variant of new Set(results.phases.map((phase) => phase.variant))) {
+    const knowagent = (r: BenchResults, kind: string, concurrency?: number) => phaseOf(r, variant, 'knowagent', kind, concurrency)
+    const raw = (r: BenchResults, kind: string, concurrency?: number) => phaseOf(r, variant, 'raw', kind, concurrency)
+    const ttfd = knowagent(results, 'ttfd')
     if (ttfd) {
       const per = ttfd.deltasPerStream === 1 ? 'turn' : `stream of ${ttfd.deltasPerStream} deltas`
-      figures.push({ name: `${variant}: server CPU ms per sequential ${per}`, read: (r) => cpuPerStreamMs(of(r, 'knowagent', 'ttfd')) })
-      figures.push({ name: `${variant}: GCs in the sequential phase`, read: (r) => of(r, 'knowagent', 'ttfd')?.childGcCount ?? Number.NaN })
-      figures.push({ name: `${variant}: TTFD p50 ms @1`, read: (r) => of(r, 'knowagent', 'ttfd')?.ttfdP50Ms ?? Number.NaN })
+      figures.push({ name: `${variant}: server CPU ms per sequential ${per}`, read: (r) => cpuPerStreamMs(knowagent(r, 'ttfd')) })
+      figures.push({ name: `${variant}: GCs in the sequential phase`, read: (r) => knowagent(r, 'ttfd')?.childGcCount ?? Number.NaN })
+      figures.push({ name: `${variant}: TTFD p50 ms @1`, read: (r) => knowagent(r, 'ttfd')?.ttfdP50Ms ?? Number.NaN })
     }
-    const paced = of(results, 'knowagent', 'paced')
+    const paced = knowagent(results, 'paced')
     if (paced) {
       const c = paced.concurrency
-      const both = (r: BenchResults) => [of(r, 'knowagent', 'paced', c), of(r, 'raw', 'paced', c)] as const
-      figures.push({ name: `${variant}: TTFD p50 ms @${c}`, read: (r) => both(r)[0]?.ttfdP50Ms ?? Number.NaN })
-      figures.push({ name: `${variant}: TTFD p50 @${c} / raw`, read: (r) => ratio(both(r)[0]?.ttfdP50Ms, both(r)[1]?.ttfdP50Ms) })
-      figures.push({ name: `${variant}: added p99 ms @${c} (whole run)`, read: (r) => difference(both(r)[0]?.latencyP99Ms, both(r)[1]?.latencyP99Ms) })
-      figures.push({ name: `${variant}: server CPU µs per delta @${c}`, read: (r) => both(r)[0]?.childCpuMicrosPerDelta ?? Number.NaN })
+      figures.push({ name: `${variant}: TTFD p50 ms @${c}`, read: (r) => knowagent(r, 'paced', c)?.ttfdP50Ms ?? Number.NaN })
+      figures.push({ name: `${variant}: TTFD p50 @${c} / raw`, read: (r) => ratio(knowagent(r, 'paced', c)?.ttfdP50Ms, raw(r, 'paced', c)?.ttfdP50Ms) })
+      figures.push({
+        name: `${variant}: added p99 ms @${c} (whole run)`,
+        read: (r) => difference(knowagent(r, 'paced', c)?.latencyP99Ms, raw(r, 'paced', c)?.latencyP99Ms),
+      })
+      figures.push({ name: `${variant}: server CPU µs per delta @${c}`, read: (r) => knowagent(r, 'paced', c)?.childCpuMicrosPerDelta ?? Number.NaN })
     }
-    const burst = of(results, 'knowagent', 'burst')
+    const burst = knowagent(results, 'burst')
     if (burst) {
-      figures.push({ name: `${variant}: burst / raw @${burst.concurrency}`, read: (r) => ratio(of(r, 'knowagent', 'burst')?.deltasPerSecond, of(r, 'raw', 'burst')?.deltasPerSecond) })
+      figures.push({ name: `${variant}: burst / raw @${burst.concurrency}`, read: (r) => ratio(knowagent(r, 'burst')?.deltasPerSecond, raw(r, 'burst')?.deltasPerSecond) })
     }
   }
   return figures
@@ -140,6 +143,16 @@ function difference(a: number | undefined, b: number | undefined): number {
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2))
+  // Ctrl-C reaches the running bench too (it exits, and its run fails); without a listener this
+  // process would die at once and leave the base's worktree behind. With one, the failed run
+  // throws and the worktree is removed below.
+  let stopRequested = false
+  const interrupted = () => {
+    stopRequested = true
+    console.error('interrupted: stopping after the running step, then removing the worktree')
+  }
+  process.on('SIGINT', interrupted)
+  process.on('SIGTERM', interrupted)
   const baseCommit = run('git', ['rev-parse', '--short', `${options.base}^{commit}`], ROOT)
   const headCommit = run('git', ['rev-parse', '--short', 'HEAD'], ROOT)
   const dirty = run('git', ['status', '--porcelain', '--', 'src', 'bin', 'views', 'migrations'], ROOT) !== ''
@@ -163,6 +176,8 @@ async function main(): Promise<void> {
       const order = pair % 2 === 0 ? [base, head] : [head, base]
       const results = new Map<Build, BenchResults>()
       for (const build of order) {
+        await new Promise((resolve) => setImmediate(resolve)) // the runs are synchronous: let a signal's listener run
+        if (stopRequested) throw new Error('interrupted')
         const started = performance.now()
         results.set(build, benchOnce(build, options.benchArgs, join(work, `pair-${pair}-${build === base ? 'base' : 'head'}.json`)))
         console.log(`pair ${pair + 1}/${options.pairs}: ${build.label} in ${((performance.now() - started) / 1000).toFixed(0)} s`)
@@ -196,7 +211,12 @@ async function main(): Promise<void> {
     if (worktreeAdded && !options.keepWorktree) spawnSync('git', ['worktree', 'remove', '--force', baseDir], { cwd: ROOT })
     if (options.keepWorktree) console.log(`base worktree kept at ${baseDir}`)
     else rmSync(work, { recursive: true, force: true })
+    process.off('SIGINT', interrupted)
+    process.off('SIGTERM', interrupted)
   }
 }
 
-await main()
+await main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : String(error))
+  process.exit(1)
+})

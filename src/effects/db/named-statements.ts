@@ -16,24 +16,17 @@ import { createHash } from 'node:crypto'
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
 import type pg from 'pg'
 
+/** SQL text → statement name; a statement that failed named once is removed (unnamed from then on). */
 const names = new Map<string, string>()
-/** Statements that failed named once: sent unnamed from then on. */
-const demoted = new Set<string>()
 
-/** Registers `sql` as a named statement and returns its name (the same text always gets the same name). */
-export function registerNamedStatement(sql: string): string {
-  let name = names.get(sql)
-  if (name === undefined) {
-    name = `knowagent_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`
-    names.set(sql, name)
-  }
-  return name
+/** Registers `sql` as a named statement (the same text always gets the same name). */
+export function registerNamedStatement(sql: string): void {
+  if (!names.has(sql)) names.set(sql, `knowagent_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`)
 }
 
 /** The name `sql` is sent under, or undefined when it goes unnamed. */
 export function namedStatementFor(sql: string): string | undefined {
-  const name = names.get(sql)
-  return name === undefined || demoted.has(sql) ? undefined : name
+  return names.get(sql)
 }
 
 const sqlState = (error: unknown): unknown => (typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined)
@@ -53,7 +46,7 @@ function adapt(client: pg.PoolClient): PostgresPoolClient {
     if (name === undefined) return client.query(sqlOrCursor, parameters as unknown[])
     return client.query({ name, text: sqlOrCursor, values: parameters as unknown[] }).catch((error: unknown) => {
       if (!isStalePlan(error)) throw error
-      demoted.add(sqlOrCursor)
+      names.delete(sqlOrCursor)
       return client.query(sqlOrCursor, parameters as unknown[]).catch((retryError: unknown) => {
         throw inAbortedTransaction(retryError) ? error : retryError
       })
