@@ -124,6 +124,7 @@ function figuresFor(results: BenchResults): Figure[] {
     const burst = knowagent(results, 'burst')
     if (burst) {
       figures.push({ name: `${variant}: burst / raw @${burst.concurrency}`, read: (r) => ratio(knowagent(r, 'burst')?.deltasPerSecond, raw(r, 'burst')?.deltasPerSecond) })
+      figures.push({ name: `${variant}: server CPU µs per delta in the burst`, read: (r) => knowagent(r, 'burst')?.childCpuMicrosPerDelta ?? Number.NaN })
     }
   }
   return figures

@@ -58,6 +58,11 @@ interface NodeBufferClass {
 }
 const NodeBuffer = (globalThis as { Buffer?: NodeBufferClass }).Buffer
 
+/** The line starts with `data:` (a BOM starts with 0xEF, so the first line is no exception). */
+function isDataLine(bytes: Uint8Array, start: number, end: number): boolean {
+  return end - start >= 5 && bytes[start] === 100 && bytes[start + 1] === 97 && bytes[start + 2] === 116 && bytes[start + 3] === 97 && bytes[start + 4] === 58
+}
+
 /**
  * Lines are cut on the bytes (CR and LF never occur inside a UTF-8 sequence) and each complete
  * line is decoded once, so a chunk is never decoded as a whole, sliced into lines and glued back
@@ -123,6 +128,13 @@ export function createSseDecoder(options: SseDecoderOptions = {}): SseDecoder {
     const first = firstLine
     firstLine = false
     if (start === end) return dispatch()
+    if (isDataLine(bytes, start, end)) {
+      // The common line: only its value is decoded (no field split, no second string).
+      const valueStart = start + 5 < end && bytes[start + 5] === 32 ? start + 6 : start + 5
+      const value = decodeRange(bytes, valueStart, end)
+      data = data === undefined ? value : `${data}\n${value}`
+      return
+    }
     let line = decodeRange(bytes, start, end)
     if (first && line.charCodeAt(0) === 0xfeff) {
       line = line.slice(1) // one leading BOM is dropped (it may have been split across chunks)

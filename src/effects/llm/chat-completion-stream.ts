@@ -11,6 +11,8 @@
 // - no bytes for the idle timeout         → StreamIdleTimeout, keeping the partial text
 // - an error payload or `event: error`    → ProviderStreamError, keeping the partial text
 // - data that is not JSON                 → ProviderProtocolError, keeping the partial text
+//
+// A chunk that carries nothing but text skips JSON.parse (plain-content-chunk.ts).
 import { createChunkAssembler } from './chunk-assembler.ts'
 import {
   ProviderProtocolError,
@@ -19,6 +21,7 @@ import {
   StreamIncomplete,
 } from './model-errors.ts'
 import type { ModelResult, ModelStreamEvent } from './model.ts'
+import { readPlainContentChunk } from './plain-content-chunk.ts'
 import { readProviderErrorPayload, truncateForDisplay } from './provider-error-payload.ts'
 import { createSseDecoder, type SseEvent } from '../../sse/sse-decoder.ts'
 
@@ -71,6 +74,11 @@ export function createChatCompletionStreamParser({
     if (data === '') return // an empty keep-alive `data:` line
     if (data === '[DONE]') {
       succeed()
+      return
+    }
+    const content = readPlainContentChunk(data)
+    if (content !== undefined) {
+      assembler.acceptContent(content, onEvent)
       return
     }
     const parsed = parseJson(data)

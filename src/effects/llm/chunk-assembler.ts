@@ -25,6 +25,11 @@ export interface ChunkAssembler {
    * and the outcome's `events` is empty (the hot path: no array per chunk).
    */
   readonly acceptChunk: (chunk: unknown, emit?: ((event: ModelStreamEvent) => void) | undefined) => ChunkOutcome
+  /**
+   * Feed the content of a chunk that carried nothing else (see plain-content-chunk.ts): the same
+   * as `acceptChunk` of that chunk, without the parsed object.
+   */
+  readonly acceptContent: (content: string, emit?: ((event: ModelStreamEvent) => void) | undefined) => void
   /** Text received so far (kept in every failure). */
   readonly partialText: () => string
   /** True once any choice carried a non-empty `finish_reason`. */
@@ -110,6 +115,12 @@ export function createChunkAssembler(): ChunkAssembler {
     if (choiceUsage !== undefined) usage = choiceUsage
   }
 
+  const acceptContent = (content: string, emit?: ((event: ModelStreamEvent) => void) | undefined): void => {
+    if (content === '') return
+    text.append(content)
+    emit?.({ type: 'delta', text: content })
+  }
+
   const acceptChunk = (chunk: unknown, emit?: ((event: ModelStreamEvent) => void) | undefined): ChunkOutcome => {
     if (!isRecord(chunk)) return { kind: 'protocol-error', message: `expected a JSON object chunk, got ${describe(chunk)}` }
     const error = readProviderErrorPayload(chunk)
@@ -139,6 +150,7 @@ export function createChunkAssembler(): ChunkAssembler {
 
   return {
     acceptChunk,
+    acceptContent,
     partialText: () => text.toString(),
     hasFinishReason: () => rawFinishReason !== '',
     buildResult,
