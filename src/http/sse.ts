@@ -55,6 +55,7 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
     const chunk = pending
     pending = ''
     if (!res.writableEnded && !res.destroyed) res.write(chunk)
+    lastWriteAt = performance.now()
   }
   function write(chunk: string): boolean {
     if (closed || res.writableEnded || res.destroyed) return false
@@ -63,7 +64,6 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
       flushQueued = true
       queueMicrotask(flush)
     }
-    lastWriteAt = performance.now()
     return true
   }
   return {
