@@ -42,6 +42,8 @@ describe('readPlainContentChunk', () => {
     ['the first chunk with its role', '{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}', ''],
     ['DeepSeek after its reasoning', '{"id":"ds-1","object":"chat.completion.chunk","created":1718000007,"model":"deepseek-reasoner","system_fingerprint":"fp_ds","choices":[{"index":0,"delta":{"content":"4","reasoning_content":null},"logprobs":null,"finish_reason":null}]}', '4'],
     ['Ollama', '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1718000000,"model":"llama3","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}', 'Hi'],
+    ['OpenRouter', '{"id":"gen-17180","provider":"OpenAI","model":"openai/gpt-4o-mini","object":"chat.completion.chunk","created":1718000006,"choices":[{"index":0,"delta":{"role":"assistant","content":"Open"},"finish_reason":null,"native_finish_reason":null,"logprobs":null}]}', 'Open'],
+    ['DashScope', '{"choices":[{"delta":{"content":"你好","role":"assistant"},"index":0,"logprobs":null,"finish_reason":null}],"object":"chat.completion.chunk","usage":null,"created":1718000000,"system_fingerprint":null,"model":"qwen-plus","id":"chatcmpl-1"}', '你好'],
     ['members in another order', '{"choices":[{"delta":{"content":"x"},"finish_reason":null,"index":0}],"model":"m","created":0,"id":null,"usage":null}', 'x'],
     ['escapes', openAi('a "quoted"\nline\t\\ é 中文 😀 \u0007'), 'a "quoted"\nline\t\\ é 中文 😀 \u0007'],
     ['unicode escapes', '{"choices":[{"index":0,"delta":{"content":"\\u4e2d\\ud83d\\ude00\\/"}}]}', '中😀/'],
@@ -54,6 +56,7 @@ describe('readPlainContentChunk', () => {
     ['an error object', '{"error":{"message":"boom"},"choices":[{"index":0,"delta":{"content":"x"}}]}'],
     ['object "error"', '{"object":"error","choices":[{"index":0,"delta":{"content":"x"}}]}'],
     ['a finish reason', '{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}'],
+    ['a native finish reason', '{"choices":[{"index":0,"delta":{"content":"x"},"native_finish_reason":"stop"}]}'],
     ['usage', '{"choices":[{"index":0,"delta":{"content":"x"}}],"usage":{"prompt_tokens":1}}'],
     ['reasoning', '{"choices":[{"index":0,"delta":{"content":"x","reasoning_content":"hm"}}]}'],
     ['a tool call', '{"choices":[{"index":0,"delta":{"content":"x","tool_calls":[{"index":0}]}}]}'],
@@ -109,7 +112,7 @@ describe('readPlainContentChunk', () => {
   const choice = objectOf(
     sometimes(delta.map((text) => `"delta":${text}`), fc.constantFrom('"delta":null', '"delta":{}', '"message":{"content":"x"}')),
     sometimes(
-      fc.constantFrom('"index":0', '"logprobs":null', '"finish_reason":null'),
+      fc.constantFrom('"index":0', '"logprobs":null', '"finish_reason":null', '"native_finish_reason":null'),
       fc.constantFrom('"index":1', '"index":00', '"index":-0', '"finish_reason":"stop"', '"finish_reason":""', '"usage":{"total_tokens":5}', '"usage":null'),
     ),
   )

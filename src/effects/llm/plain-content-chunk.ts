@@ -16,7 +16,8 @@
 //   envelope: id, model, system_fingerprint, service_tier, provider, obfuscation (string or null),
 //             object ("chat.completion.chunk" only: "error" is an error shape), created (integer),
 //             usage (null only); `choices` exactly once, holding exactly one choice
-//   choice:   index (0 only), logprobs (null), finish_reason (null); `delta` exactly once
+//   choice:   index (0 only), logprobs, finish_reason, native_finish_reason (null only); `delta`
+//             exactly once
 //   delta:    role ("assistant" only), reasoning_content / reasoning / refusal / tool_calls (null
 //             only); `content` exactly once, a string
 // Members may come in any order around the one required member; a repeated optional member is
@@ -31,7 +32,7 @@ const STRING_OR_NULL = `(?:${JSON_STRING}|null)`
 const ENVELOPE_MEMBER =
   `"(?:id|model|system_fingerprint|service_tier|provider|obfuscation)":${STRING_OR_NULL}` +
   `|"object":"chat\\.completion\\.chunk"|"created":(?:0|[1-9][0-9]*)|"usage":null`
-const CHOICE_MEMBER = `"index":0|"logprobs":null|"finish_reason":null`
+const CHOICE_MEMBER = `"index":0|"logprobs":null|"(?:native_)?finish_reason":null`
 const DELTA_MEMBER = `"role":"assistant"|"(?:reasoning_content|reasoning|refusal|tool_calls)":null`
 
 /** `{ (member,)* required (,member)* }` for one object level. */
