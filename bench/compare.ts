@@ -63,9 +63,9 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
   return { base, pairs, keepWorktree, benchArgs }
 }
 
-function run(command: string, args: ReadonlyArray<string>, cwd: string): string {
+function run(command: string, args: ReadonlyArray<string>, cwd: string, what = `${command} ${args.join(' ')} in ${cwd}`): string {
   const result = spawnSync(command, args, { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed in ${cwd}:\n${(result.stderr || result.stdout).slice(-4000)}`)
+  if (result.status !== 0) throw new Error(`${what} failed:\n${(result.stdout + result.stderr).slice(-4000)}`)
   return result.stdout.trim()
 }
 
@@ -76,12 +76,7 @@ interface Build {
 
 /** One bench run of a build; its results (the bench verifies every stream and exits 1 otherwise). */
 function benchOnce(build: Build, benchArgs: ReadonlyArray<string>, jsonPath: string): BenchResults {
-  const result = spawnSync(process.execPath, ['bin/run-ts.mjs', 'bench/stream.bench.ts', ...benchArgs, '--json', jsonPath], {
-    cwd: build.dir,
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  })
-  if (result.status !== 0) throw new Error(`the bench failed for ${build.label}:\n${(result.stdout + result.stderr).slice(-4000)}`)
+  run(process.execPath, ['bin/run-ts.mjs', 'bench/stream.bench.ts', ...benchArgs, '--json', jsonPath], build.dir, `the bench for ${build.label}`)
   return JSON.parse(readFileSync(jsonPath, 'utf8')) as BenchResults
 }
 

@@ -99,7 +99,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         parse(rest, {})
         const { startServer } = await import('./server.ts')
         const running = await startServer({ config: loadConfig({ env: io.env }) })
-        await new Promise<void>((resolve) => {
+        await new Promise<void>((resolve, reject) => {
           // Ctrl-C once stops gracefully; twice cuts what the shutdown still waits for (the
           // embedded PostgreSQL is still stopped, so none is left behind); three times exits at once.
           let signals = 0
@@ -107,11 +107,13 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
             signals += 1
             if (signals === 1) {
               io.err(`stopping (${signal}); send it again to cut open connections at once`)
-              void running.shutdown(signal).then(() => {
-                process.off('SIGINT', onSignal)
-                process.off('SIGTERM', onSignal)
-                resolve()
-              })
+              running
+                .shutdown(signal)
+                .finally(() => {
+                  process.off('SIGINT', onSignal)
+                  process.off('SIGTERM', onSignal)
+                })
+                .then(resolve, reject) // a failed shutdown is reported below and exits 1
             } else if (signals === 2) {
               io.err('cutting open connections; the database is still stopped cleanly (a third signal exits at once)')
               running.hurry()
@@ -132,11 +134,11 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         const config = loadConfig({ env: io.env })
         const running = await startWorkerProcess({ config, logger: createLogger({ level: config.logLevel }) })
         io.out(`knowagent worker ${running.worker.id} is taking compile jobs (stop with Ctrl-C)`)
-        await new Promise<void>((resolve) => {
+        await new Promise<void>((resolve, reject) => {
           const stop = () => {
             process.off('SIGINT', stop)
             process.off('SIGTERM', stop)
-            void running.stop().then(resolve)
+            running.stop().then(resolve, reject) // a failed stop is reported below and exits 1
           }
           process.on('SIGINT', stop)
           process.on('SIGTERM', stop)

@@ -1,6 +1,7 @@
 // Paired comparison of two builds' benchmark figures: the machine drifts between runs, so each
 // figure is compared within a pair of back-to-back runs (one per build, alternating which goes
 // first), never across pairs.
+import { sortedCopy } from './stats.ts'
 
 export interface Pair {
   readonly base: number
@@ -27,7 +28,7 @@ export interface PairedSummary {
 
 export function median(values: ReadonlyArray<number>): number {
   if (values.length === 0) return Number.NaN
-  const sorted = [...values].sort((a, b) => a - b)
+  const sorted = sortedCopy(values)
   const middle = Math.floor(sorted.length / 2)
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }

@@ -96,16 +96,18 @@ export function createSseDecoder(options: SseDecoderOptions = {}): SseDecoder {
     eventName = ''
   }
 
+  const appendData = (value: string): void => {
+    data = data === undefined ? value : `${data}\n${value}`
+  }
+
   const processField = (line: string): void => {
     const colon = line.indexOf(':')
     const field = colon === -1 ? line : line.slice(0, colon)
     const valueStart = colon === -1 ? line.length : line.charCodeAt(colon + 1) === 32 ? colon + 2 : colon + 1
     switch (field) {
-      case 'data': {
-        const value = line.slice(valueStart)
-        data = data === undefined ? value : `${data}\n${value}`
+      case 'data':
+        appendData(line.slice(valueStart))
         return
-      }
       case 'event':
         eventName = line.slice(valueStart)
         return
@@ -131,9 +133,7 @@ export function createSseDecoder(options: SseDecoderOptions = {}): SseDecoder {
     if (isDataLine(bytes, start, end)) {
       // The common line: only its value is decoded (no field split, no second string).
       const valueStart = start + 5 < end && bytes[start + 5] === 32 ? start + 6 : start + 5
-      const value = decodeRange(bytes, valueStart, end)
-      data = data === undefined ? value : `${data}\n${value}`
-      return
+      return appendData(decodeRange(bytes, valueStart, end))
     }
     let line = decodeRange(bytes, start, end)
     if (first && line.charCodeAt(0) === 0xfeff) {

@@ -95,6 +95,12 @@ export function createChunkAssembler(): ChunkAssembler {
     else if (isRecord(args) || Array.isArray(args)) draft.rawArguments = JSON.stringify(args) // a complete value
   }
 
+  const acceptContent = (content: string, emit?: ((event: ModelStreamEvent) => void) | undefined): void => {
+    if (content === '') return
+    text.append(content)
+    emit?.({ type: 'delta', text: content })
+  }
+
   const acceptChoice = (choice: Record<string, unknown>, emit: (event: ModelStreamEvent) => void): void => {
     const delta = isRecord(choice['delta']) ? choice['delta'] : EMPTY_RECORD
     const reasoning = nonEmptyString(delta['reasoning_content']) ?? nonEmptyString(delta['reasoning'])
@@ -102,23 +108,14 @@ export function createChunkAssembler(): ChunkAssembler {
       thinking.append(reasoning)
       emit({ type: 'thinking', text: reasoning })
     }
-    const content = nonEmptyString(delta['content'])
-    if (content !== undefined) {
-      text.append(content)
-      emit({ type: 'delta', text: content })
-    }
+    const content = delta['content']
+    if (typeof content === 'string') acceptContent(content, emit)
     const toolCalls = delta['tool_calls']
     if (Array.isArray(toolCalls)) for (const toolCall of toolCalls) acceptToolCallDelta(toolCall)
     const finishReason = nonEmptyString(choice['finish_reason'])
     if (finishReason !== undefined) rawFinishReason = finishReason
     const choiceUsage = readUsage(choice['usage'])
     if (choiceUsage !== undefined) usage = choiceUsage
-  }
-
-  const acceptContent = (content: string, emit?: ((event: ModelStreamEvent) => void) | undefined): void => {
-    if (content === '') return
-    text.append(content)
-    emit?.({ type: 'delta', text: content })
   }
 
   const acceptChunk = (chunk: unknown, emit?: ((event: ModelStreamEvent) => void) | undefined): ChunkOutcome => {

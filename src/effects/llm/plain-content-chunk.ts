@@ -47,7 +47,7 @@ const PLAIN_CONTENT_CHUNK = new RegExp(`^${objectWith(ENVELOPE_MEMBER, `"choices
  * chunk must go through JSON.parse and the chunk assembler. `data` is the event's trimmed data.
  */
 export function readPlainContentChunk(data: string): string | undefined {
-  if (data.length > MAX_FAST_PATH_CHARS || data.charCodeAt(0) !== 123 /* { */) return undefined
+  if (data.length > MAX_FAST_PATH_CHARS) return undefined
   const match = PLAIN_CONTENT_CHUNK.exec(data)
   if (match === null) return undefined
   const literal = match[1]!
