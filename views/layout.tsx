@@ -6,13 +6,16 @@ export interface NavLink {
   readonly label: string
 }
 
+/** htmx and its SSE extension, served as one script (src/http/create-app.ts says why). */
+export const HTMX_SCRIPT_PATH = '/static/htmx-sse.min.js'
+
 export interface LayoutProps {
   readonly title: string
   readonly csrfToken?: string | undefined
   readonly login?: string | undefined
   /** e.g. "page-workspace": a full-height app page whose panes scroll on their own. */
   readonly bodyClass?: string | undefined
-  /** Load the page's own scripts (htmx's SSE extension and /static/js/main.js). */
+  /** Load the page's own script (/static/js/main.js or `moduleScript`). */
   readonly interactive?: boolean | undefined
   /** The page's module instead of /static/js/main.js (the workspace page's). */
   readonly moduleScript?: string | undefined
@@ -37,8 +40,7 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, module
         <link rel="stylesheet" href="/static/app.css" />
         {csrfToken ? <meta name="csrf-token" content={csrfToken} /> : null}
         <meta name="htmx-config" content={HTMX_CONFIG} />
-        <script src="/static/htmx.min.js" defer></script>
-        {interactive ? <script src="/static/hx-sse.js" defer></script> : null}
+        <script src={HTMX_SCRIPT_PATH} defer></script>
         {interactive ? <script type="module" src={moduleScript ?? '/static/js/main.js'}></script> : null}
       </head>
       <body class={bodyClass} {...csrfHeaders}>

@@ -1,8 +1,10 @@
 import express, { type Express } from 'express'
 import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { projectPath } from '../project-root.ts'
+import { HTMX_SCRIPT_PATH } from '../../views/layout.tsx'
 import type { AppContext } from './app-context.ts'
 import { authRoutes } from './auth.routes.ts'
 import { resolveAuth } from './authenticate.ts'
@@ -21,6 +23,16 @@ import { retrievalRoutes } from './retrieval.routes.ts'
 const require = createRequire(import.meta.url)
 const STATIC_DIR = projectPath('views/static/')
 const HTMX_DIST = join(dirname(require.resolve('htmx.org/package.json')), 'dist')
+
+/**
+ * htmx followed by its SSE extension, as one script. Loaded as two deferred scripts, htmx starts
+ * itself with a timer once it has run; if the extension's file arrived later than that timer
+ * fired, htmx had already processed the page without it and the task center's live table never
+ * connected. In one script the extension registers before htmx's timer can fire.
+ */
+function htmxWithSse(): Buffer {
+  return Buffer.from([join(HTMX_DIST, 'htmx.min.js'), join(HTMX_DIST, 'ext', 'hx-sse.min.js')].map((file) => readFileSync(file, 'utf8').trimEnd()).join('\n;\n') + '\n')
+}
 
 const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
@@ -62,8 +74,8 @@ export function createApp(ctx: AppContext): Express {
 
   app.use(healthRoutes(ctx))
   app.use('/static', express.static(STATIC_DIR, { maxAge: '1h', fallthrough: true }))
-  app.get('/static/htmx.min.js', (_req, res) => res.sendFile(join(HTMX_DIST, 'htmx.min.js'), { maxAge: '1h' }))
-  app.get('/static/hx-sse.js', (_req, res) => res.sendFile(join(HTMX_DIST, 'ext', 'hx-sse.js'), { maxAge: '1h' }))
+  const htmxScript = htmxWithSse()
+  app.get(HTMX_SCRIPT_PATH, (_req, res) => void res.type('text/javascript').set('Cache-Control', 'public, max-age=3600').send(htmxScript))
 
   app.use(resolveAuth(ctx))
   app.get('/', (req, res) => res.redirect(303, req.auth ? '/workspace' : '/login'))

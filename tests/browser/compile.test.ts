@@ -7,10 +7,16 @@ import { putFile } from '../../src/effects/workspace/store.ts'
 import { screenshot, useBrowserFixture, UUID_MODES, type WorkspaceApp } from '../support/browser.ts'
 import { FAKE_CLI, fakeCliProfile } from '../support/compile-harness.ts'
 import { addUserWithToken, startTestServer } from '../support/test-server.ts'
+import { API_PREFIX } from '../../src/http/compile.routes.ts'
 
 const DOCS = 'kb://users/alice/docs/'
 
-async function startCompileWorkspace(): Promise<WorkspaceApp> {
+interface CompileWorkspace extends WorkspaceApp {
+  /** alice's API token, for queueing jobs without the form. */
+  readonly token: string
+}
+
+async function startCompileWorkspace(): Promise<CompileWorkspace> {
   const server = await startTestServer({
     compile: {
       cliProfiles: [
@@ -29,7 +35,7 @@ async function startCompileWorkspace(): Promise<WorkspaceApp> {
   for (const [name, text] of files) {
     await putFile(server.database.db, { owner: alice.user, segments: ['docs', name], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
   }
-  return { server, login: 'alice', password: alice.password, close: () => server.close() }
+  return { server, login: 'alice', password: alice.password, token: alice.token, close: () => server.close() }
 }
 
 const ui = useBrowserFixture({ start: startCompileWorkspace })
@@ -59,8 +65,11 @@ describe('compile jobs in the browser', () => {
   it('queues from the form; the task center shows the stages advance live, no reload', async () => {
     const page = await workspace.open({ uri: DOCS })
     const tasks = await page.context().newPage()
+    const subscribers = compile().events.subscribers()
     await tasks.goto('/tasks')
     await tasks.locator('body[data-tasks-ready="true"]').waitFor()
+    // the task center's live stream is open before the job is queued, so it sees every stage
+    await expect.poll(() => compile().events.subscribers()).toBe(subscribers + 1)
     await tasks.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true))
     const stages = tasks.evaluate(
       () =>
@@ -71,7 +80,7 @@ describe('compile jobs in the browser', () => {
             if (!current) return
             const label = `${current.getAttribute('data-status')}${current.getAttribute('data-stage') ? `:${current.getAttribute('data-stage')}` : ''}`
             if (seen.at(-1) !== label) seen.push(label)
-            if (current.getAttribute('data-status') === 'succeeded') resolve(seen)
+            if (['succeeded', 'failed', 'cancelled'].includes(current.getAttribute('data-status') ?? '')) resolve(seen)
           }
           new MutationObserver(record).observe(document.getElementById('job-rows')!, { childList: true, subtree: true, attributes: true })
           record()
@@ -154,5 +163,34 @@ describe('compile jobs in the browser', () => {
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)
     expect(overflow).toBeLessThanOrEqual(0)
     await screenshot(page, 'phone-task-center')
+  })
+
+  it('goes live however late its scripts arrive: each one later than the one before', async () => {
+    const page = await workspace.open({ uri: DOCS })
+    const tasks = await page.context().newPage()
+    // The worst order for deferred scripts: every script the page loads is held back 300 ms more
+    // than the one requested before it. (Two scripts for htmx and its SSE extension lost this
+    // race: htmx started before the extension arrived and the table never connected.)
+    let scripts = 0
+    await tasks.route(/\/static\/.*\.js(\?|$)/, async (route) => {
+      const delay = 300 * scripts++
+      await new Promise((resolve) => setTimeout(resolve, delay))
+      await route.continue()
+    })
+    await tasks.goto('/tasks')
+    await tasks.locator('body[data-tasks-ready="true"]').waitFor()
+    expect(scripts).toBeGreaterThan(0)
+    const response = await fetch(`${ui.app.server.url}${API_PREFIX}/compile`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ui.app.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ uris: [`${DOCS}c.md`], channel: 'cli', profile_id: 'slow', model_id: 'fake-model' }),
+    })
+    expect(response.status).toBe(201)
+    const { jobs } = (await response.json()) as { jobs: ReadonlyArray<{ id: string }> }
+    // not in the page as served: only the live stream can bring the row, then its end
+    const job = tasks.locator(`#job-rows tr.job[data-job-id="${jobs[0]!.id}"]`)
+    await job.waitFor()
+    await job.and(tasks.locator('[data-status="succeeded"]')).waitFor()
+    expect(workspace.problems()).toEqual([])
   })
 })
