@@ -1,5 +1,5 @@
 import express, { type Express } from 'express'
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
@@ -29,9 +29,19 @@ const HTMX_DIST = join(dirname(require.resolve('htmx.org/package.json')), 'dist'
  * itself with a timer once it has run; if the extension's file arrived later than that timer
  * fired, htmx had already processed the page without it and the task center's live table never
  * connected. In one script the extension registers before htmx's timer can fire.
+ * Read once per process, with its ETag (express would otherwise hash the 44 KB on every request).
  */
-function htmxWithSse(): Buffer {
-  return Buffer.from([join(HTMX_DIST, 'htmx.min.js'), join(HTMX_DIST, 'ext', 'hx-sse.min.js')].map((file) => readFileSync(file, 'utf8').trimEnd()).join('\n;\n') + '\n')
+interface StaticScript {
+  readonly body: Buffer
+  readonly etag: string
+}
+let htmxScript: StaticScript | undefined
+function htmxWithSse(): StaticScript {
+  return (htmxScript ??= (() => {
+    const files = [join(HTMX_DIST, 'htmx.min.js'), join(HTMX_DIST, 'ext', 'hx-sse.min.js')]
+    const body = Buffer.from(files.map((file) => readFileSync(file, 'utf8').trimEnd()).join('\n;\n') + '\n')
+    return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
+  })())
 }
 
 const CONTENT_SECURITY_POLICY = [
@@ -74,8 +84,8 @@ export function createApp(ctx: AppContext): Express {
 
   app.use(healthRoutes(ctx))
   app.use('/static', express.static(STATIC_DIR, { maxAge: '1h', fallthrough: true }))
-  const htmxScript = htmxWithSse()
-  app.get(HTMX_SCRIPT_PATH, (_req, res) => void res.type('text/javascript').set('Cache-Control', 'public, max-age=3600').send(htmxScript))
+  const htmx = htmxWithSse()
+  app.get(HTMX_SCRIPT_PATH, (_req, res) => void res.type('text/javascript').set({ 'Cache-Control': 'public, max-age=3600', ETag: htmx.etag }).send(htmx.body))
 
   app.use(resolveAuth(ctx))
   app.get('/', (req, res) => res.redirect(303, req.auth ? '/workspace' : '/login'))

@@ -4,10 +4,10 @@
 import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
 import { putFile } from '../../src/effects/workspace/store.ts'
+import { API_PREFIX } from '../../src/http/compile.routes.ts'
 import { screenshot, useBrowserFixture, UUID_MODES, type WorkspaceApp } from '../support/browser.ts'
 import { FAKE_CLI, fakeCliProfile } from '../support/compile-harness.ts'
 import { addUserWithToken, startTestServer } from '../support/test-server.ts'
-import { API_PREFIX } from '../../src/http/compile.routes.ts'
 
 const DOCS = 'kb://users/alice/docs/'
 
