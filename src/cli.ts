@@ -91,6 +91,43 @@ export function formatTokenList(tokens: ReadonlyArray<ApiTokenInfo>): string[] {
   ]
 }
 
+/**
+ * Runs a long-lived command (serve, worker) until SIGINT or SIGTERM, then `stop`s it. The signals
+ * are taken before `start` runs, not once it has announced itself: a signal that arrives while it
+ * starts (or right after its "running" line, before a listener would otherwise be in place) stops
+ * it as soon as it is up — never by the default action, which would leave the embedded PostgreSQL
+ * behind. `onSignal` hears every signal with its count (`running` is undefined during start-up);
+ * the first one stops. Rejects when `start` or `stop` fails (main reports it and exits 1).
+ */
+async function untilStopped<Running>({
+  start,
+  stop,
+  onSignal,
+}: {
+  start: () => Promise<Running>
+  stop: (running: Running, signal: NodeJS.Signals) => Promise<void>
+  onSignal?: (count: number, signal: NodeJS.Signals, running: Running | undefined) => void
+}): Promise<void> {
+  let running: Running | undefined
+  let count = 0
+  let signalled!: (signal: NodeJS.Signals) => void
+  const firstSignal = new Promise<NodeJS.Signals>((resolve) => (signalled = resolve))
+  const listener = (signal: NodeJS.Signals) => {
+    count += 1
+    onSignal?.(count, signal, running)
+    signalled(signal) // only the first one counts
+  }
+  process.on('SIGINT', listener)
+  process.on('SIGTERM', listener)
+  try {
+    running = await start()
+    await stop(running, await firstSignal)
+  } finally {
+    process.off('SIGINT', listener)
+    process.off('SIGTERM', listener)
+  }
+}
+
 export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
   const [command, ...rest] = argv
   try {
@@ -98,32 +135,21 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       case 'serve': {
         parse(rest, {})
         const { startServer } = await import('./server.ts')
-        const running = await startServer({ config: loadConfig({ env: io.env }) })
-        await new Promise<void>((resolve, reject) => {
-          // Ctrl-C once stops gracefully; twice cuts what the shutdown still waits for (the
-          // embedded PostgreSQL is still stopped, so none is left behind); three times exits at once.
-          let signals = 0
-          const onSignal = (signal: NodeJS.Signals) => {
-            signals += 1
-            if (signals === 1) {
-              io.err(`stopping (${signal}); send it again to cut open connections at once`)
-              running
-                .shutdown(signal)
-                .finally(() => {
-                  process.off('SIGINT', onSignal)
-                  process.off('SIGTERM', onSignal)
-                })
-                .then(resolve, reject) // a failed shutdown is reported below and exits 1
-            } else if (signals === 2) {
+        // Ctrl-C once stops gracefully; twice cuts what the shutdown still waits for (the embedded
+        // PostgreSQL is still stopped, so none is left behind); three times exits at once.
+        await untilStopped({
+          start: () => startServer({ config: loadConfig({ env: io.env }) }),
+          stop: (running, signal) => running.shutdown(signal),
+          onSignal: (count, signal, running) => {
+            if (count === 1) io.err(`stopping (${signal}); send it again to cut open connections at once`)
+            else if (count === 2) {
               io.err('cutting open connections; the database is still stopped cleanly (a third signal exits at once)')
-              running.hurry()
+              running?.hurry()
             } else {
               io.err('exiting at once: the embedded PostgreSQL, if any, keeps running and the next start takes it over')
               process.exit(130)
             }
-          }
-          process.on('SIGINT', onSignal)
-          process.on('SIGTERM', onSignal)
+          },
         })
         return 0
       }
@@ -132,16 +158,18 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         const { startWorkerProcess } = await import('./worker.ts')
         const { createLogger } = await import('./effects/logging/logger.ts')
         const config = loadConfig({ env: io.env })
-        const running = await startWorkerProcess({ config, logger: createLogger({ level: config.logLevel }) })
-        io.out(`knowagent worker ${running.worker.id} is taking compile jobs (stop with Ctrl-C)`)
-        await new Promise<void>((resolve, reject) => {
-          const stop = () => {
-            process.off('SIGINT', stop)
-            process.off('SIGTERM', stop)
-            running.stop().then(resolve, reject) // a failed stop is reported below and exits 1
-          }
-          process.on('SIGINT', stop)
-          process.on('SIGTERM', stop)
+        await untilStopped({
+          start: async () => {
+            const running = await startWorkerProcess({ config, logger: createLogger({ level: config.logLevel }) })
+            io.out(`knowagent worker ${running.worker.id} is taking compile jobs (stop with Ctrl-C)`)
+            return running
+          },
+          stop: (running) => running.stop(),
+          onSignal: (count) => {
+            if (count === 1) return
+            io.err('exiting at once: the running compile attempts are retried once their heartbeat expires')
+            process.exit(130)
+          },
         })
         return 0
       }

@@ -39,7 +39,8 @@ interface Serve {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
-function startServe(dataDir: string): Promise<Serve> {
+/** `knowagent serve` on `dataDir`, not waited for. */
+function spawnServe(dataDir: string): Omit<Serve, 'url'> {
   const child = spawn(process.execPath, ['bin/knowagent.mjs', 'serve'], {
     env: { ...process.env, KNOWAGENT_DATA_DIR: dataDir, PORT: '0', KNOWAGENT_DEMO_PASSWORD: 'demo-password-1', LOG_LEVEL: 'warn', DATABASE_URL: '' },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -48,19 +49,24 @@ function startServe(dataDir: string): Promise<Serve> {
   let stderr = ''
   child.stderr.on('data', (chunk) => (stderr += chunk))
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  return { child, stderr: () => stderr, exited }
+}
+
+function startServe(dataDir: string): Promise<Serve> {
+  const serve = spawnServe(dataDir)
   return new Promise<Serve>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${stderr}`)), SERVE_START_DEADLINE_MS)
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${serve.stderr()}`)), SERVE_START_DEADLINE_MS)
     const check = () => {
-      const match = /running at (http:\/\/\S+)/.exec(stderr)
-      if (match && stderr.includes('Sign in')) {
+      const match = /running at (http:\/\/\S+)/.exec(serve.stderr())
+      if (match && serve.stderr().includes('Sign in')) {
         clearTimeout(timer)
-        resolve({ child, url: match[1]!, stderr: () => stderr, exited })
+        resolve({ ...serve, url: match[1]! })
       }
     }
-    child.stderr.on('data', check)
-    void exited.then(({ code }) => {
+    serve.child.stderr.on('data', check)
+    void serve.exited.then(({ code }) => {
       clearTimeout(timer)
-      reject(new Error(`serve exited with ${code} before it started:\n${stderr}`))
+      reject(new Error(`serve exited with ${code} before it started:\n${serve.stderr()}`))
     })
   })
 }
@@ -102,6 +108,18 @@ describe('the embedded PostgreSQL', () => {
 
     serve.child.kill('SIGTERM')
     expect(await serve.exited).toEqual({ code: 0, signal: null })
+    expect(postgresProcessesFor(dataDir)).toEqual([])
+  }, 300_000)
+
+  it('a SIGTERM while it starts stops it once it is up, PostgreSQL too, never by the default action', async () => {
+    const dataDir = newDataDir()
+    const serve = spawnServe(dataDir)
+    // PostgreSQL runs and the server is still starting (migrations, the sample corpus): the CLI
+    // took the signals before it began, so this one is heard even before the "running" line.
+    await expect.poll(() => postgresProcessesFor(dataDir).length, { timeout: SERVE_START_DEADLINE_MS, interval: 20 }).toBeGreaterThan(0)
+    serve.child.kill('SIGTERM')
+    expect(await serve.exited).toEqual({ code: 0, signal: null })
+    expect(serve.stderr()).toContain('stopping (SIGTERM)')
     expect(postgresProcessesFor(dataDir)).toEqual([])
   }, 300_000)
 
