@@ -85,10 +85,10 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
       })
       return
     }
-    const turnId = randomUUID()
+    const { turnId } = admitted
     const collector = createCompletionCollector()
     await runProjectedTurn(ctx, {
-      res, user, admitted, input, turnId,
+      res, user, admitted, input,
       projector: openAiTurnProjector({ id: `chatcmpl-${turnId}`, created, model: modelName, includeUsage: true, write: collector.write }),
     })
     if (res.writableEnded || res.destroyed) return // the client went away: the turn was cancelled

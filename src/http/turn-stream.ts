@@ -9,9 +9,12 @@ import { randomUUID } from 'node:crypto'
 import type { User } from '../effects/auth/users.ts'
 import type { ChatModel } from '../effects/llm/model.ts'
 import { createRateLimiter } from '../effects/limits/rate-limiter.ts'
+import { admitTurn } from '../effects/turn/turn-admission.ts'
+import { recordTurnFinished, recordTurnStarted } from '../effects/turn/turn-records.ts'
 import { buildSystemPrompt } from '../effects/turn/prepare-turn.ts'
 import { runTurn } from '../effects/turn/run-turn.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
+import { formatKbUri, parseKbUri, segmentsToPath } from '../effects/workspace/uri.ts'
 import type { WorkspaceNode } from '../effects/workspace/store.ts'
 import type { ChatMessage, TurnEmitted, TurnOutput, Usage } from '../machines/index.ts'
 import type { TerminalFields } from '../client/wire-events.ts'
@@ -47,17 +50,26 @@ export interface TurnStreamInput {
   readonly preferences?: string | undefined
 }
 
-/** A turn allowed to start: its model and the selected node as admission resolved it. */
+/** A turn allowed to start: its id (its row is recorded `running`), its model and the selected node as admission resolved it. */
 export interface AdmittedTurn {
+  readonly turnId: string
   readonly model: ChatModel
   readonly scope: WorkspaceNode
 }
+
+const RATE_WINDOW_MS = 60_000
 
 /**
  * Everything that can refuse a turn before a byte of the stream is sent: the model id, the URI
  * (400/403/404), a message the model cannot take (400) and the per-user stream rate limit (429,
  * counted in the database, so it holds across every server process). Throws HttpError or a
- * tagged workspace error.
+ * tagged workspace error. An admitted turn's row is written (`running`): run it with
+ * `runProjectedTurn` / `streamTurn`, which record its outcome.
+ *
+ * Usually one statement (`admitTurn`: the node, the slot and the row). When the message's fit
+ * depends on whether the URI names a file or a directory (the system prompt says which), or no
+ * node is there (the root is made on first use; otherwise the exact 404), the steps run one by
+ * one, in the same order and with the same errors.
  */
 export async function admitTurnStream(
   ctx: AppContext,
@@ -68,23 +80,45 @@ export async function admitTurnStream(
       Effect.catchTag('UnknownModel', (error) => Effect.fail(badRequest(`${error.reason}; ${modelsHint}`, 'unknown_model'))),
     ),
   )
-  const { node } = await resolveNode(ctx.db, { caller: user, uri: input.uri })
+  const turnId = randomUUID()
+  const path = parseKbUri({ uri: input.uri, callerLogin: user.login })
   const nativeTools = model.info.supportsNativeToolCalling
-  checkMessageFitsModel({
-    message: input.message,
-    model: model.info,
-    systemPrompt: buildSystemPrompt({ scopeUri: node.uri, scopeKind: node.kind, nativeTools, preferences: input.preferences }),
-    tools: nativeTools ? ctx.tools.schemas : [],
-  })
-  const limiter = createRateLimiter({ db: ctx.db, limit: ctx.config.streamsPerMinute, windowMs: 60_000, now: ctx.now })
-  const waitMs = await limiter.take(`stream:${user.id}`)
-  if (waitMs > 0) {
-    const seconds = Math.ceil(waitMs / 1000)
-    throw new HttpError(429, 'rate_limited', `at most ${ctx.config.streamsPerMinute} streams per minute; retry in ${seconds} s`, {
-      'Retry-After': String(seconds),
+  const checkFit = (scope: { uri: string; kind: 'directory' | 'file' }) =>
+    checkMessageFitsModel({
+      message: input.message,
+      model: model.info,
+      systemPrompt: buildSystemPrompt({ scopeUri: scope.uri, scopeKind: scope.kind, nativeTools, preferences: input.preferences }),
+      tools: nativeTools ? ctx.tools.schemas : [],
     })
+  const fitsAsEither = (['directory', 'file'] as const).every((kind) => {
+    try {
+      checkFit({ uri: formatKbUri({ login: path.login, segments: path.segments, directory: kind === 'directory' }), kind })
+      return true
+    } catch {
+      return false
+    }
+  })
+  const now = (ctx.now ?? Date.now)()
+  const slot = { key: `stream:${user.id}`, limit: ctx.config.streamsPerMinute, windowMs: RATE_WINDOW_MS, now }
+  const turn = { id: turnId, uri: input.uri, modelId: model.info.id, instanceId: ctx.instanceId ?? null }
+  if (fitsAsEither) {
+    const admission = await admitTurn(ctx.db, { caller: user, path: segmentsToPath(path.segments), turn, slot })
+    if (admission.kind === 'admitted') return { turnId, model, scope: admission.node }
+    if (admission.kind === 'limited') throw rateLimited(ctx, admission.waitMs)
   }
-  return { model, scope: node }
+  const { node } = await resolveNode(ctx.db, { caller: user, uri: input.uri })
+  checkFit(node)
+  const waitMs = await createRateLimiter({ db: ctx.db, limit: slot.limit, windowMs: slot.windowMs, now: () => now }).take(slot.key)
+  if (waitMs > 0) throw rateLimited(ctx, waitMs)
+  await recordTurnStarted(ctx.db, { id: turnId, userId: user.id, uri: turn.uri, modelId: turn.modelId, instanceId: ctx.instanceId })
+  return { turnId, model, scope: node }
+}
+
+function rateLimited(ctx: AppContext, waitMs: number): HttpError {
+  const seconds = Math.ceil(waitMs / 1000)
+  return new HttpError(429, 'rate_limited', `at most ${ctx.config.streamsPerMinute} streams per minute; retry in ${seconds} s`, {
+    'Retry-After': String(seconds),
+  })
 }
 
 /** Aborts on client disconnect (the response closed before it finished) or server shutdown. */
@@ -129,11 +163,26 @@ export async function streamTurn(
     project: (sse: SseWriter, turn: { readonly turnId: string }) => TurnProjector
   },
 ): Promise<void> {
-  const turnId = randomUUID()
-  res.set('X-Turn-Id', turnId)
-  const sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
-  await runProjectedTurn(ctx, { res, user, admitted, input, turnId, projector: project(sse, { turnId }) })
+  const { turnId } = admitted
+  let sse: SseWriter
+  let projector: TurnProjector
+  try {
+    res.set('X-Turn-Id', turnId)
+    sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
+    projector = project(sse, { turnId })
+  } catch (error) {
+    await closeUnfinishedTurn(ctx, turnId)
+    throw error
+  }
+  await runProjectedTurn(ctx, { res, user, admitted, input, projector })
   sse.close()
+}
+
+/** An admitted turn's row is `running` until its outcome is written: a failure that ends the request before then closes it as failed (a no-op once it is finished). */
+async function closeUnfinishedTurn(ctx: AppContext, turnId: string): Promise<void> {
+  await recordTurnFinished(ctx.db, { id: turnId, status: 'failed', error: { code: 'internal_error', message: 'the turn failed unexpectedly' } }).catch((error: unknown) =>
+    ctx.logger.error('could not record the turn outcome', { turnId, error }),
+  )
 }
 
 /**
@@ -148,10 +197,10 @@ export async function runProjectedTurn(
     user,
     admitted,
     input,
-    turnId,
     projector,
-  }: { res: Response; user: User; admitted: AdmittedTurn; input: TurnStreamInput; turnId: string; projector: TurnProjector },
+  }: { res: Response; user: User; admitted: AdmittedTurn; input: TurnStreamInput; projector: TurnProjector },
 ): Promise<void> {
+  const { turnId } = admitted
   const stop = watchForStop(ctx, res)
   let held: TerminalEmitted | undefined
   const forward = (event: TurnEmitted) => {
@@ -171,6 +220,7 @@ export async function runProjectedTurn(
       tools: ctx.tools,
       preStep: ctx.preStep,
       turnId,
+      recorded: true,
       uri: input.uri,
       scope: admitted.scope,
       question: input.message,
@@ -187,6 +237,7 @@ export async function runProjectedTurn(
       error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error),
     })
     held = { type: 'error', code: 'internal_error', message: 'the turn failed unexpectedly' }
+    await closeUnfinishedTurn(ctx, turnId) // runTurn records a crash it sees; not one before it started
   } finally {
     stop.release()
   }

@@ -146,6 +146,28 @@ describe('message size against the chosen model', () => {
     expect(events.filter((e) => e.event === 'done' || e.event === 'error')).toHaveLength(1)
   })
 
+  it('the limit follows the kind of the node the URI names (the system prompt says which), whichever way the turn is admitted', async () => {
+    const slots = async () => {
+      const row = await server.database.db.selectFrom('rate_limit_hits').select('hits').where('key', '=', `stream:${alice.user.id}`).executeTakeFirst()
+      return row?.hits.length ?? 0
+    }
+    const turns = async () => Number((await server.database.db.selectFrom('turns').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
+    const room = Number(/shorten the message to at most (\d+) bytes/.exec((await (await stream({ message: 'x'.repeat(28_000) })).json()).error.message)![1])
+    // One byte over the directory's room fits beside a file's shorter prompt: admitted only once the node's kind is known.
+    const [slotsBefore, turnsBefore] = [await slots(), await turns()]
+    expect((await stream({ message: 'x'.repeat(room + 1) })).status).toBe(400)
+    expect([await slots(), await turns()]).toEqual([slotsBefore, turnsBefore]) // refused: no slot taken, no turn recorded
+    const res = await stream({ uri: 'kb://me/docs/a.md', message: 'x'.repeat(room + 1) })
+    expect(res.status).toBe(200)
+    const turnId = res.headers.get('x-turn-id')!
+    const { events } = await readSseEvents(res)
+    const terminal = events.filter((e) => e.event === 'done' || e.event === 'error')
+    expect(terminal).toHaveLength(1)
+    expect(terminal[0]!.data).toMatchObject({ turn_id: turnId }) // (this text-only model also gets the file's first page, which it cannot fit: an error event, after admission)
+    expect([await slots(), await turns()]).toEqual([slotsBefore + 1, turnsBefore + 1])
+    expect(await server.database.db.selectFrom('turns').select(['uri', 'error_code']).where('id', '=', turnId).executeTakeFirst()).toEqual({ uri: 'kb://me/docs/a.md', error_code: terminal[0]!.event === 'error' ? (terminal[0]!.data as { code: string }).code : null })
+  })
+
   it('a history over 1.5 MB is 400 history_too_large', async () => {
     const history = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'y'.repeat(40_000) }))
     const res = await stream({ message: 'hi', history })

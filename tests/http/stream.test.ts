@@ -1,4 +1,8 @@
+import { once } from 'node:events'
+import type { AddressInfo } from 'node:net'
+import express, { type ErrorRequestHandler } from 'express'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { admitTurnStream, streamTurn } from '../../src/http/turn-stream.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { createKnowagentClient } from '../../src/client/index.ts'
@@ -176,6 +180,41 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
     expect(terminalEvents(events)).toHaveLength(1)
     expect(events.at(-1)).toMatchObject({ event: 'error', data: { code: 'cancelled' } })
     await local.close()
+  })
+
+  it("the turn's row is written at admission: running once the stream's headers arrive, finished once with its outcome", async () => {
+    const release = Promise.withResolvers<void>() // the provider answers once the row was seen running
+    provider.enqueue({ kind: 'stream', chunks: [{ bytes: textAnswerSse('ok'), after: release.promise }] })
+    const res = await post({ uri: 'kb://me/docs/', model_id: 'remote', message: 'hold on' })
+    const turnId = res.headers.get('x-turn-id')!
+    expect(await findTurn(server.database.db, turnId)).toMatchObject({ status: 'running', user_id: alice.user.id, uri: 'kb://me/docs/', model_id: 'remote', instance_id: server.ctx.instanceId ?? null })
+    release.resolve()
+    const { events } = await readSseEvents(res)
+    expect(terminalEvents(events)).toEqual([expect.objectContaining({ event: 'done' })])
+    expect(await findTurn(server.database.db, turnId)).toMatchObject({ status: 'done', finish_reason: 'stop' })
+  })
+
+  it('an admitted turn that fails before it runs is closed as failed, not left running', async () => {
+    const turnIds: string[] = []
+    const app = express()
+    app.use(express.json())
+    app.post('/stream', async (req, res) => {
+      const input = { uri: 'kb://me/', modelId: 'remote', message: 'hi', history: [] }
+      const admitted = await admitTurnStream(server.ctx, { user: alice.user, input, modelsHint: '' })
+      turnIds.push(admitted.turnId)
+      await streamTurn(server.ctx, { res, user: alice.user, admitted, input, project: () => { throw new Error('the projector failed') } })
+    })
+    app.use(((_error, _req, res, _next) => void res.status(500).end()) satisfies ErrorRequestHandler)
+    const listener = app.listen(0, '127.0.0.1')
+    await once(listener, 'listening')
+    try {
+      const res = await fetch(`http://127.0.0.1:${(listener.address() as AddressInfo).port}/stream`, { method: 'POST' })
+      await res.arrayBuffer()
+      expect(turnIds).toHaveLength(1)
+      expect(await findTurn(server.database.db, turnIds[0]!)).toMatchObject({ status: 'failed', error_code: 'internal_error' })
+    } finally {
+      listener.close()
+    }
   })
 
   it('rate-limits streams per user with 429 and Retry-After', async () => {

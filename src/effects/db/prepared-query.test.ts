@@ -2,6 +2,7 @@ import { DummyDriver, Kysely, type CompiledQuery, PostgresAdapter, PostgresIntro
 import { describe, expect, test } from 'vitest'
 import { liveTokenQuery } from '../auth/users.ts'
 import { takeSlotQuery } from '../limits/rate-limiter.ts'
+import { admitTurnQuery } from '../turn/turn-admission.ts'
 import { finishTurnQuery, insertRunningTurnQuery } from '../turn/turn-records.ts'
 import { childrenPageQuery, findNodeQuery } from '../workspace/store.ts'
 import type { DB } from './schema.ts'
@@ -93,6 +94,16 @@ describe('preparedQuery', () => {
       () => {
         const slot = { key: 'stream:u', at: new Date(2_000_000), since: new Date(1_000_000), limit: 30 }
         return [takeSlotQuery.compile(db, slot), takeSlotQuery.build(db, slot)]
+      },
+    ],
+    [
+      "a turn's admission",
+      () => {
+        const admission = {
+          ownerId: 'u-1', path: 'docs/a.md', key: 'stream:u-1', at: new Date(2_000_000), since: new Date(1_940_000), limit: 30,
+          turnId: 't-1', uri: 'kb://me/docs/a.md', modelId: 'local', instanceId: 'i-1',
+        }
+        return [admitTurnQuery.compile(db, admission), admitTurnQuery.build(db, admission)]
       },
     ],
   ]

@@ -3,7 +3,7 @@
 // the times of its hits inside the window (at most `limit` of them), in time order; taking a slot is
 // one atomic upsert that drops the expired hits and appends the new one only while fewer than
 // `limit` remain.
-import { sql } from 'kysely'
+import { sql, type RawBuilder } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
 import type { Db } from '../workspace/store.ts'
 
@@ -17,6 +17,22 @@ export function waitMsFor({ hits, now, limit, windowMs }: { hits: ReadonlyArray<
   const recent = hits.filter((at) => now - at < windowMs).sort((a, b) => a - b)
   if (recent.length < limit) return 1 // freed meanwhile: try again at once
   return Math.max(1, recent[recent.length - limit]! + windowMs - now)
+}
+
+/** Turns `synchronous_commit` off for the current transaction only (see `takeSlotQuery`); used as a CTE. */
+export const ASYNC_COMMIT = sql`select set_config('synchronous_commit', 'off', true)`
+
+/**
+ * The take's upsert (see `takeSlotQuery`), for one row of `from`: a statement that takes a slot
+ * only under a condition selects from a CTE that yields that row when it holds, none otherwise.
+ * Returns one row (`n`) when the slot was taken.
+ */
+export function takeSlotUpsert({ key, at, since, limit, from }: { key: unknown; at: unknown; since: unknown; limit: unknown; from: RawBuilder<unknown> }) {
+  return sql<{ n: number }>`insert into rate_limit_hits as r (key, hits) select ${key}, array[${at}::timestamptz] from ${from}
+    on conflict (key) do update
+      set hits = r.hits[width_bucket(${since}::timestamptz, r.hits) + 1:] || greatest(${at}::timestamptz, r.hits[cardinality(r.hits)])
+      where cardinality(r.hits) - width_bucket(${since}::timestamptz, r.hits) < ${limit}
+    returning 1 as n`
 }
 
 /**
@@ -35,14 +51,14 @@ export function waitMsFor({ hits, now, limit, windowMs }: { hits: ReadonlyArray<
  * Compiled once: every stream and every compile request runs it.
  */
 export const takeSlotQuery = preparedQuery(['key', 'at', 'since', 'limit'], (db, { key, at, since, limit }: { key: string; at: Date; since: Date; limit: number }) =>
-  sql<{ n: number }>`
-    with hit_commit as (select set_config('synchronous_commit', 'off', true))
-    insert into rate_limit_hits as r (key, hits) select ${key}, array[${at}::timestamptz] from hit_commit
-    on conflict (key) do update
-      set hits = r.hits[width_bucket(${since}::timestamptz, r.hits) + 1:] || greatest(${at}::timestamptz, r.hits[cardinality(r.hits)])
-      where cardinality(r.hits) - width_bucket(${since}::timestamptz, r.hits) < ${limit}
-    returning 1 as n`.compile(db),
+  sql<{ n: number }>`with hit_commit as (${ASYNC_COMMIT}) ${takeSlotUpsert({ key, at, since, limit, from: sql`hit_commit` })}`.compile(db),
 )
+
+/** How long `key` must wait for a slot (ms, at least 1), read after a take found the window full. */
+export async function slotWaitMs(db: Db, { key, at, limit, windowMs }: { key: string; at: number; limit: number; windowMs: number }): Promise<number> {
+  const row = await db.selectFrom('rate_limit_hits').select('hits').where('key', '=', key).executeTakeFirst()
+  return waitMsFor({ hits: (row?.hits ?? []).map((h) => new Date(h).getTime()), now: at, limit, windowMs })
+}
 
 export function createRateLimiter({
   db,
@@ -61,8 +77,7 @@ export function createRateLimiter({
       const since = new Date(at.getTime() - windowMs)
       const taken = await takeSlotQuery.execute(db, { key, at, since, limit })
       if (taken.rows.length > 0) return 0
-      const row = await db.selectFrom('rate_limit_hits').select('hits').where('key', '=', key).executeTakeFirst()
-      return waitMsFor({ hits: (row?.hits ?? []).map((h) => new Date(h).getTime()), now: at.getTime(), limit, windowMs })
+      return slotWaitMs(db, { key, at: at.getTime(), limit, windowMs })
     },
   }
 }

@@ -45,6 +45,8 @@ export interface RunTurnOptions {
   readonly model: ChatModel
   readonly tools: ToolRegistry
   readonly turnId: string
+  /** The host wrote the turn's `running` row already (the stream endpoints do, at admission); otherwise `runTurn` writes it. */
+  readonly recorded?: boolean | undefined
   readonly uri: string
   readonly question: string
   readonly history: ReadonlyArray<ChatMessage>
@@ -134,7 +136,9 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   }
   // The turn's row is written while the turn prepares and calls the model (its commit waits for
   // the WAL flush: not on the path to the first delta); awaited before the outcome is recorded.
-  const recorded = recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id, instanceId: options.instanceId })
+  const recorded = options.recorded
+    ? Promise.resolve()
+    : recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id, instanceId: options.instanceId })
   const notRecorded = new AbortController()
   const finish = (outcome: Parameters<typeof recordTurnFinished>[1]) =>
     recordTurnFinished(db, outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))

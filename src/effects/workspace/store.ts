@@ -29,7 +29,8 @@ export interface WorkspaceNode {
   readonly currentVersionId: string | null
 }
 
-function toNode(owner: Owner, row: NodeRow & { size?: unknown; mime?: string | null }): WorkspaceNode {
+/** A node as the store returns it, from a row of `nodeAtPath` (or any row of `nodes` with its version's size and mime). */
+export function toNode(owner: Owner, row: NodeRow & { size?: unknown; mime?: string | null }): WorkspaceNode {
   return {
     id: row.id,
     ownerId: row.owner_id,
@@ -72,8 +73,13 @@ export async function ensureRoot(db: Db, owner: Owner): Promise<WorkspaceNode> {
 
 /** The node at a path: the query of every URI resolution (each turn's scope, each tool call), compiled once. */
 export const findNodeQuery = preparedQuery(['ownerId', 'path'], (db, { ownerId, path }: { ownerId: string; path: string }) =>
-  nodeQuery(db).where('nodes.owner_id', '=', ownerId).where('nodes.path', '=', path).compile(),
+  nodeAtPath(db, { ownerId, path }).compile(),
 )
+
+/** The select of the node at `path` (one row or none), also embedded in the turn's admission statement. */
+export function nodeAtPath(db: Db, { ownerId, path }: { ownerId: string; path: string }) {
+  return nodeQuery(db).where('nodes.owner_id', '=', ownerId).where('nodes.path', '=', path)
+}
 
 export async function findNode(db: Db, owner: Owner, segments: ReadonlyArray<string>): Promise<WorkspaceNode | undefined> {
   const { rows } = await findNodeQuery.execute(db, { ownerId: owner.id, path: segmentsToPath(segments) })
