@@ -2,6 +2,7 @@
 // which opens the database (the embedded PostgreSQL unless DATABASE_URL is set) and migrates it —
 // bootstrap the demo on an empty database, listen, and shut down gracefully: stop accepting, end
 // streams, then release every service in reverse order (the embedded PostgreSQL stops with it).
+import { createTokenMemo } from './effects/auth/token-memo.ts'
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
 import { startCoreRuntime, type CoreServiceValues } from './effects/app-layer.ts'
@@ -28,7 +29,7 @@ export interface RunningServer {
 /** The routes' context from the runtime's services. */
 export function appContextOf(services: CoreServiceValues, shutdownSignal: AbortSignal): AppContext {
   const { config, logger, secret, database, models, tools, preStep, parser, retrieval, compile } = services
-  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, parser, retrieval, compile: compile?.feature, shutdownSignal }
+  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, parser, retrieval, compile: compile?.feature, shutdownSignal, tokenMemo: createTokenMemo() }
 }
 
 function listen(app: ReturnType<typeof createApp>, config: AppConfig): Promise<Server> {

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely'
 import type { AppConfig } from '../effects/config/app-config.ts'
 import type { DB } from '../effects/db/schema.ts'
 import type { Logger } from '../effects/logging/logger.ts'
+import type { TokenMemo } from '../effects/auth/token-memo.ts'
 import type { User } from '../effects/auth/users.ts'
 import type { ModelRegistry } from '../effects/llm/model-registry.ts'
 import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
@@ -33,6 +34,8 @@ export interface AppContext {
   readonly shutdownSignal: AbortSignal
   /** This process's id in the instance registry, recorded on every turn it runs. */
   readonly instanceId?: string | undefined
+  /** Users of bearer tokens verified a moment ago (token-memo.ts); without it every request looks its token up. */
+  readonly tokenMemo?: TokenMemo | undefined
   /** The clock for sessions, sign-in throttling and rate limits (ms since the epoch; tests inject one). */
   readonly now?: (() => number) | undefined
 }
@@ -42,6 +45,12 @@ export interface RequestAuth {
   readonly via: 'session' | 'token'
   /** Present for session auth: required on state-changing requests. */
   readonly csrfToken: string | undefined
+  /**
+   * Set when the user came from the token memo, unchecked: only on the requests whose turn
+   * admission checks the token itself (TOKEN_CHECKED_AT_ADMISSION). Every error response checks
+   * it first (a revoked token gets 401, never another error).
+   */
+  readonly uncheckedTokenHash?: string | undefined
 }
 
 declare global {

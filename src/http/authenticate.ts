@@ -1,10 +1,10 @@
 // Session cookie (browser, CSRF-protected) or bearer API token (programs).
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { parseCookie, stringifySetCookie } from 'cookie'
-import { findSession, findUserByApiToken } from '../effects/auth/users.ts'
-import { safeEqual } from '../effects/auth/tokens.ts'
+import { findSession, findUserByTokenHash } from '../effects/auth/users.ts'
+import { hashToken, safeEqual } from '../effects/auth/tokens.ts'
 import type { AppContext } from './app-context.ts'
-import { forbidden, unauthorized } from './http-errors.ts'
+import { forbidden, REVOKED_TOKEN_MESSAGE, unauthorized, type HttpError } from './http-errors.ts'
 import { wantsJson } from './error-handler.ts'
 
 export const SESSION_COOKIE = 'ka_session'
@@ -41,9 +41,17 @@ export function resolveAuth(ctx: AppContext): RequestHandler {
     const header = req.get('authorization')
     if (header !== undefined && /^\s*Bearer(\s|$)/i.test(header)) {
       const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(header)
-      const user = match ? await findUserByApiToken(ctx.db, { secret: ctx.secret, token: match[1]! }) : undefined
       // A wrong bearer token is an error even if a cookie is present.
-      if (!user) return next(unauthorized(match ? 'invalid or revoked API token' : 'malformed Authorization header: expected "Bearer <token>"'))
+      if (!match) return next(unauthorized('malformed Authorization header: expected "Bearer <token>"'))
+      const tokenHash = hashToken({ secret: ctx.secret, token: match[1]! })
+      const remembered = ctx.tokenMemo !== undefined && TOKEN_CHECKED_AT_ADMISSION.has(`${req.method} ${req.path}`) ? ctx.tokenMemo.get(tokenHash) : undefined
+      if (remembered) {
+        req.auth = { user: remembered, via: 'token', csrfToken: undefined, uncheckedTokenHash: tokenHash }
+        return next()
+      }
+      const user = await findUserByTokenHash(ctx.db, tokenHash)
+      if (!user) return next(unauthorized(REVOKED_TOKEN_MESSAGE))
+      ctx.tokenMemo?.remember(tokenHash, user)
       req.auth = { user, via: 'token', csrfToken: undefined }
       return next()
     }
@@ -54,6 +62,42 @@ export function resolveAuth(ctx: AppContext): RequestHandler {
     }
     next()
   }
+}
+
+/**
+ * The requests whose turn admission checks the bearer token in its own statement
+ * (src/effects/turn/turn-admission.ts): for them a token verified a moment ago is taken from the
+ * memo unchecked (`uncheckedTokenHash`), saving a round trip per turn.
+ */
+export const TOKEN_CHECKED_AT_ADMISSION: ReadonlySet<string> = new Set(['POST /api/v1/knowledge-agent/stream', 'POST /v1/chat/completions'])
+
+/** The 401 of a token that the memo knew but the database no longer accepts (it forgets it). */
+export function revokedToken(ctx: AppContext, tokenHash: string): HttpError {
+  ctx.tokenMemo?.forget(tokenHash)
+  return unauthorized(REVOKED_TOKEN_MESSAGE)
+}
+
+/**
+ * Checks a token taken unchecked from the memo (a no-op otherwise): true when it is still live
+ * for the same user, and the request then counts as checked. Every error response of such a
+ * request runs this first, so a revoked token gets 401 and never a more telling error.
+ */
+export async function checkRequestToken(ctx: AppContext, req: Request): Promise<boolean> {
+  const auth = req.auth
+  if (auth?.uncheckedTokenHash === undefined) return true
+  const user = await findUserByTokenHash(ctx.db, auth.uncheckedTokenHash)
+  if (user?.id === auth.user.id) {
+    req.auth = { ...auth, uncheckedTokenHash: undefined }
+    return true
+  }
+  ctx.tokenMemo?.forget(auth.uncheckedTokenHash)
+  req.auth = undefined
+  return false
+}
+
+/** The request's token was checked by its admission: errors after this need not check it again. */
+export function markTokenChecked(req: Request): void {
+  if (req.auth?.uncheckedTokenHash !== undefined) req.auth = { ...req.auth, uncheckedTokenHash: undefined }
 }
 
 /** Requires a signed-in caller: 401 JSON for API paths, a redirect to the login page otherwise. */

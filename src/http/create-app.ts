@@ -7,7 +7,7 @@ import { projectPath } from '../project-root.ts'
 import { HTMX_SCRIPT_PATH } from '../../views/layout.tsx'
 import type { AppContext } from './app-context.ts'
 import { authRoutes } from './auth.routes.ts'
-import { resolveAuth } from './authenticate.ts'
+import { checkRequestToken, resolveAuth } from './authenticate.ts'
 import { createErrorHandler } from './error-handler.ts'
 import { healthRoutes } from './health.routes.ts'
 import { HttpError } from './http-errors.ts'
@@ -100,6 +100,6 @@ export function createApp(ctx: AppContext): Express {
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))
-  app.use(createErrorHandler(ctx.logger))
+  app.use(createErrorHandler(ctx.logger, { checkToken: (req) => checkRequestToken(ctx, req) }))
   return app
 }

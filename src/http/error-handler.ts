@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Request } from 'express'
 import type { Logger } from '../effects/logging/logger.ts'
-import { HttpError } from './http-errors.ts'
+import { HttpError, REVOKED_TOKEN_MESSAGE, unauthorized } from './http-errors.ts'
 
 export function wantsJson(req: Request): boolean {
   return req.originalUrl.startsWith('/api/') || (req.get('accept') ?? '').includes('application/json')
@@ -43,8 +43,17 @@ export function isPublicError(error: unknown): error is PublicError {
   )
 }
 
-export function createErrorHandler(logger: Logger): ErrorRequestHandler {
-  return (error, req, res, _next) => {
+export function createErrorHandler(
+  logger: Logger,
+  {
+    checkToken = async () => true,
+  }: {
+    /** False when the request's bearer token, taken unchecked from the memo, is no longer live: the answer is then 401 (authenticate.ts). */
+    checkToken?: (req: Request) => Promise<boolean>
+  } = {},
+): ErrorRequestHandler {
+  return async (failure, req, res, _next) => {
+    const error: unknown = (await checkToken(req)) ? failure : unauthorized(REVOKED_TOKEN_MESSAGE)
     const described = describeError(error)
     if (described.status >= 500) {
       logger.error('request failed', { method: req.method, path: req.path, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) })

@@ -11,6 +11,9 @@ export class HttpError extends Error {
   }
 }
 
+/** The 401 message for a bearer token that is unknown or revoked. */
+export const REVOKED_TOKEN_MESSAGE = 'invalid or revoked API token'
+
 export const unauthorized = (message = 'sign in or send Authorization: Bearer <token>') =>
   new HttpError(401, 'unauthorized', message)
 export const badRequest = (message: string, code = 'invalid_request') => new HttpError(400, code, message)

@@ -9,7 +9,8 @@ import * as Effect from 'effect/Effect'
 import { randomUUID } from 'node:crypto'
 import type { AppContext } from './app-context.ts'
 import { describeError } from './error-handler.ts'
-import { HttpError } from './http-errors.ts'
+import { HttpError, REVOKED_TOKEN_MESSAGE, unauthorized } from './http-errors.ts'
+import { checkRequestToken, markTokenChecked } from './authenticate.ts'
 import {
   OPENAI_MODEL_PREFIX,
   OpenAiRequestError,
@@ -74,7 +75,8 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
       history: request.history,
       preferences: request.preferences,
     }
-    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: MODELS_HINT })
+    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: MODELS_HINT, uncheckedTokenHash: req.auth!.uncheckedTokenHash })
+    markTokenChecked(req)
     const created = Math.floor(Date.now() / 1000)
     const modelName = `${OPENAI_MODEL_PREFIX}${request.modelId}`
     if (request.stream) {
@@ -100,8 +102,9 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
 
   router.use(OPENAI_PREFIX, (req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.originalUrl.split('?')[0]}`)))
 
-  const errorHandler: ErrorRequestHandler = (error, req, res, next) => {
-    if (!isOpenAiPath(req.path)) return next(error)
+  const errorHandler: ErrorRequestHandler = async (failure, req, res, next) => {
+    if (!isOpenAiPath(req.path)) return next(failure)
+    const error: unknown = (await checkRequestToken(ctx, req)) ? failure : unauthorized(REVOKED_TOKEN_MESSAGE)
     const described = describeError(error)
     if (described.status >= 500) {
       ctx.logger.error('request failed', {

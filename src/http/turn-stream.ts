@@ -6,7 +6,7 @@
 import type { Response } from 'express'
 import * as Effect from 'effect/Effect'
 import { randomUUID } from 'node:crypto'
-import type { User } from '../effects/auth/users.ts'
+import { findUserByTokenHash, type User } from '../effects/auth/users.ts'
 import type { ChatModel } from '../effects/llm/model.ts'
 import { createRateLimiter } from '../effects/limits/rate-limiter.ts'
 import { admitTurn } from '../effects/turn/turn-admission.ts'
@@ -19,6 +19,7 @@ import type { WorkspaceNode } from '../effects/workspace/store.ts'
 import type { ChatMessage, TurnEmitted, TurnOutput, Usage } from '../machines/index.ts'
 import type { TerminalFields } from '../client/wire-events.ts'
 import type { AppContext } from './app-context.ts'
+import { revokedToken } from './authenticate.ts'
 import { badRequest, HttpError } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'
 import { checkMessageFitsModel } from './stream-request.ts'
@@ -66,14 +67,26 @@ const RATE_WINDOW_MS = 60_000
  * tagged workspace error. An admitted turn's row is written (`running`): run it with
  * `runProjectedTurn` / `streamTurn`, which record its outcome.
  *
- * Usually one statement (`admitTurn`: the node, the slot and the row). When the message's fit
- * depends on whether the URI names a file or a directory (the system prompt says which), or no
- * node is there (the root is made on first use; otherwise the exact 404), the steps run one by
- * one, in the same order and with the same errors.
+ * Usually one statement (`admitTurn`: the node, the slot and the row, and the bearer token when
+ * the memo supplied it unchecked). When the message's fit depends on whether the URI names a file
+ * or a directory (the system prompt says which), or no node is there (the root is made on first
+ * use; otherwise the exact 404), the steps run one by one, in the same order and with the same
+ * errors, the token's check first.
  */
 export async function admitTurnStream(
   ctx: AppContext,
-  { user, input, modelsHint }: { user: User; input: TurnStreamInput; modelsHint: string },
+  {
+    user,
+    input,
+    modelsHint,
+    uncheckedTokenHash,
+  }: {
+    user: User
+    input: TurnStreamInput
+    modelsHint: string
+    /** The request's bearer token as the memo gave it, unchecked (`req.auth.uncheckedTokenHash`): checked here before anything is written. */
+    uncheckedTokenHash?: string | undefined
+  },
 ): Promise<AdmittedTurn> {
   const model = await Effect.runPromise(
     ctx.models.get(input.modelId).pipe(
@@ -102,10 +115,12 @@ export async function admitTurnStream(
   const slot = { key: `stream:${user.id}`, limit: ctx.config.streamsPerMinute, windowMs: RATE_WINDOW_MS, now }
   const turn = { id: turnId, uri: input.uri, modelId: model.info.id, instanceId: ctx.instanceId ?? null }
   if (fitsAsEither) {
-    const admission = await admitTurn(ctx.db, { caller: user, path: segmentsToPath(path.segments), turn, slot })
+    const admission = await admitTurn(ctx.db, { caller: user, path: segmentsToPath(path.segments), turn, slot, tokenHash: uncheckedTokenHash })
     if (admission.kind === 'admitted') return { turnId, model, scope: admission.node }
+    if (admission.kind === 'bad-token') throw revokedToken(ctx, uncheckedTokenHash!)
     if (admission.kind === 'limited') throw rateLimited(ctx, admission.waitMs)
   }
+  if (uncheckedTokenHash !== undefined && (await findUserByTokenHash(ctx.db, uncheckedTokenHash))?.id !== user.id) throw revokedToken(ctx, uncheckedTokenHash)
   const { node } = await resolveNode(ctx.db, { caller: user, uri: input.uri })
   checkFit(node)
   const waitMs = await createRateLimiter({ db: ctx.db, limit: slot.limit, windowMs: slot.windowMs, now: () => now }).take(slot.key)

@@ -4,13 +4,15 @@
 import { randomUUID } from 'node:crypto'
 import { sql, type KyselyPlugin } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createUser, type User } from '../../src/effects/auth/users.ts'
+import { createApiTokenFor, createUser, type User } from '../../src/effects/auth/users.ts'
+import { hashToken } from '../../src/effects/auth/tokens.ts'
 import { admitTurn, type TurnAdmissionInput } from '../../src/effects/turn/turn-admission.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { resolveNode } from '../../src/effects/workspace/resolve.ts'
 import { putFile, type Db } from '../../src/effects/workspace/store.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
+const SECRET = 'test-secret-for-token-hashes-0123456789'
 let database: TestDatabase
 let alice: User
 beforeAll(async () => {
@@ -129,6 +131,25 @@ describe('a turn admitted in one statement', () => {
       }
     })
     expect(settings).toEqual(['on', 'on'])
+  })
+
+  it("with a bearer token nothing has checked yet, it writes only while the token is the caller's and live", async () => {
+    const live = await createApiTokenFor(database.db, { secret: SECRET, login: 'alice' })
+    const admitted = admission()
+    expect((await admitTurn(database.db, { ...admitted, tokenHash: hashToken({ secret: SECRET, token: live }) })).kind).toBe('admitted')
+    expect(await findTurn(database.db, admitted.turn.id)).toMatchObject({ status: 'running' })
+
+    const carol = await createUser(database.db, { login: 'carol', password: 'carol-password-123' })
+    const othersToken = hashToken({ secret: SECRET, token: await createApiTokenFor(database.db, { secret: SECRET, login: 'carol' }) })
+    const revoked = await createApiTokenFor(database.db, { secret: SECRET, login: 'alice' })
+    await database.db.updateTable('api_tokens').set({ revoked_at: new Date() }).where('token_hash', '=', hashToken({ secret: SECRET, token: revoked })).execute()
+    for (const tokenHash of [hashToken({ secret: SECRET, token: revoked }), othersToken, hashToken({ secret: SECRET, token: 'ka_never_issued' })]) {
+      const refused = admission()
+      expect(await admitTurn(database.db, { ...refused, tokenHash })).toEqual({ kind: 'bad-token' })
+      expect(await findTurn(database.db, refused.turn.id)).toBeUndefined()
+      expect(await hitsOf(refused.slot.key)).toBe(0)
+    }
+    expect(carol.id).not.toBe(alice.id)
   })
 
   it('a turn id already recorded fails the whole statement: the slot is not taken', async () => {

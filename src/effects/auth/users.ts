@@ -165,7 +165,12 @@ export const liveTokenQuery = preparedQuery(['tokenHash'], (db, { tokenHash }: {
 )
 
 export async function findUserByApiToken(db: Db, { secret, token }: { secret: string; token: string }): Promise<User | undefined> {
-  const row = (await liveTokenQuery.execute(db, { tokenHash: hashToken({ secret, token }) })).rows[0]
+  return findUserByTokenHash(db, hashToken({ secret, token }))
+}
+
+/** `findUserByApiToken` for a token already hashed (`hashToken`). */
+export async function findUserByTokenHash(db: Db, tokenHash: string): Promise<User | undefined> {
+  const row = (await liveTokenQuery.execute(db, { tokenHash })).rows[0]
   if (!row) return undefined
   // Recorded at most once a minute per token: not a write on every request.
   if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() > 60_000) {

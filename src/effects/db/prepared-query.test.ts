@@ -101,7 +101,7 @@ describe('preparedQuery', () => {
       () => {
         const admission = {
           ownerId: 'u-1', path: 'docs/a.md', key: 'stream:u-1', at: new Date(2_000_000), since: new Date(1_940_000), limit: 30,
-          turnId: 't-1', uri: 'kb://me/docs/a.md', modelId: 'local', instanceId: 'i-1',
+          turnId: 't-1', uri: 'kb://me/docs/a.md', modelId: 'local', instanceId: 'i-1', tokenHash: 'h-1',
         }
         return [admitTurnQuery.compile(db, admission), admitTurnQuery.build(db, admission)]
       },

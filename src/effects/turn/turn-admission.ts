@@ -4,9 +4,10 @@
 // layers, the garbage they leave), and 100 turns starting together queue on that one loop
 // (docs/performance.md, "the eighth pass").
 //
-// The statement only writes when the node exists: the slot is taken from a row of the node's
-// select, and the turn is recorded from the row the take returns. So a path with no node, or a
-// full window, writes nothing but what the limiter itself keeps (a full window records no hit).
+// The statement only writes when the node exists (and, for a bearer token taken from the token
+// memo, while the token is live): the slot is taken from a row of the node's select, and the turn
+// is recorded from the row the take returns. So a path with no node, a revoked token or a full
+// window writes nothing (a full window records no hit).
 import { sql } from 'kysely'
 import type { NodeRow } from '../db/schema.ts'
 import { preparedQuery } from '../db/prepared-query.ts'
@@ -20,6 +21,11 @@ export interface TurnAdmissionInput {
   readonly turn: { readonly id: string; readonly uri: string; readonly modelId: string; readonly instanceId: string | null }
   /** The caller's stream slot: at most `limit` turns per `windowMs` for `key`. */
   readonly slot: { readonly key: string; readonly limit: number; readonly windowMs: number; readonly now: number }
+  /**
+   * The hash of a bearer token the caller presented and nothing has checked yet (the token memo's
+   * hint, authenticate.ts): the statement writes only while it is the caller's live token.
+   */
+  readonly tokenHash?: string | undefined
 }
 
 export type TurnAdmission =
@@ -27,10 +33,12 @@ export type TurnAdmission =
   | { readonly kind: 'admitted'; readonly node: WorkspaceNode }
   /** The window is full: nothing was written; retry after `waitMs`. */
   | { readonly kind: 'limited'; readonly waitMs: number }
-  /** No node at the path: nothing was written (resolve the path the usual way for the exact error). */
+  /** No node at the path: nothing was written (resolve the path the usual way for the exact error). The token, if any, is still unchecked. */
   | { readonly kind: 'no-node' }
+  /** `tokenHash` is not the caller's live token (revoked since): nothing was written. */
+  | { readonly kind: 'bad-token' }
 
-type AdmissionRow = NodeRow & { size: unknown; mime: string | null; admitted: boolean }
+type AdmissionRow = NodeRow & { size: unknown; mime: string | null; admitted: boolean; token_ok: boolean }
 
 /**
  * Compiled once, one SQL text (a named statement). Like the limiter's own take, its commit is not
@@ -40,7 +48,7 @@ type AdmissionRow = NodeRow & { size: unknown; mime: string | null; admitted: bo
  * outcome `recordTurnFinished` writes in full when the turn ends (docs/security.md).
  */
 export const admitTurnQuery = preparedQuery(
-  ['ownerId', 'path', 'key', 'at', 'since', 'limit', 'turnId', 'uri', 'modelId', 'instanceId'],
+  ['ownerId', 'path', 'key', 'at', 'since', 'limit', 'turnId', 'uri', 'modelId', 'instanceId', 'tokenHash'],
   (
     db,
     p: {
@@ -54,21 +62,27 @@ export const admitTurnQuery = preparedQuery(
       uri: string
       modelId: string
       instanceId: string | null
+      tokenHash: string | null
     },
   ) =>
     sql<AdmissionRow>`
       with hit_commit as (${ASYNC_COMMIT}),
       scope as ${nodeAtPath(db, { ownerId: p.ownerId, path: p.path })},
-      slot as (${takeSlotUpsert({ key: p.key, at: p.at, since: p.since, limit: p.limit, from: sql`hit_commit, scope` })}),
+      token as (
+        select 1 as ok where ${p.tokenHash}::text is null
+        union all
+        select 1 from api_tokens where token_hash = ${p.tokenHash}::text and revoked_at is null and user_id = ${p.ownerId}::uuid
+      ),
+      slot as (${takeSlotUpsert({ key: p.key, at: p.at, since: p.since, limit: p.limit, from: sql`hit_commit, scope, token` })}),
       turn as (
         insert into turns (id, user_id, uri, model_id, status, instance_id)
         select ${p.turnId}::uuid, ${p.ownerId}::uuid, ${p.uri}::text, ${p.modelId}::text, 'running', ${p.instanceId}::uuid from slot
         returning id
       )
-      select scope.*, exists (select 1 from turn) as admitted from scope`.compile(db),
+      select scope.*, exists (select 1 from turn) as admitted, exists (select 1 from token) as token_ok from scope`.compile(db),
 )
 
-export async function admitTurn(db: Db, { caller, path, turn, slot }: TurnAdmissionInput): Promise<TurnAdmission> {
+export async function admitTurn(db: Db, { caller, path, turn, slot, tokenHash }: TurnAdmissionInput): Promise<TurnAdmission> {
   const at = new Date(slot.now)
   const { rows } = await admitTurnQuery.execute(db, {
     ownerId: caller.id,
@@ -81,10 +95,12 @@ export async function admitTurn(db: Db, { caller, path, turn, slot }: TurnAdmiss
     uri: turn.uri,
     modelId: turn.modelId,
     instanceId: turn.instanceId,
+    tokenHash: tokenHash ?? null,
   })
   const row = rows[0]
   if (!row) return { kind: 'no-node' }
+  if (!row.token_ok) return { kind: 'bad-token' }
   if (!row.admitted) return { kind: 'limited', waitMs: await slotWaitMs(db, { key: slot.key, at: slot.now, limit: slot.limit, windowMs: slot.windowMs }) }
-  const { admitted: _admitted, ...nodeRow } = row
+  const { admitted: _admitted, token_ok: _tokenOk, ...nodeRow } = row
   return { kind: 'admitted', node: toNode(caller, nodeRow) }
 }

@@ -1,0 +1,36 @@
+// The users of bearer tokens that verified a moment ago, by the token's HMAC (never the token):
+// a hint, never proof. A stream's admission checks the token in its own statement instead of a
+// query of its own (one round trip fewer per turn, docs/performance.md "the eighth pass"), so a
+// token revoked a moment ago is refused on its very next request as before (docs/security.md).
+// Entries last a minute — then the full lookup runs again and records the token's use — and at
+// most `maxEntries` are kept (the oldest go first).
+import type { User } from './users.ts'
+
+export interface TokenMemo {
+  readonly get: (tokenHash: string) => User | undefined
+  readonly remember: (tokenHash: string, user: User) => void
+  readonly forget: (tokenHash: string) => void
+}
+
+export const TOKEN_MEMO_TTL_MS = 60_000
+
+export function createTokenMemo({ maxEntries = 1_000, ttlMs = TOKEN_MEMO_TTL_MS, now = Date.now }: { maxEntries?: number; ttlMs?: number; now?: () => number } = {}): TokenMemo {
+  const entries = new Map<string, { readonly user: User; readonly expiresAt: number }>()
+  return {
+    get: (tokenHash) => {
+      const entry = entries.get(tokenHash)
+      if (entry === undefined) return undefined
+      if (now() >= entry.expiresAt) {
+        entries.delete(tokenHash)
+        return undefined
+      }
+      return entry.user
+    },
+    remember: (tokenHash, user) => {
+      entries.delete(tokenHash) // re-inserted last: the oldest entry is always first
+      entries.set(tokenHash, { user, expiresAt: now() + ttlMs })
+      while (entries.size > maxEntries) entries.delete(entries.keys().next().value!)
+    },
+    forget: (tokenHash) => void entries.delete(tokenHash),
+  }
+}
