@@ -43,6 +43,19 @@ export function isPublicError(error: unknown): error is PublicError {
   )
 }
 
+/**
+ * The error to answer with once the request's token is checked (`check`, authenticate.ts): the
+ * failure itself, a 401 when the token is no longer live, or — when the check itself fails (the
+ * database is unreachable) — an internal error that says nothing of the original one.
+ */
+export async function errorAfterTokenCheck(failure: unknown, check: () => Promise<boolean>): Promise<unknown> {
+  try {
+    return (await check()) ? failure : unauthorized(REVOKED_TOKEN_MESSAGE)
+  } catch (checkFailure) {
+    return new Error(`could not check the API token: ${checkFailure instanceof Error ? checkFailure.message : String(checkFailure)}`, { cause: failure })
+  }
+}
+
 export function createErrorHandler(
   logger: Logger,
   {
@@ -53,7 +66,7 @@ export function createErrorHandler(
   } = {},
 ): ErrorRequestHandler {
   return async (failure, req, res, _next) => {
-    const error: unknown = (await checkToken(req)) ? failure : unauthorized(REVOKED_TOKEN_MESSAGE)
+    const error = await errorAfterTokenCheck(failure, () => checkToken(req))
     const described = describeError(error)
     if (described.status >= 500) {
       logger.error('request failed', { method: req.method, path: req.path, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) })

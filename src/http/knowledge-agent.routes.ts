@@ -68,7 +68,7 @@ export function knowledgeAgentRoutes(ctx: AppContext): Router {
     const history = checkStreamRequest(body, { maxMessageChars: ctx.config.maxMessageChars })
     const user = req.auth!.user
     const input = { uri: body.uri, modelId: body.model_id, message: body.message, history }
-    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: `GET ${API_PREFIX}/options lists the available models`, uncheckedTokenHash: req.auth!.uncheckedTokenHash })
+    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: `GET ${API_PREFIX}/options lists the available models`, uncheckedTokenHash: req.auth!.uncheckedTokenHash, onTokenChecked: () => markTokenChecked(req) })
     markTokenChecked(req)
     await streamTurn(ctx, { res, user, admitted, input, project: jsonTurnProjector })
   })

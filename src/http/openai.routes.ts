@@ -8,8 +8,8 @@ import { Router, json, type ErrorRequestHandler, type RequestHandler } from 'exp
 import * as Effect from 'effect/Effect'
 import { randomUUID } from 'node:crypto'
 import type { AppContext } from './app-context.ts'
-import { describeError } from './error-handler.ts'
-import { HttpError, REVOKED_TOKEN_MESSAGE, unauthorized } from './http-errors.ts'
+import { describeError, errorAfterTokenCheck } from './error-handler.ts'
+import { HttpError } from './http-errors.ts'
 import { checkRequestToken, markTokenChecked } from './authenticate.ts'
 import {
   OPENAI_MODEL_PREFIX,
@@ -18,7 +18,7 @@ import {
   readChatTurnRequest,
 } from './openai-chat-request.ts'
 import { createCompletionCollector, openAiErrorType, openAiTurnProjector, sseFrameWriter } from './openai-turn-projector.ts'
-import { admitTurnStream, runProjectedTurn, streamTurn, type TurnStreamInput } from './turn-stream.ts'
+import { admitTurnStream, closeUnfinishedTurn, runProjectedTurn, streamTurn, type TurnProjector, type TurnStreamInput } from './turn-stream.ts'
 
 export const OPENAI_PREFIX = '/v1'
 const MODELS_HINT = `GET ${OPENAI_PREFIX}/models lists them`
@@ -75,7 +75,7 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
       history: request.history,
       preferences: request.preferences,
     }
-    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: MODELS_HINT, uncheckedTokenHash: req.auth!.uncheckedTokenHash })
+    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: MODELS_HINT, uncheckedTokenHash: req.auth!.uncheckedTokenHash, onTokenChecked: () => markTokenChecked(req) })
     markTokenChecked(req)
     const created = Math.floor(Date.now() / 1000)
     const modelName = `${OPENAI_MODEL_PREFIX}${request.modelId}`
@@ -88,11 +88,16 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
       return
     }
     const { turnId } = admitted
-    const collector = createCompletionCollector()
-    await runProjectedTurn(ctx, {
-      res, user, admitted, input,
-      projector: openAiTurnProjector({ id: `chatcmpl-${turnId}`, created, model: modelName, includeUsage: true, write: collector.write }),
-    })
+    let collector: ReturnType<typeof createCompletionCollector>
+    let projector: TurnProjector
+    try {
+      collector = createCompletionCollector()
+      projector = openAiTurnProjector({ id: `chatcmpl-${turnId}`, created, model: modelName, includeUsage: true, write: collector.write })
+    } catch (error) {
+      await closeUnfinishedTurn(ctx, turnId)
+      throw error
+    }
+    await runProjectedTurn(ctx, { res, user, admitted, input, projector })
     if (res.writableEnded || res.destroyed) return // the client went away: the turn was cancelled
     const result = collector.result()
     res.set({ 'X-Turn-Id': turnId, 'Cache-Control': 'no-store' })
@@ -104,7 +109,7 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
 
   const errorHandler: ErrorRequestHandler = async (failure, req, res, next) => {
     if (!isOpenAiPath(req.path)) return next(failure)
-    const error: unknown = (await checkRequestToken(ctx, req)) ? failure : unauthorized(REVOKED_TOKEN_MESSAGE)
+    const error = await errorAfterTokenCheck(failure, () => checkRequestToken(ctx, req))
     const described = describeError(error)
     if (described.status >= 500) {
       ctx.logger.error('request failed', {

@@ -80,12 +80,15 @@ export async function admitTurnStream(
     input,
     modelsHint,
     uncheckedTokenHash,
+    onTokenChecked,
   }: {
     user: User
     input: TurnStreamInput
     modelsHint: string
     /** The request's bearer token as the memo gave it, unchecked (`req.auth.uncheckedTokenHash`): checked here before anything is written. */
     uncheckedTokenHash?: string | undefined
+    /** Called once that token is known to be live (then an error needs no second check: `markTokenChecked`). */
+    onTokenChecked?: (() => void) | undefined
   },
 ): Promise<AdmittedTurn> {
   const model = await Effect.runPromise(
@@ -118,9 +121,15 @@ export async function admitTurnStream(
     const admission = await admitTurn(ctx.db, { caller: user, path: segmentsToPath(path.segments), turn, slot, tokenHash: uncheckedTokenHash })
     if (admission.kind === 'admitted') return { turnId, model, scope: admission.node }
     if (admission.kind === 'bad-token') throw revokedToken(ctx, uncheckedTokenHash!)
-    if (admission.kind === 'limited') throw rateLimited(ctx, admission.waitMs)
+    if (admission.kind === 'limited') {
+      onTokenChecked?.()
+      throw rateLimited(ctx, admission.waitMs)
+    }
   }
-  if (uncheckedTokenHash !== undefined && (await findUserByTokenHash(ctx.db, uncheckedTokenHash))?.id !== user.id) throw revokedToken(ctx, uncheckedTokenHash)
+  if (uncheckedTokenHash !== undefined) {
+    if ((await findUserByTokenHash(ctx.db, uncheckedTokenHash))?.id !== user.id) throw revokedToken(ctx, uncheckedTokenHash)
+    onTokenChecked?.()
+  }
   const { node } = await resolveNode(ctx.db, { caller: user, uri: input.uri })
   checkFit(node)
   const waitMs = await createRateLimiter({ db: ctx.db, limit: slot.limit, windowMs: slot.windowMs, now: () => now }).take(slot.key)
@@ -194,7 +203,7 @@ export async function streamTurn(
 }
 
 /** An admitted turn's row is `running` until its outcome is written: a failure that ends the request before then closes it as failed (a no-op once it is finished). */
-async function closeUnfinishedTurn(ctx: AppContext, turnId: string): Promise<void> {
+export async function closeUnfinishedTurn(ctx: AppContext, turnId: string): Promise<void> {
   await recordTurnFinished(ctx.db, { id: turnId, status: 'failed', error: { code: 'internal_error', message: 'the turn failed unexpectedly' } }).catch((error: unknown) =>
     ctx.logger.error('could not record the turn outcome', { turnId, error }),
   )

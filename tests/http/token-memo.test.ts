@@ -3,7 +3,7 @@
 // admission statement checks it instead. A token revoked meanwhile must still be refused on its
 // very next request — with 401, before and instead of any other error — and nothing written.
 import type { Request } from 'express'
-import type { KyselyPlugin } from 'kysely'
+import { sql, type KyselyPlugin } from 'kysely'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { hashToken } from '../../src/effects/auth/tokens.ts'
 import { createApiTokenFor } from '../../src/effects/auth/users.ts'
@@ -109,6 +109,27 @@ describe('a remembered bearer token on the turn endpoints', () => {
     expect(warm.status).toBe(401)
     expect(warm.headers.get('www-authenticate')).toBe('Bearer')
     expect((await warm.json()).error).toMatchObject({ code: 'unauthorized', type: 'authentication_error', message: 'invalid or revoked API token' })
+  })
+})
+
+describe('when the token cannot be checked', () => {
+  it('an error before admission is a plain JSON 500 that says nothing of either failure', async () => {
+    const token = await createApiTokenFor(server.database.db, { secret: TEST_SECRET, login: 'dana' })
+    expect((await send(STREAM, token, streamBody())).status).toBe(200) // remembered
+    await sql`alter table api_tokens rename to api_tokens_away`.execute(server.database.db)
+    try {
+      const stream = await send(STREAM, token, streamBody({ model_id: 'nope' }))
+      expect([stream.status, stream.headers.get('content-type')]).toEqual([500, 'application/json; charset=utf-8'])
+      expect(await stream.json()).toEqual({ error: { code: 'internal_error', message: 'internal server error' } })
+      const completion = await send(COMPLETIONS, token, JSON.stringify({ model: 'knowagent/nope', messages: [{ role: 'user', content: 'q' }] }))
+      expect(completion.status).toBe(500)
+      const body = await completion.text()
+      expect(JSON.parse(body).error).toMatchObject({ code: 'internal_error', type: 'server_error' })
+      expect(body).not.toMatch(/api_tokens|node_modules|nope/)
+    } finally {
+      await sql`alter table api_tokens_away rename to api_tokens`.execute(server.database.db)
+    }
+    expect(server.logLines.some((line) => line.includes('could not check the API token'))).toBe(true)
   })
 })
 
