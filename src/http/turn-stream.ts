@@ -8,12 +8,12 @@ import * as Effect from 'effect/Effect'
 import { randomUUID } from 'node:crypto'
 import { findUserByTokenHash, type User } from '../effects/auth/users.ts'
 import type { ChatModel } from '../effects/llm/model.ts'
-import { createRateLimiter } from '../effects/limits/rate-limiter.ts'
 import { admitTurn } from '../effects/turn/turn-admission.ts'
-import { recordTurnFinished, recordTurnStarted } from '../effects/turn/turn-records.ts'
+import { recordTurnFinished } from '../effects/turn/turn-records.ts'
 import { buildSystemPrompt } from '../effects/turn/prepare-turn.ts'
 import { runTurn } from '../effects/turn/run-turn.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
+import { NodeNotFound } from '../effects/workspace/workspace-errors.ts'
 import { formatKbUri, parseKbUri, segmentsToPath } from '../effects/workspace/uri.ts'
 import type { WorkspaceNode } from '../effects/workspace/store.ts'
 import type { ChatMessage, TurnEmitted, TurnOutput, Usage } from '../machines/index.ts'
@@ -67,11 +67,11 @@ const RATE_WINDOW_MS = 60_000
  * tagged workspace error. An admitted turn's row is written (`running`): run it with
  * `runProjectedTurn` / `streamTurn`, which record its outcome.
  *
- * Usually one statement (`admitTurn`: the node, the slot and the row, and the bearer token when
- * the memo supplied it unchecked). When the message's fit depends on whether the URI names a file
- * or a directory (the system prompt says which), or no node is there (the root is made on first
- * use; otherwise the exact 404), the steps run one by one, in the same order and with the same
- * errors, the token's check first.
+ * One statement writes the admission (`admitTurn`: the node, the slot and the row, and the bearer
+ * token when the memo supplied it unchecked), usually as the only query. When the message's fit
+ * depends on whether the URI names a file or a directory (the system prompt says which), or no
+ * node is there (the root is made on first use; otherwise the exact 404), the token and the node
+ * are checked first, in the same order and with the same errors, and then the same statement.
  */
 export async function admitTurnStream(
   ctx: AppContext,
@@ -117,25 +117,30 @@ export async function admitTurnStream(
   const now = (ctx.now ?? Date.now)()
   const slot = { key: `stream:${user.id}`, limit: ctx.config.streamsPerMinute, windowMs: RATE_WINDOW_MS, now }
   const turn = { id: turnId, uri: input.uri, modelId: model.info.id, instanceId: ctx.instanceId ?? null }
-  if (fitsAsEither) {
-    const admission = await admitTurn(ctx.db, { caller: user, path: segmentsToPath(path.segments), turn, slot, tokenHash: uncheckedTokenHash })
-    if (admission.kind === 'admitted') return { turnId, model, scope: admission.node }
+  const admit = async (storePath: string) => {
+    const admission = await admitTurn(ctx.db, { caller: user, path: storePath, turn, slot, tokenHash: uncheckedTokenHash })
     if (admission.kind === 'bad-token') throw revokedToken(ctx, uncheckedTokenHash!)
     if (admission.kind === 'limited') {
       onTokenChecked?.()
       throw rateLimited(ctx, admission.waitMs)
     }
+    return admission.kind === 'admitted' ? admission.node : undefined
   }
+  if (fitsAsEither) {
+    const scope = await admit(segmentsToPath(path.segments))
+    if (scope) return { turnId, model, scope }
+  }
+  // Step by step: the token (nothing below may tell a revoked one more than 401), the node (the
+  // exact 404; the root made on first use), the fit for its kind — then the same one statement.
   if (uncheckedTokenHash !== undefined) {
     if ((await findUserByTokenHash(ctx.db, uncheckedTokenHash))?.id !== user.id) throw revokedToken(ctx, uncheckedTokenHash)
     onTokenChecked?.()
   }
   const { node } = await resolveNode(ctx.db, { caller: user, uri: input.uri })
   checkFit(node)
-  const waitMs = await createRateLimiter({ db: ctx.db, limit: slot.limit, windowMs: slot.windowMs, now: () => now }).take(slot.key)
-  if (waitMs > 0) throw rateLimited(ctx, waitMs)
-  await recordTurnStarted(ctx.db, { id: turnId, userId: user.id, uri: turn.uri, modelId: turn.modelId, instanceId: ctx.instanceId })
-  return { turnId, model, scope: node }
+  const scope = await admit(node.path)
+  if (!scope) throw new NodeNotFound({ uri: node.uri }) // deleted a moment ago
+  return { turnId, model, scope }
 }
 
 function rateLimited(ctx: AppContext, waitMs: number): HttpError {

@@ -194,6 +194,17 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
     expect(await findTurn(server.database.db, turnId)).toMatchObject({ status: 'done', finish_reason: 'stop' })
   })
 
+  it("a user whose root is missing gets it made on the first stream, which is admitted (the step-by-step path)", async () => {
+    const erin = await addUserWithToken(server, 'erin')
+    await server.database.db.deleteFrom('nodes').where('owner_id', '=', erin.user.id).where('path', '=', '').execute()
+    provider.enqueue(streamScript(textAnswerSse('ok')))
+    const res = await post({ uri: 'kb://me/', model_id: 'remote', message: 'hi' }, erin.token)
+    expect(res.status).toBe(200)
+    expect(terminalEvents((await readSseEvents(res)).events)).toEqual([expect.objectContaining({ event: 'done' })])
+    expect(await findTurn(server.database.db, res.headers.get('x-turn-id')!)).toMatchObject({ status: 'done', user_id: erin.user.id })
+    expect(await server.database.db.selectFrom('nodes').select('kind').where('owner_id', '=', erin.user.id).where('path', '=', '').executeTakeFirst()).toEqual({ kind: 'directory' })
+  })
+
   it('an admitted turn that fails before it runs is closed as failed, not left running', async () => {
     const turnIds: string[] = []
     const app = express()
