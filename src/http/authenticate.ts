@@ -77,6 +77,29 @@ export function revokedToken(ctx: AppContext, tokenHash: string): HttpError {
   return unauthorized(REVOKED_TOKEN_MESSAGE)
 }
 
+/** Whether `tokenHash` is still `userId`'s live token (the full lookup; the memo forgets it if not). */
+export async function tokenStillLive(ctx: AppContext, tokenHash: string, userId: string): Promise<boolean> {
+  if ((await findUserByTokenHash(ctx.db, tokenHash))?.id === userId) return true
+  ctx.tokenMemo?.forget(tokenHash)
+  return false
+}
+
+/**
+ * A request's token taken unchecked from the memo, for the turn admission that checks it: its
+ * hash, and `checked()` to call once the admission has found out either way (an error after that
+ * needs no second check). Undefined when the request's auth was checked already.
+ */
+export interface UncheckedToken {
+  readonly hash: string
+  readonly checked: () => void
+}
+
+export function uncheckedTokenOf(req: Request): UncheckedToken | undefined {
+  const hash = req.auth?.uncheckedTokenHash
+  if (hash === undefined) return undefined
+  return { hash, checked: () => void (req.auth &&= { ...req.auth, uncheckedTokenHash: undefined }) }
+}
+
 /**
  * Checks a token taken unchecked from the memo (a no-op otherwise): true when it is still live
  * for the same user, and the request then counts as checked. Every error response of such a
@@ -85,19 +108,9 @@ export function revokedToken(ctx: AppContext, tokenHash: string): HttpError {
 export async function checkRequestToken(ctx: AppContext, req: Request): Promise<boolean> {
   const auth = req.auth
   if (auth?.uncheckedTokenHash === undefined) return true
-  const user = await findUserByTokenHash(ctx.db, auth.uncheckedTokenHash)
-  if (user?.id === auth.user.id) {
-    req.auth = { ...auth, uncheckedTokenHash: undefined }
-    return true
-  }
-  ctx.tokenMemo?.forget(auth.uncheckedTokenHash)
-  req.auth = undefined
-  return false
-}
-
-/** The request's token was checked by its admission: errors after this need not check it again. */
-export function markTokenChecked(req: Request): void {
-  if (req.auth?.uncheckedTokenHash !== undefined) req.auth = { ...req.auth, uncheckedTokenHash: undefined }
+  const live = await tokenStillLive(ctx, auth.uncheckedTokenHash, auth.user.id)
+  req.auth = live ? { ...auth, uncheckedTokenHash: undefined } : undefined
+  return live
 }
 
 /** Requires a signed-in caller: 401 JSON for API paths, a redirect to the login page otherwise. */

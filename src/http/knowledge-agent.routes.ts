@@ -4,7 +4,7 @@ import * as Schema from 'effect/Schema'
 import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
 import type { CompileOptions } from '../effects/compile/compile-service.ts'
 import type { AppContext } from './app-context.ts'
-import { markTokenChecked, requireAuth, requireCsrf } from './authenticate.ts'
+import { requireAuth, requireCsrf, uncheckedTokenOf } from './authenticate.ts'
 import { decodeBody, SafeInt } from './decode-request.ts'
 import { HttpError } from './http-errors.ts'
 import { runExplicitCommand } from './explicit-command.ts'
@@ -68,8 +68,7 @@ export function knowledgeAgentRoutes(ctx: AppContext): Router {
     const history = checkStreamRequest(body, { maxMessageChars: ctx.config.maxMessageChars })
     const user = req.auth!.user
     const input = { uri: body.uri, modelId: body.model_id, message: body.message, history }
-    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: `GET ${API_PREFIX}/options lists the available models`, uncheckedTokenHash: req.auth!.uncheckedTokenHash, onTokenChecked: () => markTokenChecked(req) })
-    markTokenChecked(req)
+    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: `GET ${API_PREFIX}/options lists the available models`, uncheckedToken: uncheckedTokenOf(req) })
     await streamTurn(ctx, { res, user, admitted, input, project: jsonTurnProjector })
   })
 

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto'
 import type { AppContext } from './app-context.ts'
 import { describeError, errorAfterTokenCheck } from './error-handler.ts'
 import { HttpError } from './http-errors.ts'
-import { checkRequestToken, markTokenChecked } from './authenticate.ts'
+import { checkRequestToken, uncheckedTokenOf } from './authenticate.ts'
 import {
   OPENAI_MODEL_PREFIX,
   OpenAiRequestError,
@@ -18,7 +18,7 @@ import {
   readChatTurnRequest,
 } from './openai-chat-request.ts'
 import { createCompletionCollector, openAiErrorType, openAiTurnProjector, sseFrameWriter } from './openai-turn-projector.ts'
-import { admitTurnStream, closeUnfinishedTurn, runProjectedTurn, streamTurn, type TurnProjector, type TurnStreamInput } from './turn-stream.ts'
+import { admitTurnStream, runProjectedTurn, streamTurn, type TurnStreamInput } from './turn-stream.ts'
 
 export const OPENAI_PREFIX = '/v1'
 const MODELS_HINT = `GET ${OPENAI_PREFIX}/models lists them`
@@ -75,8 +75,7 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
       history: request.history,
       preferences: request.preferences,
     }
-    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: MODELS_HINT, uncheckedTokenHash: req.auth!.uncheckedTokenHash, onTokenChecked: () => markTokenChecked(req) })
-    markTokenChecked(req)
+    const admitted = await admitTurnStream(ctx, { user, input, modelsHint: MODELS_HINT, uncheckedToken: uncheckedTokenOf(req) })
     const created = Math.floor(Date.now() / 1000)
     const modelName = `${OPENAI_MODEL_PREFIX}${request.modelId}`
     if (request.stream) {
@@ -88,16 +87,11 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
       return
     }
     const { turnId } = admitted
-    let collector: ReturnType<typeof createCompletionCollector>
-    let projector: TurnProjector
-    try {
-      collector = createCompletionCollector()
-      projector = openAiTurnProjector({ id: `chatcmpl-${turnId}`, created, model: modelName, includeUsage: true, write: collector.write })
-    } catch (error) {
-      await closeUnfinishedTurn(ctx, turnId)
-      throw error
-    }
-    await runProjectedTurn(ctx, { res, user, admitted, input, projector })
+    const collector = createCompletionCollector()
+    await runProjectedTurn(ctx, {
+      res, user, admitted, input,
+      project: () => openAiTurnProjector({ id: `chatcmpl-${turnId}`, created, model: modelName, includeUsage: true, write: collector.write }),
+    })
     if (res.writableEnded || res.destroyed) return // the client went away: the turn was cancelled
     const result = collector.result()
     res.set({ 'X-Turn-Id': turnId, 'Cache-Control': 'no-store' })

@@ -6,7 +6,7 @@
 import type { Response } from 'express'
 import * as Effect from 'effect/Effect'
 import { randomUUID } from 'node:crypto'
-import { findUserByTokenHash, type User } from '../effects/auth/users.ts'
+import type { User } from '../effects/auth/users.ts'
 import type { ChatModel } from '../effects/llm/model.ts'
 import { admitTurn } from '../effects/turn/turn-admission.ts'
 import { recordTurnFinished } from '../effects/turn/turn-records.ts'
@@ -19,8 +19,8 @@ import type { WorkspaceNode } from '../effects/workspace/store.ts'
 import type { ChatMessage, TurnEmitted, TurnOutput, Usage } from '../machines/index.ts'
 import type { TerminalFields } from '../client/wire-events.ts'
 import type { AppContext } from './app-context.ts'
-import { revokedToken } from './authenticate.ts'
-import { badRequest, HttpError } from './http-errors.ts'
+import { revokedToken, tokenStillLive, type UncheckedToken } from './authenticate.ts'
+import { badRequest, HttpError, REVOKED_TOKEN_MESSAGE, unauthorized } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'
 import { checkMessageFitsModel } from './stream-request.ts'
 
@@ -79,16 +79,13 @@ export async function admitTurnStream(
     user,
     input,
     modelsHint,
-    uncheckedTokenHash,
-    onTokenChecked,
+    uncheckedToken,
   }: {
     user: User
     input: TurnStreamInput
     modelsHint: string
-    /** The request's bearer token as the memo gave it, unchecked (`req.auth.uncheckedTokenHash`): checked here before anything is written. */
-    uncheckedTokenHash?: string | undefined
-    /** Called once that token is known to be live (then an error needs no second check: `markTokenChecked`). */
-    onTokenChecked?: (() => void) | undefined
+    /** The request's bearer token as the memo gave it (`uncheckedTokenOf(req)`): checked here before anything is written. */
+    uncheckedToken?: UncheckedToken | undefined
   },
 ): Promise<AdmittedTurn> {
   const model = await Effect.runPromise(
@@ -118,13 +115,12 @@ export async function admitTurnStream(
   const slot = { key: `stream:${user.id}`, limit: ctx.config.streamsPerMinute, windowMs: RATE_WINDOW_MS, now }
   const turn = { id: turnId, uri: input.uri, modelId: model.info.id, instanceId: ctx.instanceId ?? null }
   const admit = async (storePath: string) => {
-    const admission = await admitTurn(ctx.db, { caller: user, path: storePath, turn, slot, tokenHash: uncheckedTokenHash })
-    if (admission.kind === 'bad-token') throw revokedToken(ctx, uncheckedTokenHash!)
-    if (admission.kind === 'limited') {
-      onTokenChecked?.()
-      throw rateLimited(ctx, admission.waitMs)
-    }
-    return admission.kind === 'admitted' ? admission.node : undefined
+    const admission = await admitTurn(ctx.db, { caller: user, path: storePath, turn, slot, tokenHash: uncheckedToken?.hash })
+    if (admission.kind === 'no-node') return undefined // the token, if any, is still unchecked
+    uncheckedToken?.checked()
+    if (admission.kind === 'bad-token') throw revokedToken(ctx, uncheckedToken!.hash)
+    if (admission.kind === 'limited') throw rateLimited(ctx, admission.waitMs)
+    return admission.node
   }
   if (fitsAsEither) {
     const scope = await admit(segmentsToPath(path.segments))
@@ -132,9 +128,10 @@ export async function admitTurnStream(
   }
   // Step by step: the token (nothing below may tell a revoked one more than 401), the node (the
   // exact 404; the root made on first use), the fit for its kind — then the same one statement.
-  if (uncheckedTokenHash !== undefined) {
-    if ((await findUserByTokenHash(ctx.db, uncheckedTokenHash))?.id !== user.id) throw revokedToken(ctx, uncheckedTokenHash)
-    onTokenChecked?.()
+  if (uncheckedToken !== undefined) {
+    const live = await tokenStillLive(ctx, uncheckedToken.hash, user.id)
+    uncheckedToken.checked()
+    if (!live) throw unauthorized(REVOKED_TOKEN_MESSAGE)
   }
   const { node } = await resolveNode(ctx.db, { caller: user, uri: input.uri })
   checkFit(node)
@@ -193,31 +190,33 @@ export async function streamTurn(
   },
 ): Promise<void> {
   const { turnId } = admitted
-  let sse: SseWriter
-  let projector: TurnProjector
-  try {
-    res.set('X-Turn-Id', turnId)
-    sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
-    projector = project(sse, { turnId })
-  } catch (error) {
-    await closeUnfinishedTurn(ctx, turnId)
-    throw error
-  }
-  await runProjectedTurn(ctx, { res, user, admitted, input, projector })
-  sse.close()
+  let sse: SseWriter | undefined
+  await runProjectedTurn(ctx, {
+    res,
+    user,
+    admitted,
+    input,
+    project: () => {
+      res.set('X-Turn-Id', turnId)
+      sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
+      return project(sse, { turnId })
+    },
+  })
+  sse?.close()
 }
 
 /** An admitted turn's row is `running` until its outcome is written: a failure that ends the request before then closes it as failed (a no-op once it is finished). */
-export async function closeUnfinishedTurn(ctx: AppContext, turnId: string): Promise<void> {
+async function closeUnfinishedTurn(ctx: AppContext, turnId: string): Promise<void> {
   await recordTurnFinished(ctx.db, { id: turnId, status: 'failed', error: { code: 'internal_error', message: 'the turn failed unexpectedly' } }).catch((error: unknown) =>
     ctx.logger.error('could not record the turn outcome', { turnId, error }),
   )
 }
 
 /**
- * Runs the turn of one request and feeds its events to `projector`, ending with exactly one
- * `finish`; the response closing early (client gone) or server shutdown stops it. The caller
- * owns the response: `streamTurn` opens SSE around it, a non-streaming face answers afterwards.
+ * Runs the admitted turn of one request and feeds its events to the projector `project` builds,
+ * ending with exactly one `finish`; the response closing early (client gone) or server shutdown
+ * stops it. The caller owns the response: `streamTurn` opens SSE in `project`, a non-streaming
+ * face answers afterwards. If `project` throws, the turn's row is closed as failed.
  */
 export async function runProjectedTurn(
   ctx: AppContext,
@@ -226,10 +225,17 @@ export async function runProjectedTurn(
     user,
     admitted,
     input,
-    projector,
-  }: { res: Response; user: User; admitted: AdmittedTurn; input: TurnStreamInput; projector: TurnProjector },
+    project,
+  }: { res: Response; user: User; admitted: AdmittedTurn; input: TurnStreamInput; project: () => TurnProjector },
 ): Promise<void> {
   const { turnId } = admitted
+  let projector: TurnProjector
+  try {
+    projector = project()
+  } catch (error) {
+    await closeUnfinishedTurn(ctx, turnId)
+    throw error
+  }
   const stop = watchForStop(ctx, res)
   let held: TerminalEmitted | undefined
   const forward = (event: TurnEmitted) => {

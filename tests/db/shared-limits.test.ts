@@ -1,12 +1,11 @@
 // Limits that must hold across every server process sharing one PostgreSQL: the per-user stream
 // rate limit and sign-in throttling. Two pools on one database stand for two processes; time is
 // injected, never slept.
-import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgres, type DatabaseHandle } from '../../src/effects/db/database.ts'
 import { createRateLimiter } from '../../src/effects/limits/rate-limiter.ts'
 import { beginSignInAttempt, DEFAULT_SIGN_IN_POLICY, lockoutMs, type SignInPolicy } from '../../src/effects/auth/sign-in-throttle.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, synchronousCommitAround, type TestDatabase } from '../support/test-database.ts'
 
 let database: TestDatabase
 let other: DatabaseHandle
@@ -67,17 +66,9 @@ describe('the stream rate limit in PostgreSQL', () => {
   })
 
   it("turns off waiting for the flush for the take's own transaction only: the connection's setting is unchanged after it", async () => {
-    const settings = await database.db.connection().execute(async (db) => {
+    const settings = await synchronousCommitAround(database.db, async (db) => {
       const limiter = createRateLimiter({ db, limit: 2, windowMs: 60_000, now: () => 40_000_000 })
-      await sql`set synchronous_commit = on`.execute(db) // the test server runs with it off
-      try {
-        const before = await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(db)
-        expect(await limiter.take('stream:durability')).toBe(0)
-        const after = await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(db)
-        return [before.rows[0]!.synchronous_commit, after.rows[0]!.synchronous_commit]
-      } finally {
-        await sql`reset synchronous_commit`.execute(db)
-      }
+      expect(await limiter.take('stream:durability')).toBe(0)
     })
     expect(settings).toEqual(['on', 'on'])
   })

@@ -2,7 +2,7 @@
 // the node as the store resolves it, the stream slot and the turn's `running` row, written only
 // together, and nothing written for a path with no node or a full window.
 import { randomUUID } from 'node:crypto'
-import { sql, type KyselyPlugin } from 'kysely'
+import type { KyselyPlugin } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApiTokenFor, createUser, type User } from '../../src/effects/auth/users.ts'
 import { hashToken } from '../../src/effects/auth/tokens.ts'
@@ -10,7 +10,7 @@ import { admitTurn, type TurnAdmissionInput } from '../../src/effects/turn/turn-
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { resolveNode } from '../../src/effects/workspace/resolve.ts'
 import { putFile, type Db } from '../../src/effects/workspace/store.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, synchronousCommitAround, type TestDatabase } from '../support/test-database.ts'
 
 const SECRET = 'test-secret-for-token-hashes-0123456789'
 let database: TestDatabase
@@ -119,16 +119,8 @@ describe('a turn admitted in one statement', () => {
   })
 
   it("turns off waiting for the flush for its own transaction only: the connection's setting is unchanged after it", async () => {
-    const settings = await database.db.connection().execute(async (db) => {
-      await sql`set synchronous_commit = on`.execute(db) // the test server runs with it off
-      try {
-        const before = await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(db)
-        expect((await admitTurn(db, admission())).kind).toBe('admitted')
-        const after = await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(db)
-        return [before.rows[0]!.synchronous_commit, after.rows[0]!.synchronous_commit]
-      } finally {
-        await sql`reset synchronous_commit`.execute(db)
-      }
+    const settings = await synchronousCommitAround(database.db, async (db) => {
+      expect((await admitTurn(db, admission())).kind).toBe('admitted')
     })
     expect(settings).toEqual(['on', 'on'])
   })

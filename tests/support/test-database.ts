@@ -5,6 +5,8 @@ import pg from 'pg'
 import { randomBytes } from 'node:crypto'
 import { openPostgres, type DatabaseHandle } from '../../src/effects/db/database.ts'
 import { migrateToLatest } from '../../src/effects/db/migrate.ts'
+import { sql, type Kysely } from 'kysely'
+import type { DB } from '../../src/effects/db/schema.ts'
 
 /** One engine everywhere: the suites run on PostgreSQL only (kept as a list for test names). */
 export type DatabaseKind = 'postgres'
@@ -46,4 +48,23 @@ export async function openTestDatabase(_kind: DatabaseKind = 'postgres'): Promis
       await drop()
     },
   }
+}
+
+/**
+ * The connection's `synchronous_commit` before and after `run` on one connection of `db`, which
+ * starts with it on (the test server runs with it off): for statements that turn it off for their
+ * own transaction only.
+ */
+export async function synchronousCommitAround(db: Kysely<DB>, run: (connection: Kysely<DB>) => Promise<void>): Promise<[string, string]> {
+  return db.connection().execute(async (connection) => {
+    const setting = async () => (await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(connection)).rows[0]!.synchronous_commit
+    await sql`set synchronous_commit = on`.execute(connection)
+    try {
+      const before = await setting()
+      await run(connection)
+      return [before, await setting()]
+    } finally {
+      await sql`reset synchronous_commit`.execute(connection)
+    }
+  })
 }

@@ -12,7 +12,7 @@ export interface TokenMemo {
   readonly forget: (tokenHash: string) => void
 }
 
-export const TOKEN_MEMO_TTL_MS = 60_000
+const TOKEN_MEMO_TTL_MS = 60_000
 
 export function createTokenMemo({ maxEntries = 1_000, ttlMs = TOKEN_MEMO_TTL_MS, now = Date.now }: { maxEntries?: number; ttlMs?: number; now?: () => number } = {}): TokenMemo {
   const entries = new Map<string, { readonly user: User; readonly expiresAt: number }>()
