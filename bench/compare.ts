@@ -110,6 +110,10 @@ function figuresFor(results: BenchResults): Figure[] {
       const c = paced.concurrency
       figures.push({ name: `${variant}: TTFD p50 ms @${c}`, read: (r) => knowagent(r, 'paced', c)?.ttfdP50Ms ?? Number.NaN })
       figures.push({ name: `${variant}: TTFD p50 @${c} / raw`, read: (r) => ratio(knowagent(r, 'paced', c)?.ttfdP50Ms, raw(r, 'paced', c)?.ttfdP50Ms) })
+      figures.push({ name: `${variant}: TTFD max ms @${c}`, read: (r) => knowagent(r, 'paced', c)?.ttfdMaxMs ?? Number.NaN })
+      // ~0.5 when the streams that start together get their first delta in turn (first come, first
+      // served), ~1 when every one waits for about as long as the last
+      figures.push({ name: `${variant}: TTFD p50 / max @${c}`, read: (r) => ratio(knowagent(r, 'paced', c)?.ttfdP50Ms, knowagent(r, 'paced', c)?.ttfdMaxMs) })
       figures.push({
         name: `${variant}: added p99 ms @${c} (whole run)`,
         read: (r) => difference(knowagent(r, 'paced', c)?.latencyP99Ms, raw(r, 'paced', c)?.latencyP99Ms),

@@ -25,7 +25,7 @@ const STATIC_DIR = projectPath('views/static/')
 const HTMX_DIST = join(dirname(require.resolve('htmx.org/package.json')), 'dist')
 
 /**
- * htmx followed by its SSE extension, as one script. Loaded as two deferred scripts, htmx starts
+ * htmx followed by its SSE extension (and our listeners on its SSE events), as one script. Loaded as two deferred scripts, htmx starts
  * itself with a timer once it has run; if the extension's file arrived later than that timer
  * fired, htmx had already processed the page without it and the task center's live table never
  * connected. In one script the extension registers before htmx's timer can fire.
@@ -38,7 +38,8 @@ interface StaticScript {
 let htmxScript: StaticScript | undefined
 function htmxWithSse(): StaticScript {
   return (htmxScript ??= (() => {
-    const files = [join(HTMX_DIST, 'htmx.min.js'), join(HTMX_DIST, 'ext', 'hx-sse.min.js')]
+    // and the live tables' status (views/static/js/live-status.js), whose listeners must be in place before htmx's first request
+    const files = [join(HTMX_DIST, 'htmx.min.js'), join(HTMX_DIST, 'ext', 'hx-sse.min.js'), join(STATIC_DIR, 'js', 'live-status.js')]
     const body = Buffer.from(files.map((file) => readFileSync(file, 'utf8').trimEnd()).join('\n;\n') + '\n')
     return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
   })())

@@ -59,6 +59,17 @@ async function pickFiles(dialog: ReturnType<Page['getByRole']>, names: ReadonlyA
 
 const row = (page: Page, status?: string) => page.locator(`#job-rows tr.job${status ? `[data-status="${status}"]` : ''}`)
 
+/** Queues a compile of one of alice's files through the API (the slow CLI profile): the answer's status and jobs. */
+async function queueCompile(name: string): Promise<{ status: number; jobs: ReadonlyArray<{ id: string }> }> {
+  const response = await fetch(`${ui.app.server.url}${API_PREFIX}/compile`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ui.app.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ uris: [`${DOCS}${name}`], channel: 'cli', profile_id: 'slow', model_id: 'fake-model' }),
+  })
+  const { jobs } = (await response.json()) as { jobs: ReadonlyArray<{ id: string }> }
+  return { status: response.status, jobs }
+}
+
 describe('compile jobs in the browser', () => {
   const workspace = ui.workspace(mode)
   const compile = () => ui.app.server.compile!.feature
@@ -156,6 +167,61 @@ describe('compile jobs in the browser', () => {
     await expect.poll(() => compile().events.subscribers()).toBe(before)
   })
 
+  it("says the table is live only while its stream is open: reconnecting after the stream ends or fails, live again once it reopens", async () => {
+    const page = await workspace.open({ uri: DOCS })
+    const tasks = await page.context().newPage()
+    // As served, before any stream, the caption claims nothing.
+    const served = await (await tasks.request.get('/tasks')).text()
+    expect(served).toContain('<span class="live-status" aria-live="polite"></span>')
+    // The first stream opens and ends at once; the second request fails; the third reaches the server.
+    let requests = 0
+    await tasks.route(/\/tasks\/stream(\?|$)/, async (route) => {
+      requests += 1
+      if (requests === 1) await route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: ': opened\n\n' })
+      else if (requests === 2) await route.abort('connectionreset')
+      else await route.continue()
+    })
+    // Every state the caption passes through, however briefly (each change's old value, then the current one).
+    await tasks.addInitScript(() => {
+      const before: string[] = []
+      new MutationObserver((records) => {
+        for (const record of records) if (record.oldValue !== null && (record.target as Element).matches('.live-status')) before.push(record.oldValue)
+      }).observe(document, { subtree: true, attributeFilter: ['data-state'], attributeOldValue: true })
+      ;(window as unknown as { liveStates: () => string[] }).liveStates = () =>
+        [...before, document.querySelector<HTMLElement>('.live-status')?.dataset.state ?? ''].filter((state, index, all) => state !== all[index - 1])
+    })
+    await tasks.goto('/tasks')
+    await tasks.locator('body[data-tasks-ready="true"]').waitFor()
+    const status = tasks.locator('caption .live-status')
+    await expect.poll(() => requests, { timeout: 15_000 }).toBeGreaterThanOrEqual(3)
+    await status.and(tasks.locator('[data-state="live"]')).waitFor()
+    await expect(status.textContent()).resolves.toBe('(updated live)')
+    await expect(tasks.evaluate(() => (window as unknown as { liveStates: () => string[] }).liveStates())).resolves.toEqual(['live', 'reconnecting', 'live'])
+    // and the reopened stream carries updates: a job queued now appears without a reload
+    const response = await queueCompile('a.md')
+    expect(response.status).toBe(201)
+    const { jobs } = response
+    await tasks.locator(`#job-rows tr.job[data-job-id="${jobs[0]!.id}"][data-status="succeeded"]`).waitFor()
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('says the table is not live when its stream cannot be opened, and keeps the rows as served', async () => {
+    const page = await workspace.open({ uri: DOCS })
+    const queued = await queueCompile('b.md')
+    expect([200, 201]).toContain(queued.status)
+    const tasks = await page.context().newPage()
+    // what the stream's URL answers when the server refuses it (an error status, not a stream)
+    await tasks.route(/\/tasks\/stream(\?|$)/, (route) => route.fulfill({ status: 503, contentType: 'text/html', body: '<p class="refused">unavailable</p>' }))
+    await tasks.goto('/tasks')
+    await tasks.locator('body[data-tasks-ready="true"]').waitFor()
+    const status = tasks.locator('caption .live-status')
+    await status.and(tasks.locator('[data-state="down"]')).waitFor()
+    await expect(status.textContent()).resolves.toBe('(not live: reload the page to see changes)')
+    await expect(tasks.locator('#job-rows tr.job').count()).resolves.toBeGreaterThan(0)
+    await expect(tasks.locator('#job-rows .refused').count()).resolves.toBe(0)
+    await screenshot(tasks, 'desktop-task-center-not-live')
+  })
+
   it('fits a phone-width screen', async () => {
     const page = await workspace.open({ uri: DOCS, viewport: { width: 390, height: 844 } })
     await page.goto('/tasks')
@@ -180,17 +246,15 @@ describe('compile jobs in the browser', () => {
     await tasks.goto('/tasks')
     await tasks.locator('body[data-tasks-ready="true"]').waitFor()
     expect(scripts).toBeGreaterThan(0)
-    const response = await fetch(`${ui.app.server.url}${API_PREFIX}/compile`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ui.app.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ uris: [`${DOCS}c.md`], channel: 'cli', profile_id: 'slow', model_id: 'fake-model' }),
-    })
+    const response = await queueCompile('c.md')
     expect(response.status).toBe(201)
-    const { jobs } = (await response.json()) as { jobs: ReadonlyArray<{ id: string }> }
+    const { jobs } = response
     // not in the page as served: only the live stream can bring the row, then its end
     const job = tasks.locator(`#job-rows tr.job[data-job-id="${jobs[0]!.id}"]`)
     await job.waitFor()
     await job.and(tasks.locator('[data-status="succeeded"]')).waitFor()
+    // the stream opened before the caption's script ran: the caption still says so
+    await expect(tasks.locator('caption .live-status').textContent()).resolves.toBe('(updated live)')
     expect(workspace.problems()).toEqual([])
   })
 })

@@ -45,7 +45,7 @@ export function TasksPage({ login, csrfToken, jobs, total, directory, status, st
           <button type="submit">Filter</button>
         </form>
         {jobs.length < total ? <p class="muted">The {jobs.length} most recent of {total} jobs are shown; narrow the filter to see others.</p> : null}
-        <JobTable jobs={jobs} streamUrl={streamUrl} caption="Compile jobs (updated live)" empty="No compile jobs match." />
+        <JobTable jobs={jobs} streamUrl={streamUrl} caption="Compile jobs" empty="No compile jobs match." />
       </div>
     </Layout>
   )

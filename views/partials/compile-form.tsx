@@ -180,7 +180,7 @@ export function CompileForm({ directoryUri, files, models, options, jobs, skillN
         <JobTable
           jobs={jobs}
           streamUrl={`/tasks/stream?directory=${encodeURIComponent(directoryUri)}`}
-          caption="Compile jobs of this directory (live)"
+          caption="Compile jobs of this directory"
           empty="No compile jobs for this directory yet."
         />
       </section>

@@ -134,11 +134,17 @@ export function JobRows({ jobs }: { jobs: ReadonlyArray<CompileJobView> }) {
   )
 }
 
-/** The job table; its body connects to the live stream, whose first message re-renders the rows. */
+/**
+ * The job table; its body connects to the live stream, whose first message re-renders the rows.
+ * The caption's status is the script's to write (views/static/js/live-status.js): it says "updated live" only
+ * while the stream is open, so as served (before any stream) it says nothing.
+ */
 export function JobTable({ jobs, streamUrl, caption, empty }: { jobs: ReadonlyArray<CompileJobView>; streamUrl: string; caption: string; empty: string }) {
   return (
     <table class="entries jobs">
-      <caption class="muted">{caption}</caption>
+      <caption class="muted">
+        {caption} <span class="live-status" aria-live="polite"></span>
+      </caption>
       <thead>
         <tr>
           <th scope="col">Directory and files</th>

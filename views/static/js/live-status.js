@@ -1,0 +1,40 @@
+// The live tables' captions say whether they are live. A job table's body follows a stream of
+// updates (hx-sse:connect); its caption reads "updated live" only while that stream is open,
+// "reconnecting…" while htmx's SSE extension reopens it (it retries for ever, backing off), and
+// "not live" when no stream could be opened at all — a page never claims updates it no longer
+// gets.
+//
+// A plain script, not a module: the server sends it in one script with htmx and its SSE extension
+// (src/http/create-app.ts), so these listeners are on the document before htmx makes its first
+// request, however late the page's modules arrive. One set of listeners serves every table, also
+// those swapped in later (the compile dialog's).
+;(() => {
+  const STATES = {
+    live: 'updated live',
+    reconnecting: 'live updates interrupted; reconnecting…',
+    down: 'not live: reload the page to see changes',
+  }
+  const isLiveTable = (target) => target instanceof Element && target.hasAttribute('hx-sse:connect')
+  const mark = (target, state) => {
+    if (!isLiveTable(target)) return
+    const status = target.closest('table')?.querySelector('.live-status')
+    if (!status) return
+    status.dataset.state = state
+    status.textContent = `(${STATES[state]})`
+  }
+  document.addEventListener('htmx:sse:after:connection', (event) => mark(event.target, 'live'))
+  // a stream that ended (the server restarted, a proxy cut it) is reopened after a delay
+  document.addEventListener('htmx:sse:before:connection', (event) => {
+    if (event.detail?.connection?.attempt > 0) mark(event.target, 'reconnecting')
+  })
+  document.addEventListener('htmx:sse:error', (event) => mark(event.target, 'reconnecting'))
+  // The first request found no stream: it failed, or its answer was not a stream (an error
+  // status, a signed-out page); only an opened stream is retried. Such an answer is not swapped
+  // into the table (htmx would put it among the rows): the rows as served stay.
+  document.addEventListener('htmx:error', (event) => mark(event.target, 'down'))
+  document.addEventListener('htmx:after:request', (event) => {
+    if (!isLiveTable(event.target)) return
+    if (event.detail?.ctx) event.detail.ctx.swap = 'none'
+    mark(event.target, 'down')
+  })
+})()
