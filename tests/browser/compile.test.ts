@@ -222,6 +222,33 @@ describe('compile jobs in the browser', () => {
     await screenshot(tasks, 'desktop-task-center-not-live')
   })
 
+  it('says why the server refused the stream: too many pages follow the jobs', async () => {
+    const page = await workspace.open({ uri: DOCS })
+    // alice's programs hold every live job stream a user may have open (the cap is shared with the task center's)
+    const programs = new AbortController()
+    const held: Response[] = []
+    try {
+      for (;;) {
+        const response = await fetch(`${ui.app.server.url}${API_PREFIX}/jobs/stream`, { headers: { authorization: `Bearer ${ui.app.token}` }, signal: programs.signal })
+        if (response.status !== 200) {
+          expect(response.status).toBe(429)
+          await response.body?.cancel()
+          break
+        }
+        held.push(response)
+      }
+      expect(held.length).toBeGreaterThan(0)
+      const crowded = await page.context().newPage()
+      await crowded.goto('/tasks')
+      const status = crowded.locator('caption .live-status')
+      await status.and(crowded.locator('[data-state="crowded"]')).waitFor()
+      await expect(status.textContent()).resolves.toBe('(not live: too many open pages follow your jobs; close one, then reload this one)')
+    } finally {
+      programs.abort()
+    }
+
+  })
+
   it('fits a phone-width screen', async () => {
     const page = await workspace.open({ uri: DOCS, viewport: { width: 390, height: 844 } })
     await page.goto('/tasks')

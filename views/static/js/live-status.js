@@ -1,8 +1,8 @@
 // The live tables' captions say whether they are live. A job table's body follows a stream of
 // updates (hx-sse:connect); its caption reads "updated live" only while that stream is open,
 // "reconnecting…" while htmx's SSE extension reopens it (it retries for ever, backing off), and
-// "not live" when no stream could be opened at all — a page never claims updates it no longer
-// gets.
+// "not live" (with the reason when the server gave one) when no stream could be opened at all — a
+// page never claims updates it no longer gets.
 //
 // A plain script, not a module: the server sends it in one script with htmx and its SSE extension
 // (src/http/create-app.ts), so these listeners are on the document before htmx makes its first
@@ -13,7 +13,11 @@
     live: 'updated live',
     reconnecting: 'live updates interrupted; reconnecting…',
     down: 'not live: reload the page to see changes',
+    // the server's cap on the pages that follow one user's jobs at once
+    crowded: 'not live: too many open pages follow your jobs; close one, then reload this one',
   }
+  /** Why a request for a stream got none, from its answer (a signed-out one is sent to sign in: fragment-errors.ts). */
+  const refusal = (response) => (response?.status === 429 ? 'crowded' : 'down')
   const isLiveTable = (target) => target instanceof Element && target.hasAttribute('hx-sse:connect')
   const mark = (target, state) => {
     if (!isLiveTable(target)) return
@@ -29,12 +33,14 @@
   })
   document.addEventListener('htmx:sse:error', (event) => mark(event.target, 'reconnecting'))
   // The first request found no stream: it failed, or its answer was not a stream (an error
-  // status, a signed-out page); only an opened stream is retried. Such an answer is not swapped
-  // into the table (htmx would put it among the rows): the rows as served stay.
+  // status, such as the 429 of too many streams); only an opened stream is retried. Such an
+  // answer is not swapped into the table (htmx would put it among the rows): the rows as served
+  // stay.
   document.addEventListener('htmx:error', (event) => mark(event.target, 'down'))
   document.addEventListener('htmx:after:request', (event) => {
     if (!isLiveTable(event.target)) return
-    if (event.detail?.ctx) event.detail.ctx.swap = 'none'
-    mark(event.target, 'down')
+    const ctx = event.detail?.ctx
+    if (ctx) ctx.swap = 'none'
+    mark(event.target, refusal(ctx?.response))
   })
 })()
