@@ -25,10 +25,11 @@ const STATIC_DIR = projectPath('views/static/')
 const HTMX_DIST = join(dirname(require.resolve('htmx.org/package.json')), 'dist')
 
 /**
- * htmx followed by its SSE extension (and our listeners on its SSE events), as one script. Loaded as two deferred scripts, htmx starts
- * itself with a timer once it has run; if the extension's file arrived later than that timer
- * fired, htmx had already processed the page without it and the task center's live table never
- * connected. In one script the extension registers before htmx's timer can fire.
+ * htmx followed by its SSE extension (and our listeners on its SSE events), as one script. Loaded
+ * as two deferred scripts, htmx starts itself with a timer once it has run; if the extension's
+ * file arrived later than that timer fired, htmx had already processed the page without it and the
+ * task center's live table never connected. In one script the extension registers before htmx's
+ * timer can fire.
  * Read once per process, with its ETag (express would otherwise hash the 44 KB on every request).
  */
 interface StaticScript {

@@ -136,8 +136,8 @@ export function JobRows({ jobs }: { jobs: ReadonlyArray<CompileJobView> }) {
 
 /**
  * The job table; its body connects to the live stream, whose first message re-renders the rows.
- * The caption's status is the script's to write (views/static/js/live-status.js): it says "updated live" only
- * while the stream is open, so as served (before any stream) it says nothing.
+ * The caption's status is the script's to write (views/static/js/live-status.js): it says
+ * "updated live" only while the stream is open, so as served (before any stream) it says nothing.
  */
 export function JobTable({ jobs, streamUrl, caption, empty }: { jobs: ReadonlyArray<CompileJobView>; streamUrl: string; caption: string; empty: string }) {
   return (

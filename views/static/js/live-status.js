@@ -22,11 +22,13 @@
   const mark = (target, state) => {
     if (!isLiveTable(target)) return
     const status = target.closest('table')?.querySelector('.live-status')
-    if (!status) return
+    if (!status || status.dataset.state === state) return // unchanged: not announced again
     status.dataset.state = state
     status.textContent = `(${STATES[state]})`
   }
   document.addEventListener('htmx:sse:after:connection', (event) => mark(event.target, 'live'))
+  // a message is proof too (after anything else that may have said otherwise)
+  document.addEventListener('htmx:sse:after:message', (event) => mark(event.target, 'live'))
   // a stream that ended (the server restarted, a proxy cut it) is reopened after a delay
   document.addEventListener('htmx:sse:before:connection', (event) => {
     if (event.detail?.connection?.attempt > 0) mark(event.target, 'reconnecting')
