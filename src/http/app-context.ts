@@ -30,6 +30,8 @@ export interface AppContext {
   readonly retrieval?: RetrievalFeature | undefined
   /** Keep-alive comment interval on idle SSE streams (default 15 s). */
   readonly sseKeepAliveMs?: number | undefined
+  /** How often a job stream re-checks the session or token it was opened with (default 15 s; tests shorten it). */
+  readonly credentialRecheckMs?: number | undefined
   /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */
   readonly shutdownSignal: AbortSignal
   /** This process's id in the instance registry, recorded on every turn it runs. */

@@ -85,6 +85,25 @@ export async function tokenStillLive(ctx: AppContext, tokenHash: string, userId:
 }
 
 /**
+ * Whether the credential a request was authenticated with still holds for the same user: its
+ * bearer token is still live (not revoked), or its session still exists (not signed out, not
+ * expired). Long-lived responses (the job streams) ask this while they run: a revoked token or a
+ * signed-out session stops receiving from the next check on.
+ */
+export async function credentialStillLive(ctx: AppContext, req: Request): Promise<boolean> {
+  const auth = req.auth
+  if (!auth) return false
+  if (auth.via === 'token') {
+    const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '')
+    return match !== null && (await tokenStillLive(ctx, hashToken({ secret: ctx.secret, token: match[1]! }), auth.user.id))
+  }
+  const token = readCookie(req, SESSION_COOKIE)
+  if (!token) return false
+  const session = await findSession(ctx.db, { secret: ctx.secret, token, now: (ctx.now ?? Date.now)() })
+  return session?.user.id === auth.user.id
+}
+
+/**
  * A request's token taken unchecked from the memo, for the turn admission that checks it: its
  * hash, and `checked()` to call once the admission has found out either way (an error after that
  * needs no second check). Undefined when the request's auth was checked already.

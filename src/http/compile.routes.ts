@@ -20,10 +20,10 @@ import { getNode, listChildren, putFile, type WorkspaceNode } from '../effects/w
 import { formatKbUri, parseKbUri, pathToSegments } from '../effects/workspace/uri.ts'
 import { TasksPage, JOB_STATUS_FILTERS } from '../../views/pages/tasks.tsx'
 import { CompileError, CompileForm, type CompileFileEntry, CompileResult, SkillField } from '../../views/partials/compile-form.tsx'
-import { JobRow, JobRowNotice, JobRows, jobRowId } from '../../views/partials/compile-jobs.tsx'
+import { JOB_STREAM_REVOKED_EVENT, JobRow, JobRowNotice, JobRows, jobRowId } from '../../views/partials/compile-jobs.tsx'
 import { renderFragment, renderFragmentSync, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
-import { requireAuth, requireCsrf } from './authenticate.ts'
+import { credentialStillLive, requireAuth, requireCsrf } from './authenticate.ts'
 import { admitCompileRequest, createStreamCap } from './compile-limits.ts'
 import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
@@ -155,12 +155,19 @@ export interface JobStreamProjector {
   readonly snapshot: (jobs: ReadonlyArray<CompileJobView>) => void
   /** One job changed; `visible` says whether it still matches the filter. */
   readonly changed: (job: CompileJobView, visible: boolean) => void
+  /** The stream's session or token no longer holds: the last message before the stream ends. */
+  readonly revoked: () => void
 }
+
+/** How often a job stream re-checks the credential it was opened with (AppContext.credentialRecheckMs). */
+export const CREDENTIAL_RECHECK_MS = 15_000
+const REVOKED_STREAM_MESSAGE = 'the session or token this stream was opened with is no longer valid (signed out, revoked or expired)'
 
 export function jsonJobProjector(sse: SseWriter): JobStreamProjector {
   return {
     snapshot: (jobs) => void sse.send('jobs', { jobs }),
     changed: (job, visible) => void sse.send('job', { job, visible }),
+    revoked: () => void sse.send('error', { code: 'unauthorized', message: REVOKED_STREAM_MESSAGE }),
   }
 }
 
@@ -185,20 +192,57 @@ export function htmlJobProjector(sse: SseWriter): JobStreamProjector {
         sse.sendText(renderFragmentSync(JobRow({ job, oob: 'afterbegin target:#job-rows strip:false' })))
       }
     },
+    // the table closes its stream on this event instead of reopening it (hx-sse:close, compile-jobs.tsx)
+    revoked: () => void sse.send(JOB_STREAM_REVOKED_EVENT, {}),
   }
 }
 
-/** Streams the caller's jobs matching `filter` until the client goes away or the server shuts down. */
+/**
+ * Streams the caller's jobs matching `filter` until the client goes away, the server shuts down,
+ * or the credential the stream was opened with no longer holds (`stillAuthorized`, asked every
+ * `credentialRecheckMs`): then its last message says so (`projector.revoked`).
+ */
 export async function streamJobs(
   ctx: AppContext,
-  { res, user, filter, feature, project }: { res: Response; user: User; filter: JobListFilter; feature: CompileFeature; project: (sse: SseWriter) => JobStreamProjector },
+  {
+    res,
+    user,
+    filter,
+    feature,
+    project,
+    stillAuthorized,
+  }: {
+    res: Response
+    user: User
+    filter: JobListFilter
+    feature: CompileFeature
+    project: (sse: SseWriter) => JobStreamProjector
+    stillAuthorized: () => Promise<boolean>
+  },
 ): Promise<void> {
   const sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
   const projector = project(sse)
+  let revoked = false
+  let end: () => void = () => {}
+  const ended = new Promise<void>((resolve) => (end = resolve))
   let work = Promise.resolve()
+  // Updates and checks run one after another; nothing is sent once the credential is found gone.
   const enqueue = (task: () => Promise<void>) => {
-    work = work.then(task).catch((error: unknown) => ctx.logger.warn('job stream update failed', { error: error instanceof Error ? error.message : String(error) }))
+    work = work
+      .then(() => (revoked ? undefined : task()))
+      .catch((error: unknown) => ctx.logger.warn('job stream update failed', { error: error instanceof Error ? error.message : String(error) }))
   }
+  const recheck = setInterval(
+    () =>
+      enqueue(async () => {
+        if (await stillAuthorized()) return
+        revoked = true
+        projector.revoked()
+        end()
+      }),
+    ctx.credentialRecheckMs ?? CREDENTIAL_RECHECK_MS,
+  )
+  recheck.unref()
   const snapshot = () => enqueue(async () => projector.snapshot((await feature.service.list({ caller: user, filter })).jobs))
   // Subscribed before the first snapshot: a change in between is sent after it, never lost.
   const unsubscribe = feature.events.subscribe((event) => {
@@ -210,12 +254,13 @@ export async function streamJobs(
     })
   })
   snapshot()
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve()
-    res.on('close', stop)
-    ctx.shutdownSignal.addEventListener('abort', stop, { once: true })
-    if (ctx.shutdownSignal.aborted || res.destroyed) stop()
-  })
+  res.on('close', end)
+  ctx.shutdownSignal.addEventListener('abort', end, { once: true })
+  if (ctx.shutdownSignal.aborted || res.destroyed) end()
+  await ended
+  clearInterval(recheck)
+  res.off('close', end)
+  ctx.shutdownSignal.removeEventListener('abort', end)
   unsubscribe()
   await work
   sse.close()
@@ -249,7 +294,7 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
     const user = req.auth!.user
     const release = streams.hold(user.id)
     try {
-      await streamJobs(ctx, { res, user, filter, feature, project })
+      await streamJobs(ctx, { res, user, filter, feature, project, stillAuthorized: () => credentialStillLive(ctx, req) })
     } finally {
       release()
     }

@@ -18,6 +18,7 @@ interface CompileWorkspace extends WorkspaceApp {
 
 async function startCompileWorkspace(): Promise<CompileWorkspace> {
   const server = await startTestServer({
+    credentialRecheckMs: 200, // a signed-out session's live table stops within 0.2 s (15 s by default)
     compile: {
       cliProfiles: [
         // each call takes 400 ms, so every stage is on screen for a moment
@@ -247,6 +248,20 @@ describe('compile jobs in the browser', () => {
       programs.abort()
     }
 
+  })
+
+  it('says the table is not live once the person signs out in another tab, and stops following', async () => {
+    const page = await workspace.open({ uri: DOCS })
+    const tasks = await page.context().newPage()
+    await tasks.goto('/tasks')
+    const status = tasks.locator('caption .live-status')
+    await status.and(tasks.locator('[data-state="live"]')).waitFor()
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.waitForURL(/\/login/)
+    await status.and(tasks.locator('[data-state="signed-out"]')).waitFor()
+    await expect(status.textContent()).resolves.toBe('(not live: you were signed out; reload the page to sign in again)')
+    expect(new URL(tasks.url()).pathname).toBe('/tasks') // told, not navigated away from what it shows
+    await screenshot(tasks, 'desktop-task-center-signed-out')
   })
 
   it('fits a phone-width screen', async () => {

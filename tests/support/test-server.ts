@@ -40,6 +40,7 @@ export async function startTestServer({
   configure,
   models,
   sseKeepAliveMs,
+  credentialRecheckMs,
   now,
   preStep,
   compile,
@@ -61,6 +62,8 @@ export async function startTestServer({
   configure?: (config: AppConfig) => AppConfig
   models?: Partial<ModelRegistryOptions>
   sseKeepAliveMs?: number
+  /** How often job streams re-check their credential (AppContext.credentialRecheckMs). */
+  credentialRecheckMs?: number
   /** The app's clock (sessions, throttling, rate limits), for tests that move time. */
   now?: () => number
 } = {}): Promise<TestServer> {
@@ -91,7 +94,7 @@ export async function startTestServer({
   const shutdownController = new AbortController()
   const { database } = runtime.services
   const running = runtime.services.compile
-  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, now, ...(preStep ? { preStep } : {}) }
+  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, credentialRecheckMs, now, ...(preStep ? { preStep } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))

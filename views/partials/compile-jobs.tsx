@@ -135,6 +135,12 @@ export function JobRows({ jobs }: { jobs: ReadonlyArray<CompileJobView> }) {
 }
 
 /**
+ * The live stream's last message when the session that opened it is gone (signed out, expired):
+ * the table closes its stream on it instead of reopening it (`hx-sse:close`).
+ */
+export const JOB_STREAM_REVOKED_EVENT = 'signed-out'
+
+/**
  * The job table; its body connects to the live stream, whose first message re-renders the rows.
  * The caption's status is the script's to write (views/static/js/live-status.js): it says
  * "updated live" only while the stream is open, so as served (before any stream) it says nothing.
@@ -155,7 +161,7 @@ export function JobTable({ jobs, streamUrl, caption, empty }: { jobs: ReadonlyAr
           </th>
         </tr>
       </thead>
-      <tbody id="job-rows" hx-sse:connect={streamUrl} data-empty={empty}>
+      <tbody id="job-rows" hx-sse:connect={streamUrl} hx-sse:close={JOB_STREAM_REVOKED_EVENT} data-empty={empty}>
         <JobRows jobs={jobs} />
       </tbody>
     </table>

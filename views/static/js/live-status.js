@@ -15,6 +15,7 @@
     down: 'not live: reload the page to see changes',
     // the server's cap on the pages that follow one user's jobs at once
     crowded: 'not live: too many open pages follow your jobs; close one, then reload this one',
+    'signed-out': 'not live: you were signed out; reload the page to sign in again',
   }
   /** Why a request for a stream got none, from its answer (a signed-out one is sent to sign in: fragment-errors.ts). */
   const refusal = (response) => (response?.status === 429 ? 'crowded' : 'down')
@@ -34,6 +35,11 @@
     if (event.detail?.connection?.attempt > 0) mark(event.target, 'reconnecting')
   })
   document.addEventListener('htmx:sse:error', (event) => mark(event.target, 'reconnecting'))
+  // The server ends the stream with the table's close event (hx-sse:close) when the session that
+  // opened it is gone; the extension then stops instead of reopening it.
+  document.addEventListener('htmx:sse:close', (event) => {
+    if (event.detail?.reason === 'message') mark(event.target, 'signed-out')
+  })
   // The first request found no stream: it failed, or its answer was not a stream (an error
   // status, such as the 429 of too many streams); only an opened stream is retried. Such an
   // answer is not swapped into the table (htmx would put it among the rows): the rows as served
