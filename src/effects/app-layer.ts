@@ -17,6 +17,7 @@ import { Database, type DatabaseHandle, type DatabaseUnavailable } from './db/da
 import { CATALOG_CHANNEL } from './retrieval/catalog-store.ts'
 import { SETTINGS_CHANNEL } from './retrieval/retrieval-settings-store.ts'
 import { type ModelRegistry, type ModelRegistryOptions, ModelRegistryService } from './llm/model-registry.ts'
+import { CREDENTIALS_CHANNEL } from './auth/users.ts'
 import { type Logger, LoggerService } from './logging/logger.ts'
 import { makeToolRegistry, type ToolRegistry, ToolRegistryService } from './tools/tool-registry.ts'
 import { type RetrievalFeature, RetrievalFeatureService } from './retrieval/retrieval-feature.ts'
@@ -26,10 +27,11 @@ import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
 
 /**
- * Every channel of the process's one change feed: the retrieval catalog and settings, compile jobs.
- * A channel no running feature follows costs nothing (nobody sends on it).
+ * Every channel of the process's one change feed: the retrieval catalog and settings, compile jobs,
+ * and ended sessions and tokens (which the live job streams follow). A channel no running feature
+ * follows costs almost nothing (a rare notification nobody reads).
  */
-export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL] as const
+export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL, CREDENTIALS_CHANNEL] as const
 
 /** Hooks that run before every model step (features add theirs here). */
 export class PreStepHooks extends Context.Service<PreStepHooks, PreStepHook>()('knowagent/turn/PreStepHooks') {

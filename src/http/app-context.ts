@@ -8,6 +8,7 @@ import type { ModelRegistry } from '../effects/llm/model-registry.ts'
 import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
 import type { PreStepHook } from '../effects/turn/pre-step-hooks.ts'
 import type { CompileFeature } from '../effects/compile/compile-service.ts'
+import type { ChangeFeed } from '../effects/db/change-feed.ts'
 import type { RetrievalFeature } from '../effects/retrieval/retrieval-feature.ts'
 import type { DocumentParser } from '../effects/workspace/parse/document-parser.ts'
 
@@ -30,8 +31,13 @@ export interface AppContext {
   readonly retrieval?: RetrievalFeature | undefined
   /** Keep-alive comment interval on idle SSE streams (default 15 s). */
   readonly sseKeepAliveMs?: number | undefined
-  /** How often a job stream re-checks the session or token it was opened with (default 15 s; tests shorten it). */
+  /**
+   * How often a job stream re-checks the session or token it was opened with (default 15 s; tests
+   * change it). It also re-checks at once when `feed` says one of its user's credentials ended.
+   */
   readonly credentialRecheckMs?: number | undefined
+  /** The process's change feed (LISTEN), when it follows one (serve). */
+  readonly feed?: ChangeFeed | undefined
   /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */
   readonly shutdownSignal: AbortSignal
   /** This process's id in the instance registry, recorded on every turn it runs. */

@@ -9,7 +9,7 @@
 // Both live streams are one loop (`streamJobs`) with two projections (JSON events, HTML rows).
 import { json, type Request, type Response, Router, urlencoded } from 'express'
 import * as Schema from 'effect/Schema'
-import type { User } from '../effects/auth/users.ts'
+import { CREDENTIALS_CHANNEL, type User } from '../effects/auth/users.ts'
 import { MAX_CALL_BUDGET, MAX_TIMEOUT_SECONDS } from '../effects/compile/compile-config.ts'
 import { type CompileJobView, type JobListFilter } from '../effects/compile/compile-jobs-store.ts'
 import { type CompileFeature, type CompileParams, MIN_TIMEOUT_SECONDS } from '../effects/compile/compile-service.ts'
@@ -199,8 +199,9 @@ export function htmlJobProjector(sse: SseWriter): JobStreamProjector {
 
 /**
  * Streams the caller's jobs matching `filter` until the client goes away, the server shuts down,
- * or the credential the stream was opened with no longer holds (`stillAuthorized`, asked every
- * `credentialRecheckMs`): then its last message says so (`projector.revoked`).
+ * or the credential the stream was opened with no longer holds (`stillAuthorized`, asked as soon
+ * as the change feed says one of the user's credentials ended, and every `credentialRecheckMs`):
+ * then its last message says so (`projector.revoked`).
  */
 export async function streamJobs(
   ctx: AppContext,
@@ -232,16 +233,17 @@ export async function streamJobs(
       .then(() => (revoked ? undefined : task()))
       .catch((error: unknown) => ctx.logger.warn('job stream update failed', { error: error instanceof Error ? error.message : String(error) }))
   }
-  const recheck = setInterval(
-    () =>
-      enqueue(async () => {
-        if (await stillAuthorized()) return
-        revoked = true
-        projector.revoked()
-        end()
-      }),
-    ctx.credentialRecheckMs ?? CREDENTIAL_RECHECK_MS,
-  )
+  const check = () =>
+    enqueue(async () => {
+      if (await stillAuthorized()) return
+      revoked = true
+      projector.revoked()
+      end()
+    })
+  // At once when one of the user's sessions or tokens ended (any process; or the feed reconnected,
+  // when such a notice may have been missed), and on a timer for what sends none (expiry).
+  const stopFollowing = [ctx.feed?.on(CREDENTIALS_CHANNEL, (userId) => void (userId === user.id && check())), ctx.feed?.onReset(check)]
+  const recheck = setInterval(check, ctx.credentialRecheckMs ?? CREDENTIAL_RECHECK_MS)
   recheck.unref()
   const snapshot = () => enqueue(async () => projector.snapshot((await feature.service.list({ caller: user, filter })).jobs))
   // Subscribed before the first snapshot: a change in between is sent after it, never lost.
@@ -259,6 +261,7 @@ export async function streamJobs(
   if (ctx.shutdownSignal.aborted || res.destroyed) end()
   await ended
   clearInterval(recheck)
+  for (const unfollow of stopFollowing) unfollow?.()
   res.off('close', end)
   ctx.shutdownSignal.removeEventListener('abort', end)
   unsubscribe()

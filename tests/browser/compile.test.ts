@@ -18,7 +18,6 @@ interface CompileWorkspace extends WorkspaceApp {
 
 async function startCompileWorkspace(): Promise<CompileWorkspace> {
   const server = await startTestServer({
-    credentialRecheckMs: 200, // a signed-out session's live table stops within 0.2 s (15 s by default)
     compile: {
       cliProfiles: [
         // each call takes 400 ms, so every stage is on screen for a moment

@@ -1,9 +1,11 @@
-// A job stream lives as long as its credential: a revoked bearer token or a signed-out session
-// stops receiving updates from the next check on (AppContext.credentialRecheckMs, 15 s by
-// default; 50 ms here), with a last message that says why, and the stream's slot is released.
-// A stream whose credential still holds goes on receiving through those checks.
+// A job stream lives as long as its credential: a revoked bearer token, a signed-out session or a
+// password change ends it at once — the change feed says which user's credentials ended, and that
+// user's streams re-check theirs — with a last message that says why, and the stream's slot is
+// released. A timer re-checks too (AppContext.credentialRecheckMs, 15 s by default), for what
+// sends no notice: a session that expired. A stream whose credential still holds goes on.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createApiTokenFor, createUser, listApiTokens, revokeApiTokens } from '../../src/effects/auth/users.ts'
+import { createApiTokenFor, createUser, listApiTokens, revokeApiTokens, setPassword } from '../../src/effects/auth/users.ts'
+import { hashToken } from '../../src/effects/auth/tokens.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
 import { decodeSseStream, type SseEvent } from '../../src/sse/sse-decoder.ts'
 import { fakeCliProfile } from '../support/compile-harness.ts'
@@ -26,7 +28,7 @@ function follow(res: Response) {
   return { events, ended: () => ended, done: reading }
 }
 
-describe('job streams end when their credential does', () => {
+describe('job streams end as soon as their credential does', () => {
   let server: TestServer
   let user: Awaited<ReturnType<typeof createUser>>
   const controllers: AbortController[] = []
@@ -38,7 +40,9 @@ describe('job streams end when their credential does', () => {
   const tokenId = async (label: string) => (await listApiTokens(server.database.db, { userId: user.id })).find((token) => token.label === label)!.id
 
   beforeAll(async () => {
-    server = await startTestServer({ compile: { worker: false, cliProfiles: [fakeCliProfile()] }, credentialRecheckMs: 50 })
+    // the timer alone would take an hour: whatever ends a stream here is the change feed's notice
+    server = await startTestServer({ compile: { worker: false, cliProfiles: [fakeCliProfile()] }, credentialRecheckMs: 3_600_000 })
+    await server.ctx.feed!.ready()
     user = await createUser(server.database.db, { login: 'carol', password: 'password-carol' })
     await putFile(server.database.db, { owner: user, segments: ['docs', 'a.md'], bytes: new TextEncoder().encode('# A'), parsed: { ok: true, mime: 'text/markdown', text: '# A' } })
   })
@@ -96,5 +100,44 @@ describe('job streams end when their credential does', () => {
     await stream.done
     expect(stream.events.at(-1)!.event).toBe('signed-out')
     await vi.waitFor(() => expect(server.ctx.compile!.events.subscribers()).toBe(subscribers))
+  })
+
+  it('a password change (`knowagent user passwd`: its notice goes through PostgreSQL, as from any process) ends the sessions’ streams', async () => {
+    const { cookie } = await signIn(server, 'carol', 'password-carol')
+    const stream = follow(await open('/tasks/stream', { cookie, 'hx-request': 'true' }))
+    await vi.waitFor(() => expect(stream.events.length).toBeGreaterThan(0))
+    const change = await setPassword(server.database.db, { login: 'carol', password: 'another-password-carol' })
+    expect(change.sessionsEnded).toBeGreaterThan(0)
+    await stream.done
+    expect(stream.events.at(-1)!.event).toBe('signed-out')
+    await setPassword(server.database.db, { login: 'carol', password: 'password-carol' })
+  })
+})
+
+describe('job streams re-check their credential on a timer too', () => {
+  let server: TestServer
+  const controller = new AbortController()
+  beforeAll(async () => {
+    server = await startTestServer({ compile: { worker: false, cliProfiles: [fakeCliProfile()] }, credentialRecheckMs: 50 })
+    await createUser(server.database.db, { login: 'dave', password: 'password-dave' })
+  })
+  afterAll(async () => {
+    controller.abort()
+    await server?.close()
+  })
+
+  it('a session that expired (no notice is sent for that) ends its stream at the next check', async () => {
+    const { cookie } = await signIn(server, 'dave', 'password-dave')
+    const stream = follow(await fetch(`${server.url}/tasks/stream`, { headers: { cookie, 'hx-request': 'true' }, signal: controller.signal }))
+    await vi.waitFor(() => expect(stream.events.length).toBeGreaterThan(0))
+    const token = decodeURIComponent(cookie.slice(cookie.indexOf('=') + 1))
+    const expired = await server.database.db
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id_hash', '=', hashToken({ secret: TEST_SECRET, token }))
+      .executeTakeFirst()
+    expect(Number(expired.numUpdatedRows)).toBe(1)
+    await stream.done
+    expect(stream.events.at(-1)!.event).toBe('signed-out')
   })
 })

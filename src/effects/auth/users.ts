@@ -42,6 +42,17 @@ export interface PasswordChange {
   readonly tokensRevoked: number
 }
 
+/**
+ * The change feed's channel on which a user's sessions or tokens ended (payload: the user's id):
+ * signed out, password changed, token revoked — from any process, the CLI's included. Live job
+ * streams of that user re-check their own credential at once (compile.routes.ts).
+ */
+export const CREDENTIALS_CHANNEL = 'knowagent_credentials'
+
+async function credentialsEnded(db: Db, userId: string): Promise<void> {
+  await sql`select pg_notify(${CREDENTIALS_CHANNEL}, ${userId})`.execute(db)
+}
+
 /** Sets a password and signs out every session of the user; API tokens stay valid unless `revokeTokens`. */
 export async function setPassword(
   db: Db,
@@ -55,6 +66,7 @@ export async function setPassword(
     if (!user) throw new UserError(`no user "${login}"`)
     const sessions = await trx.deleteFrom('sessions').where('user_id', '=', user.id).executeTakeFirst()
     const revoked = revokeTokens ? await revokeTokensWhere(trx, { userId: user.id }) : 0
+    if (Number(sessions.numDeletedRows) > 0 && revoked === 0) await credentialsEnded(trx, user.id) // delivered on commit
     const valid = await trx
       .selectFrom('api_tokens')
       .select((eb) => eb.fn.countAll().as('n'))
@@ -136,7 +148,9 @@ export async function listApiTokens(db: Db, { userId, includeRevoked = true }: {
 async function revokeTokensWhere(db: Db, { userId, tokenId }: { userId: string; tokenId?: string }): Promise<number> {
   let query = db.updateTable('api_tokens').set({ revoked_at: sql<Date>`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null)
   if (tokenId !== undefined) query = query.where('id', '=', tokenId)
-  return Number((await query.executeTakeFirst()).numUpdatedRows)
+  const revoked = Number((await query.executeTakeFirst()).numUpdatedRows)
+  if (revoked > 0) await credentialsEnded(db, userId) // inside a transaction: delivered on commit
+  return revoked
 }
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -210,5 +224,6 @@ export async function findSession(db: Db, { secret, token, now = Date.now() }: {
 }
 
 export async function deleteSession(db: Db, { secret, token }: { secret: string; token: string }): Promise<void> {
-  await db.deleteFrom('sessions').where('id_hash', '=', hashToken({ secret, token })).execute()
+  const ended = await db.deleteFrom('sessions').where('id_hash', '=', hashToken({ secret, token })).returning('user_id').executeTakeFirst()
+  if (ended) await credentialsEnded(db, ended.user_id)
 }
