@@ -12,6 +12,8 @@ import { fakeCliProfile } from '../support/compile-harness.ts'
 import { signIn, startTestServer, TEST_SECRET, type TestServer } from '../support/test-server.ts'
 
 const API = '/api/v1/knowledge-agent'
+/** vi.waitFor gives up after 1 s by default; a loaded machine may need longer (it returns as soon as the condition holds). */
+const WAIT = { timeout: 10_000 }
 
 /** An open SSE response: every event as it arrives, and whether the stream has ended. */
 function follow(res: Response) {
@@ -57,8 +59,8 @@ describe('job streams end as soon as their credential does', () => {
     const subscribers = server.ctx.compile!.events.subscribers()
     const revokedStream = follow(await open(`${API}/jobs/stream`, { authorization: `Bearer ${leaked}` }))
     const keptStream = follow(await open(`${API}/jobs/stream`, { authorization: `Bearer ${kept}` }))
-    await vi.waitFor(() => expect(revokedStream.events.map((event) => event.event)).toEqual(['jobs']))
-    await vi.waitFor(() => expect(keptStream.events.map((event) => event.event)).toEqual(['jobs']))
+    await vi.waitFor(() => expect(revokedStream.events.map((event) => event.event)).toEqual(['jobs']), WAIT)
+    await vi.waitFor(() => expect(keptStream.events.map((event) => event.event)).toEqual(['jobs']), WAIT)
     expect(server.ctx.compile!.events.subscribers()).toBe(subscribers + 2)
 
     expect(await revokeApiTokens(server.database.db, { userId: user.id, tokenId: await tokenId('leaked') })).toBe(1)
@@ -66,7 +68,7 @@ describe('job streams end as soon as their credential does', () => {
     const last = revokedStream.events.at(-1)!
     expect(last.event).toBe('error')
     expect(JSON.parse(last.data)).toEqual({ code: 'unauthorized', message: expect.stringContaining('no longer valid') })
-    await vi.waitFor(() => expect(server.ctx.compile!.events.subscribers()).toBe(subscribers + 1))
+    await vi.waitFor(() => expect(server.ctx.compile!.events.subscribers()).toBe(subscribers + 1), WAIT)
 
     // the stream of the token that still holds sees the next change
     const queued = await fetch(`${server.url}${API}/compile`, {
@@ -76,7 +78,7 @@ describe('job streams end as soon as their credential does', () => {
     })
     expect(queued.status).toBe(201)
     const { jobs } = (await queued.json()) as { jobs: Array<{ id: string }> }
-    await vi.waitFor(() => expect(keptStream.events.some((event) => event.event === 'job' && (JSON.parse(event.data) as { job: { id: string } }).job.id === jobs[0]!.id)).toBe(true))
+    await vi.waitFor(() => expect(keptStream.events.some((event) => event.event === 'job' && (JSON.parse(event.data) as { job: { id: string } }).job.id === jobs[0]!.id)).toBe(true), WAIT)
     expect(keptStream.ended()).toBe(false)
     expect(revokedStream.events.filter((event) => event.event === 'job')).toEqual([]) // nothing after the revocation reached it
   })
@@ -87,7 +89,7 @@ describe('job streams end as soon as their credential does', () => {
     const res = await open('/tasks/stream', { cookie, 'hx-request': 'true' })
     expect(res.headers.get('content-type')).toContain('text/event-stream')
     const stream = follow(res)
-    await vi.waitFor(() => expect(stream.events.length).toBeGreaterThan(0)) // the rows as they are
+    await vi.waitFor(() => expect(stream.events.length).toBeGreaterThan(0), WAIT) // the rows as they are
     expect(stream.events[0]!.event).toBe('message')
 
     const signedOut = await fetch(`${server.url}/logout`, {
@@ -99,13 +101,13 @@ describe('job streams end as soon as their credential does', () => {
     expect(signedOut.status).toBe(303)
     await stream.done
     expect(stream.events.at(-1)!.event).toBe('signed-out')
-    await vi.waitFor(() => expect(server.ctx.compile!.events.subscribers()).toBe(subscribers))
+    await vi.waitFor(() => expect(server.ctx.compile!.events.subscribers()).toBe(subscribers), WAIT)
   })
 
   it('a password change (`knowagent user passwd`: its notice goes through PostgreSQL, as from any process) ends the sessions’ streams', async () => {
     const { cookie } = await signIn(server, 'carol', 'password-carol')
     const stream = follow(await open('/tasks/stream', { cookie, 'hx-request': 'true' }))
-    await vi.waitFor(() => expect(stream.events.length).toBeGreaterThan(0))
+    await vi.waitFor(() => expect(stream.events.length).toBeGreaterThan(0), WAIT)
     const change = await setPassword(server.database.db, { login: 'carol', password: 'another-password-carol' })
     expect(change.sessionsEnded).toBeGreaterThan(0)
     await stream.done
@@ -129,7 +131,7 @@ describe('job streams re-check their credential on a timer too', () => {
   it('a session that expired (no notice is sent for that) ends its stream at the next check', async () => {
     const { cookie } = await signIn(server, 'dave', 'password-dave')
     const stream = follow(await fetch(`${server.url}/tasks/stream`, { headers: { cookie, 'hx-request': 'true' }, signal: controller.signal }))
-    await vi.waitFor(() => expect(stream.events.length).toBeGreaterThan(0))
+    await vi.waitFor(() => expect(stream.events.length).toBeGreaterThan(0), WAIT)
     const token = decodeURIComponent(cookie.slice(cookie.indexOf('=') + 1))
     const expired = await server.database.db
       .updateTable('sessions')
