@@ -245,6 +245,9 @@ export async function streamJobs(
   const stopFollowing = [ctx.feed?.on(CREDENTIALS_CHANNEL, (userId) => void (userId === user.id && check())), ctx.feed?.onReset(check)]
   const recheck = setInterval(check, ctx.credentialRecheckMs ?? CREDENTIAL_RECHECK_MS)
   recheck.unref()
+  // Once now, before anything is sent: a credential that ended between this request's sign-in
+  // check and the subscription above announced it to nobody.
+  check()
   const snapshot = () => enqueue(async () => projector.snapshot((await feature.service.list({ caller: user, filter })).jobs))
   // Subscribed before the first snapshot: a change in between is sent after it, never lost.
   const unsubscribe = feature.events.subscribe((event) => {

@@ -59,6 +59,23 @@ async function pickFiles(dialog: ReturnType<Page['getByRole']>, names: ReadonlyA
 
 const row = (page: Page, status?: string) => page.locator(`#job-rows tr.job${status ? `[data-status="${status}"]` : ''}`)
 
+/**
+ * Records every state a page's live-table caption passes through, however briefly (each change's
+ * old value, then the current one); `liveStates` reads them, repeats folded.
+ */
+async function recordLiveStates(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    const before: string[] = []
+    new MutationObserver((records) => {
+      for (const record of records) if (record.oldValue !== null && (record.target as Element).matches('.live-status')) before.push(record.oldValue)
+    }).observe(document, { subtree: true, attributeFilter: ['data-state'], attributeOldValue: true })
+    ;(window as unknown as { liveStates: () => string[] }).liveStates = () =>
+      [...before, document.querySelector<HTMLElement>('.live-status')?.dataset.state ?? ''].filter((state, index, all) => state !== all[index - 1])
+  })
+}
+
+const liveStates = (page: Page): Promise<string[]> => page.evaluate(() => (window as unknown as { liveStates: () => string[] }).liveStates())
+
 /** Queues a compile of one of alice's files through the API (the slow CLI profile): the answer's status and jobs. */
 async function queueCompile(name: string): Promise<{ status: number; jobs: ReadonlyArray<{ id: string }> }> {
   const response = await fetch(`${ui.app.server.url}${API_PREFIX}/compile`, {
@@ -181,22 +198,14 @@ describe('compile jobs in the browser', () => {
       else if (requests === 2) await route.abort('connectionreset')
       else await route.continue()
     })
-    // Every state the caption passes through, however briefly (each change's old value, then the current one).
-    await tasks.addInitScript(() => {
-      const before: string[] = []
-      new MutationObserver((records) => {
-        for (const record of records) if (record.oldValue !== null && (record.target as Element).matches('.live-status')) before.push(record.oldValue)
-      }).observe(document, { subtree: true, attributeFilter: ['data-state'], attributeOldValue: true })
-      ;(window as unknown as { liveStates: () => string[] }).liveStates = () =>
-        [...before, document.querySelector<HTMLElement>('.live-status')?.dataset.state ?? ''].filter((state, index, all) => state !== all[index - 1])
-    })
+    await recordLiveStates(tasks)
     await tasks.goto('/tasks')
     await tasks.locator('body[data-tasks-ready="true"]').waitFor()
     const status = tasks.locator('caption .live-status')
     await expect.poll(() => requests, { timeout: 15_000 }).toBeGreaterThanOrEqual(3)
     await status.and(tasks.locator('[data-state="live"]')).waitFor()
     await expect(status.textContent()).resolves.toBe('(updated live)')
-    await expect(tasks.evaluate(() => (window as unknown as { liveStates: () => string[] }).liveStates())).resolves.toEqual(['live', 'reconnecting', 'live'])
+    await expect(liveStates(tasks)).resolves.toEqual(['live', 'reconnecting', 'live'])
     // and the reopened stream carries updates: a job queued now appears without a reload
     const response = await queueCompile('a.md')
     expect(response.status).toBe(201)
@@ -224,6 +233,7 @@ describe('compile jobs in the browser', () => {
 
   it('says why the server refused the stream: too many pages follow the jobs', async () => {
     const page = await workspace.open({ uri: DOCS })
+    const before = compile().events.subscribers()
     // alice's programs hold every live job stream a user may have open (the cap is shared with the task center's)
     const programs = new AbortController()
     const held: Response[] = []
@@ -246,7 +256,7 @@ describe('compile jobs in the browser', () => {
     } finally {
       programs.abort()
     }
-
+    await expect.poll(() => compile().events.subscribers()).toBe(before) // every slot given back before the next test
   })
 
   it('says the table is not live once the person signs out in another tab, and stops following', async () => {
@@ -261,6 +271,47 @@ describe('compile jobs in the browser', () => {
     await expect(status.textContent()).resolves.toBe('(not live: you were signed out; reload the page to sign in again)')
     expect(new URL(tasks.url()).pathname).toBe('/tasks') // told, not navigated away from what it shows
     await screenshot(tasks, 'desktop-task-center-signed-out')
+  })
+
+  it('a hidden tab: coming back is not announced as an interruption, and a sign-out meanwhile is told, not retried', async () => {
+    const page = await workspace.open({ uri: DOCS })
+    const tasks = await page.context().newPage()
+    await recordLiveStates(tasks)
+    const streamRequests: string[] = []
+    tasks.on('request', (request) => {
+      if (new URL(request.url()).pathname === '/tasks/stream') streamRequests.push(request.url())
+    })
+    // what a browser does when the tab goes to the background and back (the SSE extension pauses its stream)
+    const setHidden = (hidden: boolean) =>
+      tasks.evaluate((value) => {
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => value })
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (value ? 'hidden' : 'visible') })
+        document.dispatchEvent(new Event('visibilitychange'))
+      }, hidden)
+    const before = compile().events.subscribers()
+    await tasks.goto('/tasks')
+    const status = tasks.locator('caption .live-status')
+    await status.and(tasks.locator('[data-state="live"]')).waitFor()
+    await expect.poll(() => compile().events.subscribers()).toBe(before + 1)
+
+    await setHidden(true)
+    await expect.poll(() => compile().events.subscribers()).toBe(before) // paused: the server let go of it
+    await setHidden(false)
+    await expect.poll(() => compile().events.subscribers()).toBe(before + 1) // reopened
+    await expect(liveStates(tasks)).resolves.toEqual(['live'])
+
+    await setHidden(true)
+    await expect.poll(() => compile().events.subscribers()).toBe(before)
+    await page.getByRole('button', { name: 'Sign out' }).click() // while no stream is open for it to end
+    await page.waitForURL(/\/login/)
+    const requestsBeforeReturn = streamRequests.length
+    await setHidden(false)
+    await status.and(tasks.locator('[data-state="signed-out"]')).waitFor()
+    await expect(status.textContent()).resolves.toBe('(not live: you were signed out; reload the page to sign in again)')
+    expect(streamRequests.length).toBeGreaterThan(requestsBeforeReturn) // it did try to reopen, and was refused
+    // and it stops there: the extension drops the table's connection instead of retrying for ever
+    await expect.poll(() => tasks.evaluate(() => (document.getElementById('job-rows') as unknown as { _htmx?: { sse?: unknown } })._htmx?.sse === undefined)).toBe(true)
+    await expect(liveStates(tasks)).resolves.toEqual(['live', 'signed-out'])
   })
 
   it('fits a phone-width screen', async () => {

@@ -53,6 +53,14 @@ async function credentialsEnded(db: Db, userId: string): Promise<void> {
   await sql`select pg_notify(${CREDENTIALS_CHANNEL}, ${userId})`.execute(db)
 }
 
+/**
+ * `work` and its notice in one transaction (the caller's, or one of its own): the notice is sent
+ * when the change commits, and never for a change that did not.
+ */
+function inTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
+  return db.isTransaction ? work(db) : db.transaction().execute(work)
+}
+
 /** Sets a password and signs out every session of the user; API tokens stay valid unless `revokeTokens`. */
 export async function setPassword(
   db: Db,
@@ -66,7 +74,7 @@ export async function setPassword(
     if (!user) throw new UserError(`no user "${login}"`)
     const sessions = await trx.deleteFrom('sessions').where('user_id', '=', user.id).executeTakeFirst()
     const revoked = revokeTokens ? await revokeTokensWhere(trx, { userId: user.id }) : 0
-    if (Number(sessions.numDeletedRows) > 0 && revoked === 0) await credentialsEnded(trx, user.id) // delivered on commit
+    if (Number(sessions.numDeletedRows) > 0 && revoked === 0) await credentialsEnded(trx, user.id) // sent when this transaction commits
     const valid = await trx
       .selectFrom('api_tokens')
       .select((eb) => eb.fn.countAll().as('n'))
@@ -146,11 +154,13 @@ export async function listApiTokens(db: Db, { userId, includeRevoked = true }: {
 }
 
 async function revokeTokensWhere(db: Db, { userId, tokenId }: { userId: string; tokenId?: string }): Promise<number> {
-  let query = db.updateTable('api_tokens').set({ revoked_at: sql<Date>`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null)
-  if (tokenId !== undefined) query = query.where('id', '=', tokenId)
-  const revoked = Number((await query.executeTakeFirst()).numUpdatedRows)
-  if (revoked > 0) await credentialsEnded(db, userId) // inside a transaction: delivered on commit
-  return revoked
+  return inTransaction(db, async (trx) => {
+    let query = trx.updateTable('api_tokens').set({ revoked_at: sql<Date>`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null)
+    if (tokenId !== undefined) query = query.where('id', '=', tokenId)
+    const revoked = Number((await query.executeTakeFirst()).numUpdatedRows)
+    if (revoked > 0) await credentialsEnded(trx, userId)
+    return revoked
+  })
 }
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -224,6 +234,8 @@ export async function findSession(db: Db, { secret, token, now = Date.now() }: {
 }
 
 export async function deleteSession(db: Db, { secret, token }: { secret: string; token: string }): Promise<void> {
-  const ended = await db.deleteFrom('sessions').where('id_hash', '=', hashToken({ secret, token })).returning('user_id').executeTakeFirst()
-  if (ended) await credentialsEnded(db, ended.user_id)
+  await inTransaction(db, async (trx) => {
+    const ended = await trx.deleteFrom('sessions').where('id_hash', '=', hashToken({ secret, token })).returning('user_id').executeTakeFirst()
+    if (ended) await credentialsEnded(trx, ended.user_id)
+  })
 }

@@ -27,14 +27,42 @@
     status.dataset.state = state
     status.textContent = `(${STATES[state]})`
   }
+  /** Tables whose stream the extension paused while the tab was hidden (it reopens it on return). */
+  const resting = new WeakSet()
+  /** Tables whose reopened stream was refused as signed out: not reopened again. */
+  const signedOut = new WeakSet()
+  document.addEventListener('visibilitychange', () => {
+    if (!document.hidden) return
+    for (const status of document.querySelectorAll('.live-status[data-state="live"]')) {
+      const table = status.closest('table')?.querySelector('[hx-sse\\:connect]')
+      if (table) resting.add(table)
+    }
+  })
   document.addEventListener('htmx:sse:after:connection', (event) => mark(event.target, 'live'))
   // a message is proof too (after anything else that may have said otherwise)
   document.addEventListener('htmx:sse:after:message', (event) => mark(event.target, 'live'))
-  // a stream that ended (the server restarted, a proxy cut it) is reopened after a delay
+  // A stream that ended (the server restarted, a proxy cut it) is reopened after a delay. The
+  // reopening after a hidden tab comes back is not an interruption anyone saw: not announced.
   document.addEventListener('htmx:sse:before:connection', (event) => {
-    if (event.detail?.connection?.attempt > 0) mark(event.target, 'reconnecting')
+    const table = event.target
+    const connection = event.detail?.connection
+    if (signedOut.has(table)) {
+      if (connection) connection.cancelled = true // the extension stops reopening it
+      event.preventDefault()
+      return
+    }
+    if (!(connection?.attempt > 0)) return
+    if (resting.has(table) && !document.hidden) resting.delete(table)
+    else mark(table, 'reconnecting')
   })
-  document.addEventListener('htmx:sse:error', (event) => mark(event.target, 'reconnecting'))
+  // A reopening refused as signed out (the session ended while no stream was open, e.g. in a
+  // hidden tab) is final; any other failure is retried.
+  document.addEventListener('htmx:sse:error', (event) => {
+    if (event.detail?.status === 401 && isLiveTable(event.target)) {
+      signedOut.add(event.target)
+      mark(event.target, 'signed-out')
+    } else mark(event.target, 'reconnecting')
+  })
   // The server ends the stream with the table's close event (hx-sse:close) when the session that
   // opened it is gone; the extension then stops instead of reopening it.
   document.addEventListener('htmx:sse:close', (event) => {
