@@ -53,6 +53,8 @@ export interface RequestAuth {
   readonly via: 'session' | 'token'
   /** Present for session auth: required on state-changing requests. */
   readonly csrfToken: string | undefined
+  /** The HMAC of the bearer token the request was authenticated with (`via: 'token'`). */
+  readonly tokenHash?: string | undefined
   /**
    * Set when the user came from the token memo, unchecked: only on the requests whose turn
    * admission checks the token itself (TOKEN_CHECKED_AT_ADMISSION). Every error response checks

@@ -46,13 +46,13 @@ export function resolveAuth(ctx: AppContext): RequestHandler {
       const tokenHash = hashToken({ secret: ctx.secret, token: match[1]! })
       const remembered = ctx.tokenMemo !== undefined && TOKEN_CHECKED_AT_ADMISSION.has(`${req.method} ${req.path}`) ? ctx.tokenMemo.get(tokenHash) : undefined
       if (remembered) {
-        req.auth = { user: remembered, via: 'token', csrfToken: undefined, uncheckedTokenHash: tokenHash }
+        req.auth = { user: remembered, via: 'token', csrfToken: undefined, tokenHash, uncheckedTokenHash: tokenHash }
         return next()
       }
       const user = await findUserByTokenHash(ctx.db, tokenHash)
       if (!user) return next(unauthorized(REVOKED_TOKEN_MESSAGE))
       ctx.tokenMemo?.remember(tokenHash, user)
-      req.auth = { user, via: 'token', csrfToken: undefined }
+      req.auth = { user, via: 'token', csrfToken: undefined, tokenHash }
       return next()
     }
     const token = readCookie(req, SESSION_COOKIE)
@@ -93,10 +93,7 @@ export async function tokenStillLive(ctx: AppContext, tokenHash: string, userId:
 export async function credentialStillLive(ctx: AppContext, req: Request): Promise<boolean> {
   const auth = req.auth
   if (!auth) return false
-  if (auth.via === 'token') {
-    const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '')
-    return match !== null && (await tokenStillLive(ctx, hashToken({ secret: ctx.secret, token: match[1]! }), auth.user.id))
-  }
+  if (auth.via === 'token') return auth.tokenHash !== undefined && (await tokenStillLive(ctx, auth.tokenHash, auth.user.id))
   const token = readCookie(req, SESSION_COOKIE)
   if (!token) return false
   const session = await findSession(ctx.db, { secret: ctx.secret, token, now: (ctx.now ?? Date.now)() })

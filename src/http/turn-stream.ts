@@ -20,7 +20,7 @@ import type { ChatMessage, TurnEmitted, TurnOutput, Usage } from '../machines/in
 import type { TerminalFields } from '../client/wire-events.ts'
 import type { AppContext } from './app-context.ts'
 import { revokedToken, tokenStillLive, type UncheckedToken } from './authenticate.ts'
-import { badRequest, HttpError, REVOKED_TOKEN_MESSAGE, unauthorized } from './http-errors.ts'
+import { badRequest, HttpError } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'
 import { checkMessageFitsModel } from './stream-request.ts'
 
@@ -131,7 +131,7 @@ export async function admitTurnStream(
   if (uncheckedToken !== undefined) {
     const live = await tokenStillLive(ctx, uncheckedToken.hash, user.id)
     uncheckedToken.checked()
-    if (!live) throw unauthorized(REVOKED_TOKEN_MESSAGE)
+    if (!live) throw revokedToken(ctx, uncheckedToken.hash)
   }
   const { node } = await resolveNode(ctx.db, { caller: user, uri: input.uri })
   checkFit(node)

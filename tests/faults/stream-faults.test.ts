@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import pg from 'pg'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
-import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
 import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
 
 const IDLE_MS = 300
@@ -43,9 +43,9 @@ describe('faults under a running turn', () => {
         streamsPerMinute: 1000,
         file: {
           models: [
-            { id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0, idleTimeoutMs: IDLE_MS },
+            scriptedModel(provider, { idleTimeoutMs: IDLE_MS }),
             // The default idle timeout: silent for as long as the test takes to drop the database's connections.
-            { id: 'patient', name: 'Patient', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 },
+            scriptedModel(provider, { id: 'patient', name: 'Patient' }),
           ],
         },
       }),

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decodeSseStream, type SseEvent } from '../../src/sse/sse-decoder.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
-import { startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 
 describe('/workspace/chat', () => {
@@ -18,7 +18,7 @@ describe('/workspace/chat', () => {
     server = await startTestServer({
       configure: (config) => ({
         ...config,
-        file: { models: [{ id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 }] },
+        file: { models: [scriptedModel(provider)] },
       }),
     })
     const alice = await addUserWithToken(server, 'alice')

@@ -11,7 +11,7 @@ import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { PREFERENCES_HEADING } from '../../src/effects/turn/prepare-turn.ts'
 import { createKnowagentClient } from '../../src/client/index.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
-import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
 import { waitUntil } from '../support/wait-until.ts'
 
 type Reasoning = { reasoning_content?: string }
@@ -33,8 +33,8 @@ describe('the OpenAI-compatible face (/v1)', () => {
         streamsPerMinute: 1000,
         file: {
           models: [
-            { id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 },
-            { id: 'text-only', name: 'Text only', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: false, maxRetries: 0 },
+            scriptedModel(provider),
+            scriptedModel(provider, { id: 'text-only', name: 'Text only', supportsNativeToolCalling: false }),
           ],
         },
       }),

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { isCompactionRequest, type ChatMessage, type PreStepInput } from '../../src/machines/index.ts'
 import type { PreStepHook } from '../../src/effects/turn/pre-step-hooks.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
-import { startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
 import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
 
 const BLOCK_HEADER = '[knowagent:context source="test-catalog"]'
@@ -34,7 +34,7 @@ describe('the pre-step slot over HTTP', () => {
         file: {
           models: [
             // a small window: every tool result of 2,000 characters pushes the input over it
-            { id: 'small', name: 'Small', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 9_000, maxOutputTokens: 1_000, supportsNativeToolCalling: true, maxRetries: 0 },
+            scriptedModel(provider, { id: 'small', name: 'Small', contextWindow: 9_000, maxOutputTokens: 1_000 }),
           ],
         },
       }),

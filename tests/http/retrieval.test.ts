@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { AppConfig } from '../../src/effects/config/app-config.ts'
 import { resolveBailianConfig } from '../../src/effects/retrieval/bailian-config.ts'
 import { type FakeBailian, startFakeBailian } from '../support/fake-bailian.ts'
-import { type ScriptedProvider, startScriptedProvider, streamScript, textAnswerSse } from '../support/scripted-provider.ts'
+import { type ScriptedProvider, startScriptedProvider, streamScript, textAnswerSse, scriptedModel } from '../support/scripted-provider.ts'
 import { readSseEvents } from '../support/sse-frames.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 
@@ -17,7 +17,7 @@ const withModelAndBailian = (enabled: boolean) => (config: AppConfig): AppConfig
   ...config,
   streamsPerMinute: 1000,
   file: {
-    models: [{ id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 }],
+    models: [scriptedModel(provider)],
   },
   retrievalBailian: resolveBailianConfig({ enabled, endpointHost: fake.endpointHost }),
 })

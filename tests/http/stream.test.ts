@@ -8,7 +8,7 @@ import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { createKnowagentClient } from '../../src/client/index.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
-import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
 
 describe('POST /api/v1/knowledge-agent/stream', () => {
   let provider: ScriptedProvider
@@ -28,9 +28,9 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
         streamsPerMinute: 1000,
         file: {
           models: [
-            { id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 },
-            { id: 'needs-key', name: 'Needs key', profile: 'scripted', baseUrl: provider.baseUrl, apiKeyEnv: 'KNOWAGENT_TEST_UNSET_KEY', model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 },
-            { id: 'text-only', name: 'Text only', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: false, maxRetries: 0 },
+            scriptedModel(provider),
+            scriptedModel(provider, { id: 'needs-key', name: 'Needs key', apiKeyEnv: 'KNOWAGENT_TEST_UNSET_KEY' }),
+            scriptedModel(provider, { id: 'text-only', name: 'Text only', supportsNativeToolCalling: false }),
           ],
         },
       }),
@@ -163,7 +163,7 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
 
   it('server shutdown ends a running stream with one cancelled error event', async () => {
     const local = await startTestServer({
-      configure: (config) => ({ ...config, file: { models: [{ id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 }] } }),
+      configure: (config) => ({ ...config, file: { models: [scriptedModel(provider)] } }),
     })
     const carol = await addUserWithToken(local, 'carol')
     provider.enqueue({ kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'working' }]) }], end: 'hang' })

@@ -13,7 +13,7 @@ import type { AppContext } from '../../src/http/app-context.ts'
 import { resolveAuth } from '../../src/http/authenticate.ts'
 import { addUserWithToken, startTestServer, TEST_SECRET, type TestServer } from '../support/test-server.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
-import { startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
 
 let provider: ScriptedProvider
 let server: TestServer
@@ -26,7 +26,7 @@ beforeAll(async () => {
       ...config,
       streamsPerMinute: 1000,
       file: {
-        models: [{ id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 }],
+        models: [scriptedModel(provider)],
       },
     }),
   })

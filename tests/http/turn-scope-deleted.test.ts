@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { putFile } from '../../src/effects/workspace/store.ts'
 import { readSseEvents } from '../support/sse-frames.ts'
-import { startScriptedProvider, textAnswerSse, toolCallsSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { startScriptedProvider, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
 import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
 
 describe('a turn whose scope is deleted', () => {
@@ -17,7 +17,7 @@ describe('a turn whose scope is deleted', () => {
       configure: (config) => ({
         ...config,
         file: {
-          models: [{ id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 }],
+          models: [scriptedModel(provider)],
         },
       }),
     })

@@ -3,6 +3,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { ModelConfig } from '../../src/effects/llm/model-config.ts'
 import { type ProviderScript, splitBytes } from '../../src/testing/scripted-provider.ts'
 
 export * from '../../src/testing/scripted-provider.ts'
@@ -59,4 +60,12 @@ export function transcriptScript(
         }))
       : splitBytes(transcriptBytes(transcript), options.splitAt).map((bytes) => ({ bytes, delayMs: options.delayMs }))
   return { kind: 'stream', chunks, end: transcript.end }
+}
+
+/**
+ * The model entry of a test's config file that `provider` serves: `remote` (native tool calls,
+ * a 32k window, no retries) unless `overrides` say otherwise.
+ */
+export function scriptedModel(provider: { readonly baseUrl: string }, overrides: Partial<ModelConfig> = {}): ModelConfig {
+  return { id: 'remote', name: 'Remote', profile: 'scripted', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0, ...overrides } as ModelConfig
 }

@@ -74,7 +74,7 @@ export async function setPassword(
     if (!user) throw new UserError(`no user "${login}"`)
     const sessions = await trx.deleteFrom('sessions').where('user_id', '=', user.id).executeTakeFirst()
     const revoked = revokeTokens ? await revokeTokensWhere(trx, { userId: user.id }) : 0
-    if (Number(sessions.numDeletedRows) > 0 && revoked === 0) await credentialsEnded(trx, user.id) // sent when this transaction commits
+    if (Number(sessions.numDeletedRows) > 0) await credentialsEnded(trx, user.id) // sent when this transaction commits
     const valid = await trx
       .selectFrom('api_tokens')
       .select((eb) => eb.fn.countAll().as('n'))
