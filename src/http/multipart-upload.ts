@@ -114,6 +114,7 @@ export async function readMultipartUpload(req: Request, options: MultipartOption
       options.signal?.addEventListener('abort', onAbort, { once: true })
       req.on('close', onRequestClose)
       req.on('error', onAbort)
+      if (req.destroyed && !req.complete) return onAbort() // the client left before the body was read (its 'close' has fired)
 
       parser.on('field', (name, value, info) => {
         if (settled) return

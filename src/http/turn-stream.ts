@@ -19,6 +19,7 @@ import type { WorkspaceNode } from '../effects/workspace/store.ts'
 import type { ChatMessage, TurnEmitted, TurnOutput, Usage } from '../machines/index.ts'
 import type { TerminalFields } from '../client/wire-events.ts'
 import type { AppContext } from './app-context.ts'
+import { whenClientGone } from './client-gone.ts'
 import { revokedToken, tokenStillLive, type UncheckedToken } from './authenticate.ts'
 import { badRequest, HttpError } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'
@@ -150,17 +151,14 @@ function rateLimited(ctx: AppContext, waitMs: number): HttpError {
 /** Aborts on client disconnect (the response closed before it finished) or server shutdown. */
 function watchForStop(ctx: AppContext, res: Response): { signal: AbortSignal; release: () => void } {
   const stop = new AbortController()
-  const onClose = () => {
-    if (!res.writableFinished) stop.abort('disconnect')
-  }
   const onShutdown = () => stop.abort('shutdown')
-  res.on('close', onClose)
+  const unwatch = whenClientGone(res, () => stop.abort('disconnect')) // also a client that left during admission
   ctx.shutdownSignal.addEventListener('abort', onShutdown, { once: true })
   if (ctx.shutdownSignal.aborted) onShutdown()
   return {
     signal: stop.signal,
     release: () => {
-      res.off('close', onClose)
+      unwatch()
       ctx.shutdownSignal.removeEventListener('abort', onShutdown)
     },
   }

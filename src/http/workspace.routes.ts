@@ -24,6 +24,7 @@ import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts
 import { discardRestOfBody } from './discard-body.ts'
 import { badRequest, forbidden, HttpError } from './http-errors.ts'
 import { readMultipartUpload } from './multipart-upload.ts'
+import { whenClientGone } from './client-gone.ts'
 import { decodeQuery, QueryInt } from './decode-request.ts'
 import { NOTICE_CODES, noticeText, uploadNoticeQuery } from '../../views/partials/notices.ts'
 import { retrievalNav } from './retrieval.routes.ts'
@@ -187,9 +188,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
   async function storeUpload(req: Request, res: Response): Promise<UploadSummary[]> {
     const user = req.auth!.user
     const client = new AbortController() // the client going away cancels reading and parsing
-    res.on('close', () => {
-      if (!res.writableFinished) client.abort()
-    })
+    whenClientGone(res, () => client.abort())
     const clientGone = () => new HttpError(499, 'client_closed', 'the client closed the request')
     let upload: Awaited<ReturnType<typeof readMultipartUpload>> | undefined
     try {

@@ -1,10 +1,15 @@
 // Hostile multipart uploads (issue 11, items 1 and 6): none may crash the server, reach a byte
 // of the body before auth and CSRF, store a file under another name, or leave a spool file behind.
+import { once } from 'node:events'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { request } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { brotliCompressSync, constants, deflateSync, gzipSync } from 'node:zlib'
+import express from 'express'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { readMultipartUpload } from '../../src/http/multipart-upload.ts'
 import { MULTIPART_TYPE, multipartBody, partBytes, postNeverEnding, postRaw, type Part } from '../support/raw-http.ts'
 import { chatCompletionSse, startScriptedProvider, type ScriptedProvider } from '../support/scripted-provider.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
@@ -276,5 +281,35 @@ describe('hostile multipart uploads', () => {
       expect(response.status).toBe(415)
       expect(errorCode(response.body)).toBe('unsupported_content_encoding')
     })
+  })
+})
+
+describe('a client that left before its upload was read', () => {
+  it('ends the read with 499 client_closed at once and leaves no spool folder (its close fired while the handler was busy)', async () => {
+    const spoolRoot = mkdtempSync(join(tmpdir(), 'knowagent-spool-gone-'))
+    const arrived = Promise.withResolvers<void>()
+    const outcome = Promise.withResolvers<unknown>()
+    const app = express()
+    app.post('/upload', async (req, res) => {
+      const closed = once(res, 'close')
+      arrived.resolve()
+      await closed // as a handler still checking the target would be when the client leaves
+      outcome.resolve(await readMultipartUpload(req, { maxFileBytes: MAX_FILE_BYTES, maxFiles: MAX_FILES, spoolRoot }).then(() => 'read', (error: unknown) => error))
+      res.end()
+    })
+    const listener = app.listen(0, '127.0.0.1')
+    await once(listener, 'listening')
+    try {
+      const client = request({ host: '127.0.0.1', port: (listener.address() as AddressInfo).port, path: '/upload', method: 'POST', headers: { 'content-type': MULTIPART_TYPE } })
+      client.on('error', () => undefined)
+      client.write(partBytes({ field: 'file', filename: 'left.md', content: 'never finished' })) // the body never ends
+      await arrived.promise
+      client.destroy()
+      expect(await outcome.promise).toMatchObject({ status: 499, code: 'client_closed' })
+      expect(readdirSync(spoolRoot)).toEqual([])
+    } finally {
+      listener.close()
+      rmSync(spoolRoot, { recursive: true, force: true })
+    }
   })
 })

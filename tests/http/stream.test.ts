@@ -1,7 +1,8 @@
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import express, { type ErrorRequestHandler } from 'express'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import pg from 'pg'
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { admitTurnStream, streamTurn } from '../../src/http/turn-stream.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
@@ -159,6 +160,39 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
     expect(closed.clientClosedAt).toBeGreaterThanOrEqual(abortedAt) // closed by this disconnect, not before it
     await expect.poll(async () => (await findTurn(server.database.db, turnId))?.status, { timeout: 5000 }).toBe('cancelled')
     expect((await findTurn(server.database.db, turnId))!.error_code).toBe('cancelled')
+  })
+
+  it('a client that leaves while its turn is being admitted gets the turn cancelled, not run', async () => {
+    const local = await startTestServer({ configure: (config) => ({ ...config, file: { models: [scriptedModel(provider)] } }) })
+    const dave = await addUserWithToken(local, 'dave')
+    const holder = new pg.Client({ connectionString: local.database.url })
+    await holder.connect()
+    try {
+      await holder.query('begin')
+      await holder.query('lock table turns in share mode') // the admission's insert waits for it
+      const requestsBefore = provider.requests.length
+      const controller = new AbortController()
+      const leaving = fetch(`${local.url}/api/v1/knowledge-agent/stream`, {
+        method: 'POST',
+        signal: controller.signal,
+        headers: { authorization: `Bearer ${dave.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ uri: 'kb://me/', model_id: 'remote', message: 'q' }),
+      }).catch((error: unknown) => error)
+      for (;;) {
+        const { rows } = await holder.query(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)
+        if (Number(rows[0].n) > 0) break // the admission is waiting
+      }
+      controller.abort()
+      expect(await leaving).toMatchObject({ name: 'AbortError' })
+      await vi.waitFor(async () => expect(await local.connections()).toBe(0), { timeout: 10_000 }) // the server saw the client go
+      await holder.query('commit') // the admission goes on, for a client that is gone
+      const turns = () => local.database.db.selectFrom('turns').select(['status', 'error_code']).where('user_id', '=', dave.user.id).execute()
+      await expect.poll(turns, { timeout: 10_000 }).toEqual([{ status: 'cancelled', error_code: 'cancelled' }])
+      expect(provider.requests.length).toBe(requestsBefore) // the model was never asked
+    } finally {
+      await holder.end()
+      await local.close()
+    }
   })
 
   it('server shutdown ends a running stream with one cancelled error event', async () => {

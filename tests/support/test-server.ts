@@ -28,6 +28,8 @@ export interface TestServer {
   readonly ctx: AppContext
   readonly logLines: string[]
   readonly shutdownController: AbortController
+  /** The server's open connections (to wait until it has seen a client go). */
+  readonly connections: () => Promise<number>
   /** Present with the `compile` option. */
   readonly compile: RunningCompileFeature | undefined
   readonly close: () => Promise<void>
@@ -107,6 +109,7 @@ export async function startTestServer({
     ctx,
     logLines,
     shutdownController,
+    connections: () => new Promise((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count)))),
     compile: running,
     close: async () => {
       shutdownController.abort()
