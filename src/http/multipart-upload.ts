@@ -131,6 +131,9 @@ export async function readMultipartUpload(req: Request, options: MultipartOption
       })
 
       parser.on('file', (field, stream: Readable, info) => {
+        // A part refused below is destroyed with the parser while its data may still be coming:
+        // its stream then errors, and an 'error' nobody listens for would end the process.
+        stream.on('error', () => {})
         if (settled) return void stream.resume()
         if (expectCsrf) return stop(csrfRefused())
         if (field !== 'file') return stop(unexpectedField(field))

@@ -1,11 +1,14 @@
 // Hostile multipart uploads (issue 11, items 1 and 6): none may crash the server, reach a byte
 // of the body before auth and CSRF, store a file under another name, or leave a spool file behind.
+import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { brotliCompressSync, constants, deflateSync, gzipSync } from 'node:zlib'
 import express from 'express'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -15,6 +18,8 @@ import { chatCompletionSse, startScriptedProvider, type ScriptedProvider } from 
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const runFile = promisify(execFile)
 const MAX_FILE_BYTES = 1024
 const MAX_FILES = 3
 
@@ -281,6 +286,23 @@ describe('hostile multipart uploads', () => {
       expect(response.status).toBe(415)
       expect(errorCode(response.body)).toBe('unsupported_content_encoding')
     })
+  })
+})
+
+describe('a part refused as its head arrives, its data still to come', () => {
+  // On a real network a part's head and its data often arrive in separate chunks. The part is
+  // refused as its head is parsed and the parser destroyed with that part's file stream open,
+  // which then errors: unheard, that error ended the server. Each case runs in a child process
+  // (tests/fixtures/processes/split-upload.ts), where such an error ends the process as it would
+  // the server; the chunks are written one by one, so the split is exact.
+  it.each([
+    ['refused-name', 400, 'invalid_name'],
+    ['duplicate-name', 400, 'duplicate_name'],
+    ['other-field', 400, 'unexpected_field'],
+    ['csrf-not-first', 403, 'csrf'],
+  ])('%s: refused with %i %s, and the process lives on', async (name, status, code) => {
+    const { stdout } = await runFile(process.execPath, [join(ROOT, 'bin/run-ts.mjs'), join(ROOT, 'tests/fixtures/processes/split-upload.ts'), name], { cwd: ROOT })
+    expect(JSON.parse(stdout)).toEqual({ refused: true, status, code, spoolLeft: 0 })
   })
 })
 
