@@ -16,7 +16,18 @@ export function describeError(error: unknown): { status: number; code: string; m
     const code = tagged.type === 'entity.too.large' ? 'payload_too_large' : tagged.type === 'entity.parse.failed' ? 'invalid_json' : 'invalid_request'
     return { status: tagged.statusCode, code, message: String(tagged.message), headers: {} }
   }
+  // Text PostgreSQL cannot store: a NUL character (U+0000) in any field that reached a query.
+  // Refused where it is checked (names, URIs, model ids); anywhere else this is the safety net.
+  if (isUnstorableText(error)) return { status: 400, code: 'invalid_request', message: NUL_MESSAGE, headers: {} }
   return { status: 500, code: 'internal_error', message: 'internal server error', headers: {} }
+}
+
+const NUL_MESSAGE = 'text must not contain the NUL character (U+0000)'
+
+/** PostgreSQL's character_not_in_repertoire (22021): "invalid byte sequence for encoding UTF8: 0x00". */
+function isUnstorableText(error: unknown): boolean {
+  const candidate = error as { code?: unknown; severity?: unknown } | null
+  return typeof candidate === 'object' && candidate !== null && candidate.code === '22021' && typeof candidate.severity === 'string'
 }
 
 /**

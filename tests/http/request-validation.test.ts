@@ -182,3 +182,39 @@ describe('Content-Security-Policy', () => {
     expect(csp.split('; ')).toContain("img-src 'self' data:")
   })
 })
+
+describe('a NUL character (U+0000), which PostgreSQL cannot store', () => {
+  const nulRefused = async (res: Response) => {
+    expect(res.status).toBe(400)
+    expect(await res.text()).toContain('must not contain the NUL character (U+0000)')
+  }
+  const logged = () => server.logLines.filter((line) => line.includes('request failed')).length
+
+  it('is 400 in a search query, a token label and a sign-in, never a 500 (nothing is logged as a failure)', async () => {
+    const before = logged()
+    await nulRefused(await api('/api/v1/workspace/search?q=%00'))
+    await nulRefused(await fetch(`${server.url}/workspace/search?q=a%00b`, { headers: { cookie: session.cookie } }))
+    await nulRefused(
+      await fetch(`${server.url}/settings/tokens`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ _csrf: session.csrf, label: 'a\u0000b' }),
+      }),
+    )
+    // Without signing in: the login form's own CSRF pair, then a login with a NUL in it.
+    const page = await fetch(`${server.url}/login`)
+    const loginCookie = page.headers.getSetCookie().find((c) => c.startsWith('ka_login='))!.split(';')[0]!
+    const loginCsrf = /name="_login_csrf" value="([^"]+)"/.exec(await page.text())![1]!
+    await nulRefused(
+      await fetch(`${server.url}/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: loginCookie },
+        body: new URLSearchParams({ login: 'a\u0000b', password: 'whatever', _login_csrf: loginCsrf }),
+      }),
+    )
+    expect(logged()).toBe(before)
+    expect((await api('/api/v1/workspace/search?q=a.md')).status).toBe(200) // the server goes on
+  })
+})
