@@ -14,6 +14,7 @@ import { importFolder } from '../../src/effects/workspace/import-folder.ts'
 import { SAMPLES_DIR } from '../../src/effects/workspace/bootstrap-demo.ts'
 import { type DocumentParser, makeDocumentParser } from '../../src/effects/workspace/parse/document-parser.ts'
 import { findNode, listChildren, type Owner, putFile, readCurrent } from '../../src/effects/workspace/store.ts'
+import { deleteSubtree, moveNode } from '../../src/effects/workspace/manage.ts'
 import { parseKbUri } from '../../src/effects/workspace/uri.ts'
 import { ProviderHttpError } from '../../src/effects/llm/model-errors.ts'
 import { createScriptedModel, textResult } from '../support/scripted-model.ts'
@@ -27,6 +28,17 @@ describe('compiling the sample corpus with the built-in local model', () => {
   let harness: CompileHarness
   let demo: Owner
   let parser: DocumentParser
+  // Answers every call once `held` resolves (the test changes the tree meanwhile); `called` says a call is waiting.
+  let held: Promise<void> = Promise.resolve()
+  let called = Promise.withResolvers<void>()
+  const gated = createScriptedModel({
+    info: { id: 'gated', name: 'Gated' },
+    script: () =>
+      Effect.promise(() => {
+        called.resolve()
+        return held
+      }).pipe(Effect.as({ kind: 'result' as const, result: textResult('What this covers, in one line.') })),
+  })
   const failing = createScriptedModel({
     info: { id: 'failing', name: 'Failing' },
     script: () => ({ kind: 'error', error: new ProviderHttpError({ status: 400, code: 'invalid_request', message: 'context too long', retryAfterMs: undefined }) }),
@@ -37,7 +49,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
     demo = await createUser(database.db, { login: 'demo', password: 'a-long-password' })
     parser = makeDocumentParser({ processes: 1 })
     await importFolder(database.db, { owner: demo, folder: SAMPLES_DIR, targetSegments: ['samples'], maxFileBytes: 10_000_000, parser })
-    harness = await startCompileHarness({ database, models: registryWith([failing]), parser })
+    harness = await startCompileHarness({ database, models: registryWith([failing, gated]), parser })
     await harness.startWorker()
   })
   afterAll(async () => {
@@ -176,5 +188,58 @@ describe('compiling the sample corpus with the built-in local model', () => {
     const body = await read('kb://me/notes2/', 'kb://me/notes2/plan.md')
     expect((body.result as { text: string }).text).toContain('Ship the compile queue.')
     expect(await findNode(database.db, demo, ['notes2', '.overview.md'])).toBeUndefined()
+  })
+  describe('the tree changes while a job runs', () => {
+    const put = (segments: string[], text: string) =>
+      putFile(database.db, { owner: demo, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    /** Queues a job on the gated model for `folder`'s files, and resolves once its first model call waits. */
+    const startHeld = async (folder: string) => {
+      const release = Promise.withResolvers<void>()
+      held = release.promise
+      called = Promise.withResolvers<void>()
+      await put([folder, 'secret.md'], '# Secret\nA confidential paragraph.')
+      await put([folder, 'other.md'], '# Other\nAnother paragraph.')
+      const result = await harness.service.enqueue({ caller: demo, params: { uris: [`kb://me/${folder}/secret.md`, `kb://me/${folder}/other.md`], channel: 'llm', modelId: 'gated' } })
+      expect(result.refused).toEqual([])
+      await called.promise
+      return { jobId: result.jobs[0]!.id, release: release.resolve }
+    }
+
+    it('a folder deleted meanwhile is not made again: the job fails and publishes nothing', async () => {
+      const { jobId, release } = await startHeld('doomed')
+      const folder = await findNode(database.db, demo, ['doomed'])
+      await deleteSubtree(database.db, { owner: demo, node: folder! })
+      release()
+      const job = await harness.waitForJob(jobId, (j) => j.status === 'failed' || j.status === 'succeeded', 'the end')
+      expect(job.failure).toMatchObject({ stage: 'publishing', code: 'deleted_while_running', retryable: false })
+      expect(job.failure!.message).toContain('kb://users/demo/doomed/ was deleted while the job ran')
+      expect(await findNode(database.db, demo, ['doomed'])).toBeUndefined()
+      expect(await findNode(database.db, demo, ['doomed', 'summaries', 'secret.md'])).toBeUndefined()
+    })
+
+    it('a source file deleted meanwhile: the job fails and its text is not published', async () => {
+      const { jobId, release } = await startHeld('thinned')
+      await deleteSubtree(database.db, { owner: demo, node: (await findNode(database.db, demo, ['thinned', 'secret.md']))! })
+      release()
+      const job = await harness.waitForJob(jobId, (j) => j.status === 'failed' || j.status === 'succeeded', 'the end')
+      expect(job.failure).toMatchObject({ stage: 'publishing', code: 'deleted_while_running' })
+      expect(job.failure!.message).toContain('secret.md was deleted while the job ran')
+      expect(await findNode(database.db, demo, ['thinned', 'summaries'])).toBeUndefined()
+      expect(await findNode(database.db, demo, ['thinned', '.overview.md'])).toBeUndefined()
+    })
+
+    it('a folder renamed meanwhile gets the pages where it is now, citing its files by their new URIs', async () => {
+      const { jobId, release } = await startHeld('before')
+      const root = await findNode(database.db, demo, [])
+      await moveNode(database.db, { owner: demo, node: (await findNode(database.db, demo, ['before']))!, destination: root!, name: 'after' })
+      release()
+      const job = await harness.waitForJob(jobId, (j) => j.status === 'failed' || j.status === 'succeeded', 'the end')
+      expect(job.status).toBe('succeeded')
+      expect(job.result!.artifacts).toContain('kb://users/demo/after/.overview.md')
+      expect(await findNode(database.db, demo, ['before'])).toBeUndefined()
+      const overview = await read('kb://me/after/', 'kb://me/after/.overview.md')
+      expect(overview.result.text).toContain('kb://users/demo/after/secret.md')
+      expect(overview.result.text).not.toContain('kb://users/demo/before/')
+    })
   })
 })

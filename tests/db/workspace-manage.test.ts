@@ -2,6 +2,7 @@
 // paths in one transaction, refusals (root, into itself, taken names, the name rule), and a folder
 // delete that a concurrent reader sees whole or not at all.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sql } from 'kysely'
 import pg from 'pg'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { createDirectory, deleteSubtree, listMoveDestinations, moveNode, subtreeCounts } from '../../src/effects/workspace/manage.ts'
@@ -178,5 +179,39 @@ describe('workspace management', () => {
     const parent = await getNode(database.db, owner, ['box'])
     expect(late.parentId).toBe(parent.id)
     expect(parent.id).not.toBe(box.id)
+  })
+  /** Nodes of `login`'s tree whose path is not their parent's path and their name: none, whatever ran. */
+  const strayPaths = async (user: Owner) =>
+    (
+      await sql<{ path: string }>`
+        select child.path from nodes child left join nodes parent on parent.id = child.parent_id
+        where child.owner_id = ${user.id} and child.path <> ''
+          and (parent.id is null or child.path <> case when parent.path = '' then child.name else parent.path || '/' || child.name end)`.execute(database.db)
+    ).rows.map((row) => row.path)
+
+  it('moves, new folders and renames of the folders above them, run together, leave every path true and never deadlock', async () => {
+    const racer = await createUser(database.db, { login: 'racer', password: 'correct horse' })
+    const root = await getNode(database.db, racer, [])
+    const failures: unknown[] = []
+    const settle = (work: Promise<unknown>) => work.catch((error: unknown) => void (error instanceof NodeConflict || error instanceof NodeNotFound || failures.push(error)))
+    for (let round = 0; round < 8; round++) {
+      const p = await createDirectory(database.db, { owner: racer, parent: root, name: `P${round}` })
+      const c = await createDirectory(database.db, { owner: racer, parent: p, name: 'C' })
+      const x = await createDirectory(database.db, { owner: racer, parent: root, name: `X${round}` })
+      const [a, b, d] = await Promise.all(['A', 'B', 'D'].map((name) => createDirectory(database.db, { owner: racer, parent: root, name: `${name}${round}` })))
+      await Promise.all([
+        settle(moveNode(database.db, { owner: racer, node: x, destination: c })), // into a folder whose parent is renamed meanwhile
+        settle(createDirectory(database.db, { owner: racer, parent: c, name: 'new' })),
+        settle(moveNode(database.db, { owner: racer, node: p, destination: root, name: `Q${round}` })),
+        // Crossing moves: each either happens or is refused (a cycle), never a deadlock.
+        settle(moveNode(database.db, { owner: racer, node: a!, destination: b! })),
+        settle(moveNode(database.db, { owner: racer, node: b!, destination: d! })),
+        settle(moveNode(database.db, { owner: racer, node: d!, destination: a! })),
+      ])
+      expect(failures).toEqual([])
+      expect(await strayPaths(racer)).toEqual([])
+    }
+    expect(await findNode(database.db, racer, ['Q7', 'C', 'X7'])).toMatchObject({ uri: 'kb://users/racer/Q7/C/X7/' })
+    expect(await findNode(database.db, racer, ['Q7', 'C', 'new'])).toMatchObject({ uri: 'kb://users/racer/Q7/C/new/' })
   })
 })

@@ -33,6 +33,7 @@ import type { DB, GeneratedKind } from '../db/schema.ts'
 import type { ModelRegistry } from '../llm/model-registry.ts'
 import type { DocumentParser } from '../workspace/parse/document-parser.ts'
 import { type Db, findNode, listChildren, type Owner, putFileInTransaction, readCurrentBodies, type WorkspaceNode } from '../workspace/store.ts'
+import { shareTree } from '../workspace/tree-lock.ts'
 import { formatKbUri, parseKbUri, pathToSegments } from '../workspace/uri.ts'
 import { ChannelFailure, type CompileChannel, channelForModel, makeCliChannel } from './compile-channel.ts'
 import type { CliProfile } from './compile-config.ts'
@@ -326,6 +327,81 @@ interface PlannedPage {
   readonly kind: GeneratedKind
 }
 
+/**
+ * Where the pages go and what they cite, as the tree is now (read in the publishing transaction,
+ * under the owner's tree lock): the artifact directory by its node id, the sources by theirs. A
+ * directory or a source deleted while the job ran fails the job — its pages are never written
+ * (a deleted folder is not made again, a deleted file's text is not published); one moved or
+ * renamed is followed to where it is now.
+ */
+async function currentPlace(
+  trx: Db,
+  { owner, snapshot, summaries }: { owner: Owner; snapshot: CompileSnapshot; summaries: ReadonlyArray<FileSummary> },
+): Promise<{ ok: true; parent: ReadonlyArray<string>; parentUri: string; summaries: ReadonlyArray<FileSummary> } | ActorFailure> {
+  const gone = (uri: string) => failure('deleted_while_running', `${uri} was deleted while the job ran; nothing was published`, false)
+  const { id, uri, path } = snapshot.artifactParent
+  const parentRow = id
+    ? await trx.selectFrom('nodes').select(['path', 'kind']).where('owner_id', '=', owner.id).where('id', '=', id).executeTakeFirst()
+    : await trx.selectFrom('nodes').select(['path', 'kind']).where('owner_id', '=', owner.id).where('path', '=', path).executeTakeFirst() // a job queued before ids were kept
+  if (!parentRow || parentRow.kind !== 'directory') return gone(uri)
+  const ids = [...new Set(summaries.map((summary) => summary.nodeId))]
+  const sources = new Map(
+    ids.length === 0
+      ? []
+      : (await trx.selectFrom('nodes').select(['id', 'path']).where('owner_id', '=', owner.id).where('id', 'in', ids).execute()).map((row) => [row.id, row.path] as const),
+  )
+  const missing = summaries.find((summary) => !sources.has(summary.nodeId))
+  if (missing) return gone(missing.uri)
+  const parent = pathToSegments(parentRow.path)
+  return {
+    ok: true,
+    parent,
+    parentUri: formatKbUri({ login: owner.login, segments: parent, directory: true }),
+    summaries: summaries.map((summary) => ({ ...summary, uri: formatKbUri({ login: owner.login, segments: pathToSegments(sources.get(summary.nodeId)!), directory: false }) })),
+  }
+}
+
+/** The pages of a job: a summary per file, the overview (L1) and the abstract (L0) of `parent`. */
+function plannedPages({
+  owner,
+  parent,
+  parentUri,
+  summaries: fileSummaries,
+  input,
+  engine,
+}: {
+  owner: Owner
+  parent: ReadonlyArray<string>
+  parentUri: string
+  summaries: ReadonlyArray<FileSummary>
+  input: PublishInput
+  engine: string
+}): PlannedPage[] {
+  const uriOf = (segments: ReadonlyArray<string>) => formatKbUri({ login: owner.login, segments, directory: false })
+  const taken = new Set<string>()
+  const summaries = fileSummaries.map((summary) => {
+    const name = summaryFileName(summary.name, taken)
+    taken.add(name)
+    return { ...summary, segments: [...parent, SUMMARIES_DIR, name] }
+  })
+  const overviewSegments = [...parent, OVERVIEW_FILE]
+  return [
+    ...summaries.map((summary) => ({ segments: summary.segments, kind: 'summary' as const, text: summaryPage({ name: summary.name, uri: summary.uri, summary: summary.summary, engine }) })),
+    {
+      segments: overviewSegments,
+      kind: 'overview',
+      text: overviewPage({
+        directoryName: parent.at(-1) ?? owner.login,
+        directoryUri: parentUri,
+        overview: input.overview,
+        sources: summaries.map((summary) => ({ name: summary.name, uri: summary.uri, summaryUri: uriOf(summary.segments) })),
+        engine,
+      }),
+    },
+    { segments: [...parent, ABSTRACT_FILE], kind: 'abstract', text: abstractPage({ directoryName: parent.at(-1) ?? owner.login, overviewUri: uriOf(overviewSegments), abstract: input.abstract, engine }) },
+  ]
+}
+
 /** Every page as a new version (unchanged text ⇒ no new version) and the job's success, in one transaction. */
 async function publishArtifacts({
   db,
@@ -342,33 +418,13 @@ async function publishArtifacts({
   input: PublishInput
   engine: string
 }): Promise<PublishOutput> {
-  const parent = pathToSegments(snapshot.artifactParent.path)
-  const uriOf = (segments: ReadonlyArray<string>) => formatKbUri({ login: owner.login, segments, directory: false })
-  const taken = new Set<string>()
-  const summaries = input.summaries.map((summary) => {
-    const name = summaryFileName(summary.name, taken)
-    taken.add(name)
-    return { ...summary, segments: [...parent, SUMMARIES_DIR, name] }
-  })
-  const overviewSegments = [...parent, OVERVIEW_FILE]
-  const pages: PlannedPage[] = [
-    ...summaries.map((summary) => ({ segments: summary.segments, kind: 'summary' as const, text: summaryPage({ name: summary.name, uri: summary.uri, summary: summary.summary, engine }) })),
-    {
-      segments: overviewSegments,
-      kind: 'overview',
-      text: overviewPage({
-        directoryName: parent.at(-1) ?? owner.login,
-        directoryUri: snapshot.artifactParent.uri,
-        overview: input.overview,
-        sources: summaries.map((summary) => ({ name: summary.name, uri: summary.uri, summaryUri: uriOf(summary.segments) })),
-        engine,
-      }),
-    },
-    { segments: [...parent, ABSTRACT_FILE], kind: 'abstract', text: abstractPage({ directoryName: parent.at(-1) ?? owner.login, overviewUri: uriOf(overviewSegments), abstract: input.abstract, engine }) },
-  ]
   return db.transaction().execute(async (trx) => {
+    await shareTree(trx, owner.id) // first (tree-lock.ts): no move or delete runs until the pages are in
     const job = await lockClaimedJob(trx, claim)
     if (!job || job.status !== 'running') return failure('cancelled', 'the job was cancelled before it was published', false)
+    const place = await currentPlace(trx, { owner, snapshot, summaries: input.summaries })
+    if (!place.ok) return place
+    const pages = plannedPages({ owner, parent: place.parent, parentUri: place.parentUri, summaries: place.summaries, input, engine })
     for (const page of pages) {
       const existing = await findNode(trx, owner, page.segments)
       if (existing) {

@@ -261,7 +261,7 @@ export function makeCompileService(options: CompileServiceOptions): CompileServi
     const snapshot: CompileSnapshot = {
       ...resolved.snapshotBase,
       source: { uri: directory.uri, path: directory.path },
-      artifactParent: { uri: parent.uri, path: parent.path },
+      artifactParent: { uri: parent.uri, path: parent.path, id: parent.id },
     }
     const jobId = randomUUID()
     const outcome = await db.transaction().execute(async (trx) => {

@@ -26,7 +26,12 @@ export const CompileSnapshotSchema = Schema.Struct({
   /** The directory the files come from. */
   source: Schema.Struct({ uri: Text, path: Schema.String }),
   /** Where summaries/, .overview.md and .abstract.md are written (the source directory by default). */
-  artifactParent: Schema.Struct({ uri: Text, path: Schema.String }),
+  artifactParent: Schema.Struct({
+    uri: Text,
+    path: Schema.String,
+    /** Its node (absent in jobs queued before it was kept): pages follow it when it is moved, and are not written when it is gone. */
+    id: Schema.optionalKey(Text),
+  }),
   skill: Schema.NullOr(
     Schema.Struct({
       ref: Text,

@@ -1,12 +1,14 @@
 // File management (issue 14): new folder, rename, move, delete — each one transaction, scoped to
 // the owner. A move or rename rewrites `nodes.path` of the whole subtree in the transaction that
-// moves the node, with the node and its destination locked, so no reader sees half a move and a
-// concurrent upload below it either lands before the move (and moves with it) or after it (under
-// the new path). Jobs keep pointing at their nodes (by id); their `uri` follows the move.
+// moves the node, holding the owner's tree lock alone (tree-lock.ts), so no reader sees half a
+// move, and a concurrent upload, new folder or compile job's pages below it either land before
+// the move (and move with it) or after it (under the new path). Moves and deletes of one owner
+// run one at a time. Jobs keep pointing at their nodes (by id); their `uri` follows the move.
 import { type Kysely, sql } from 'kysely'
 import { randomUUID } from 'node:crypto'
 import type { DB, NodeRow } from '../db/schema.ts'
 import { type Db, getNode, type Owner, type WorkspaceNode } from './store.ts'
+import { holdTree, shareTree } from './tree-lock.ts'
 import { checkNodeName, formatKbUri, pathToSegments, segmentsToPath } from './uri.ts'
 import { InvalidName, NodeConflict, NodeNotFound } from './workspace-errors.ts'
 
@@ -51,6 +53,7 @@ export async function createDirectory(db: Kysely<DB>, { owner, parent, name }: {
   const segments = [...pathToSegments(parent.path), stored]
   const uri = formatKbUri({ login: owner.login, segments, directory: true })
   return db.transaction().execute(async (trx) => {
+    await shareTree(trx, owner.id) // no move of a folder above it runs until this one is in
     const locked = await trx.selectFrom('nodes').selectAll().where('owner_id', '=', owner.id).where('id', '=', parent.id).forShare().executeTakeFirst()
     if (!locked) throw new NodeNotFound({ uri: parent.uri })
     if (locked.kind !== 'directory') throw new NodeConflict({ uri: parent.uri, reason: 'a folder can only be created in a folder' })
@@ -87,7 +90,9 @@ export async function moveNode(
   if (node.path === '') throw new NodeConflict({ uri: node.uri, reason: 'the root folder cannot be moved or renamed' })
   const stored = checkedName(name ?? node.name)
   return db.transaction().execute(async (trx) => {
-    // Both rows locked, in id order (two crossing moves cannot deadlock or make a cycle), and re-read.
+    // The owner's tree alone (tree-lock.ts): every node added before is in, none is being added.
+    await holdTree(trx, owner.id)
+    // Both rows locked and re-read.
     const rows = await trx
       .selectFrom('nodes')
       .selectAll()
@@ -174,6 +179,7 @@ export interface DeleteResult extends SubtreeCounts {
 export async function deleteSubtree(db: Kysely<DB>, { owner, node }: { owner: Owner; node: WorkspaceNode }): Promise<DeleteResult> {
   if (node.path === '') throw new NodeConflict({ uri: node.uri, reason: 'the root folder cannot be deleted' })
   return db.transaction().execute(async (trx) => {
+    await holdTree(trx, owner.id) // nothing is being added below it while it goes
     const current = await trx.selectFrom('nodes').selectAll().where('owner_id', '=', owner.id).where('id', '=', node.id).forUpdate().executeTakeFirst()
     if (!current) throw new NodeNotFound({ uri: node.uri })
     const uri = uriOf(owner, current)

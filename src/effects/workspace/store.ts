@@ -7,6 +7,7 @@ import type { DB, NodeKind, NodeRow } from '../db/schema.ts'
 import { checkNodeName, formatKbUri, pathToSegments, segmentsToPath } from './uri.ts'
 import { InvalidUri, NodeConflict, NodeNotFound } from './workspace-errors.ts'
 import { indexVersionText } from './search-index.ts'
+import { shareTree } from './tree-lock.ts'
 
 export type Db = Kysely<DB> | Transaction<DB>
 
@@ -127,6 +128,7 @@ async function directoryAt(db: Db, owner: Owner, { parent, path, name }: { paren
 /** Creates every missing directory along `segments`; a file in the way is a conflict. */
 export async function makeDirectories(db: Db, owner: Owner, rawSegments: ReadonlyArray<string>): Promise<WorkspaceNode> {
   const segments = storedSegments(owner, rawSegments, true)
+  await shareTree(db, owner.id) // no move or delete of a folder on the way runs until this transaction ends
   let parent = await ensureRoot(db, owner)
   for (let depth = 1; depth <= segments.length; depth++) {
     const here = segments.slice(0, depth)
