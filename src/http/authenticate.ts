@@ -129,6 +129,14 @@ export async function checkRequestToken(ctx: AppContext, req: Request): Promise<
   return live
 }
 
+/**
+ * Requires a browser session (after `requireAuth`): a bearer token gets 403 session_required. For
+ * the settings a stolen token must not reach: its own kind (tokens) and the account's secrets.
+ */
+export function requireSession(message: string): RequestHandler {
+  return (req, _res, next) => (req.auth?.via === 'session' ? next() : next(forbidden(message, 'session_required')))
+}
+
 /** Requires a signed-in caller: 401 JSON for API paths, a redirect to the login page otherwise. */
 export function requireAuth(): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {

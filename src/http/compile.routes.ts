@@ -307,7 +307,7 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
   }
 
   // ── JSON API ──────────────────────────────────────────────────────────────────────────
-  router.use([`${API_PREFIX}/compile`, `${API_PREFIX}/jobs`], requireAuth(), json({ limit: '1mb' }), requireCsrf())
+  router.use([`${API_PREFIX}/compile`, `${API_PREFIX}/jobs`], requireAuth(), json({ limit: '1mb', strict: false }), requireCsrf())
 
   router.post(`${API_PREFIX}/compile`, async (req, res) => {
     const body = decodeBody(CompileRequest, req.body)

@@ -45,7 +45,7 @@ export function buildOptions(ctx: AppContext, compile: CompileOptions | null = n
 
 export function knowledgeAgentRoutes(ctx: AppContext): Router {
   const router = Router()
-  router.use(API_PREFIX, requireAuth(), json({ limit: '2mb' }), requireCsrf())
+  router.use(API_PREFIX, requireAuth(), json({ limit: '2mb', strict: false }), requireCsrf())
 
   router.get(`${API_PREFIX}/options`, async (req, res) => {
     const compile = ctx.compile ? await ctx.compile.service.options({ caller: req.auth!.user }) : null

@@ -56,6 +56,15 @@ const csrfRefused = () =>
 const unexpectedField = (name: string) =>
   new HttpError(400, 'unexpected_field', `unexpected field "${name.slice(0, 100)}": an upload has files in "file" and, optionally, "uri" and "_csrf"`)
 
+/**
+ * A file name as the user chose it: browsers (and fetch's FormData) send `"` as `%22` and line
+ * breaks as `%0D` / `%0A` in a multipart filename, as the HTML standard says; those three are
+ * turned back. Any other percent sign stays, and the name rule refuses what looks like an escape.
+ */
+function htmlFormFileName(sent: string): string {
+  return sent.replace(/%(22|0D|0A)/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+}
+
 export async function readMultipartUpload(req: Request, options: MultipartOptions): Promise<MultipartUpload> {
   if (!(req.get('content-type') ?? '').toLowerCase().startsWith('multipart/form-data')) {
     throw new HttpError(415, 'unsupported_media_type', 'send the files as multipart/form-data (field "file")')
@@ -137,8 +146,11 @@ export async function readMultipartUpload(req: Request, options: MultipartOption
         if (settled) return void stream.resume()
         if (expectCsrf) return stop(csrfRefused())
         if (field !== 'file') return stop(unexpectedField(field))
-        const raw = info.filename
-        if (raw === undefined || raw === '') return stop(new HttpError(400, 'invalid_name', 'a file part needs a filename'))
+        const sent = info.filename
+        if (sent === undefined || sent === '') return stop(new HttpError(400, 'invalid_name', 'a file part needs a filename'))
+        // busboy decodes the name as UTF-8, putting U+FFFD where the bytes were not: refused, never stored rewritten.
+        if (sent.includes('\uFFFD')) return stop(new HttpError(400, 'invalid_name', `file name ${JSON.stringify(sent.slice(0, 300))} is not valid UTF-8`))
+        const raw = htmlFormFileName(sent)
         const checked = checkNodeName(raw)
         if (!checked.ok) return stop(new HttpError(400, 'invalid_name', `file name ${JSON.stringify(raw.slice(0, 300))} is not allowed: ${checked.reason}`))
         if (names.has(checked.name)) return stop(new HttpError(400, 'duplicate_name', `"${checked.name}" appears twice in one upload`))

@@ -52,7 +52,7 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
   const startedAt = Math.floor(Date.now() / 1000)
   const modelEntry = (id: string) => ({ id: `${OPENAI_MODEL_PREFIX}${id}`, object: 'model' as const, created: startedAt, owned_by: 'knowagent' })
 
-  router.use(OPENAI_PREFIX, requireBearerToken(), json({ limit: '2mb' }))
+  router.use(OPENAI_PREFIX, requireBearerToken(), json({ limit: '2mb', strict: false }))
 
   router.get(`${OPENAI_PREFIX}/models`, (_req, res) => {
     res.set('Cache-Control', 'no-store').json({ object: 'list', data: ctx.models.list().map((model) => modelEntry(model.id)) })

@@ -15,7 +15,7 @@ import type { NavLink } from '../../views/layout.tsx'
 import { CacheSection, type CacheView, RetrievalSettingsPage, type SettingField } from '../../views/pages/retrieval-settings.tsx'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
-import { requireAuth, requireCsrf } from './authenticate.ts'
+import { requireAuth, requireCsrf, requireSession } from './authenticate.ts'
 import { redirectHtmxToSignIn } from './fragment-errors.ts'
 
 export const RETRIEVAL_SETTINGS_PATH = '/settings/retrieval'
@@ -52,7 +52,7 @@ const FIELDS: ReadonlyArray<{ name: SettingField['name']; key: EditableKey; labe
 
 export function retrievalRoutes(ctx: AppContext, feature: RetrievalFeature): Router {
   const router = Router()
-  router.use(RETRIEVAL_SETTINGS_PATH, redirectHtmxToSignIn(), requireAuth(), urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
+  router.use(RETRIEVAL_SETTINGS_PATH, redirectHtmxToSignIn(), requireAuth(), requireSession('the retrieval settings need a browser session; API tokens cannot read or change them'), urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
 
   const cacheView = async (snapshot: BailianSettingsSnapshot, message?: CacheView['message']): Promise<{ view: CacheView; services: Record<Scene, Array<{ id: string; name: string }>> }> => {
     const none = { search: [], chat: [] }

@@ -13,22 +13,17 @@ import { NOTICE_CODES, noticeText } from '../../views/partials/notices.ts'
 import { renderPage } from '../../views/render.ts'
 import { retrievalNav } from './retrieval.routes.ts'
 import type { AppContext } from './app-context.ts'
-import { requireAuth, requireCsrf } from './authenticate.ts'
-import { forbidden, HttpError } from './http-errors.ts'
+import { requireAuth, requireCsrf, requireSession } from './authenticate.ts'
+import { HttpError } from './http-errors.ts'
 import { decodeBody, decodeQuery } from './decode-request.ts'
 
 const SettingsQuery = Schema.Struct({ notice: Schema.optional(Schema.Literals(NOTICE_CODES)) })
 const CreateTokenForm = Schema.Struct({ label: Schema.optional(Schema.String.check(Schema.isMaxLength(MAX_TOKEN_LABEL_CHARS))) })
 const TokenId = Schema.String.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected a token id' }))
 
-function requireSession(req: Request, _res: Response, next: (error?: unknown) => void) {
-  if (req.auth?.via !== 'session') return next(forbidden('settings need a browser session; API tokens cannot manage tokens', 'session_required'))
-  next()
-}
-
 export function settingsRoutes(ctx: AppContext): Router {
   const router = Router()
-  const guard = [requireAuth(), requireSession, urlencoded({ extended: false, limit: '16kb' }), requireCsrf()]
+  const guard = [requireAuth(), requireSession('settings need a browser session; API tokens cannot manage tokens'), urlencoded({ extended: false, limit: '16kb' }), requireCsrf()]
   const nav = retrievalNav(ctx.retrieval)
   const sections = [...SETTINGS_SECTIONS, ...nav.map((link) => ({ id: 'retrieval', ...link }))]
 

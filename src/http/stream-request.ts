@@ -29,7 +29,7 @@ export const StreamRequest = Schema.Struct({
   uri: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096)),
   model_id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128)),
   message: Schema.String,
-  history: Schema.optional(Schema.Array(HistoryMessage).check(Schema.isMaxLength(MAX_HISTORY_MESSAGES))),
+  history: Schema.optional(Schema.Array(HistoryMessage)), // its length: history_too_large below (the body limit bounds it)
 })
 export type StreamRequest = typeof StreamRequest.Type
 
@@ -40,6 +40,9 @@ export function checkStreamRequest(request: StreamRequest, { maxMessageChars }: 
     throw badRequest(`"message" is ${request.message.length} characters; the limit is ${maxMessageChars}`, 'message_too_large')
   }
   const history = (request.history ?? []) as ReadonlyArray<ChatMessage>
+  if (history.length > MAX_HISTORY_MESSAGES) {
+    throw badRequest(`"history" has ${history.length} messages; the limit is ${MAX_HISTORY_MESSAGES}`, 'history_too_large')
+  }
   const bytes = Buffer.byteLength(JSON.stringify(history), 'utf8')
   if (bytes > MAX_HISTORY_BYTES) throw badRequest(`"history" is ${bytes} bytes; the limit is ${MAX_HISTORY_BYTES}`, 'history_too_large')
   const problems = toolPairingProblems(history)

@@ -57,11 +57,11 @@ function queryString(req: Request, name: string, { required }: { required: boole
   return value
 }
 
-function queryInt(req: Request, name: string, { max }: { max: number }): number | undefined {
+function queryInt(req: Request, name: string, { min = 0, max }: { min?: number; max: number }): number | undefined {
   const value = req.query[name]
   if (value === undefined) return undefined
-  if (typeof value !== 'string' || !/^\d{1,6}$/.test(value) || Number(value) > max) {
-    throw badRequest(`"${name}" must be a whole number from 0 to ${max}`, 'invalid_request')
+  if (typeof value !== 'string' || !/^\d{1,6}$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw badRequest(`"${name}" must be a whole number from ${min} to ${max}`, 'invalid_request')
   }
   return Number(value)
 }
@@ -71,7 +71,7 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
   router.use(['/workspace/files', '/workspace/search', '/workspace/tree/whole'], redirectHtmxToSignIn())
   router.use(['/workspace/files', '/workspace/search', '/workspace/tree/whole', '/api/v1/workspace'], requireAuth())
   router.use('/workspace/files', urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
-  router.use(['/api/v1/workspace/directory', '/api/v1/workspace/move', '/api/v1/workspace/node'], json({ limit: '16kb' }), requireCsrf())
+  router.use(['/api/v1/workspace/directory', '/api/v1/workspace/move', '/api/v1/workspace/node'], json({ limit: '16kb', strict: false }), requireCsrf())
 
   const resolve = async (user: User, uri: string) => (await resolveNode(ctx.db, { caller: user, uri })).node
   const parentOf = (user: User, node: WorkspaceNode) => getNode(ctx.db, user, pathToSegments(node.path).slice(0, -1))
@@ -116,7 +116,7 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
       owner: req.auth!.user,
       query,
       offset: queryInt(req, 'offset', { max: SEARCH_MAX_OFFSET }),
-      limit: queryInt(req, 'limit', { max: SEARCH_MAX_LIMIT }),
+      limit: queryInt(req, 'limit', { min: 1, max: SEARCH_MAX_LIMIT }),
     })
     res.json({
       query: page.query,

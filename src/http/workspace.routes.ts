@@ -91,6 +91,11 @@ async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode, offse
   }
 }
 
+/** A name as an RFC 5987 ext-value: percent-encoded UTF-8, with `'`, `(`, `)` and `*` encoded too (encodeURIComponent leaves them). */
+function rfc5987(name: string): string {
+  return encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+}
+
 export function workspaceRoutes(ctx: AppContext): Router {
   const router = Router()
   router.use('/workspace', redirectHtmxToSignIn()) // every htmx request under /workspace, the chat's too
@@ -203,6 +208,9 @@ export function workspaceRoutes(ctx: AppContext): Router {
         csrfFirstPart,
         signal: client.signal,
       })
+      if (early && upload.uri !== undefined && upload.uri !== req.query.uri) {
+        throw badRequest(`the folder is given twice, as ${JSON.stringify(req.query.uri)} in the query and ${JSON.stringify(upload.uri.slice(0, 300))} in the form; give it once`, 'invalid_request')
+      }
       const target = early ?? (await uploadTarget(user, upload.uri ?? '', createParents))
       if (upload.files.length === 0) throw badRequest('no files in the upload (use the multipart field "file")', 'no_files')
       // Parse first (slow, in workers, no transaction held); the text goes to the spool folder so
@@ -291,7 +299,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const raw = await readRaw(ctx.db, user, node)
     res
       .type(content.mime)
-      .set('Content-Disposition', `attachment; filename*=UTF-8''${encodeURIComponent(node.name)}`)
+      .set('Content-Disposition', `attachment; filename*=UTF-8''${rfc5987(node.name)}`)
       .set('X-Content-Type-Options', 'nosniff')
       .send(Buffer.from(raw))
   })

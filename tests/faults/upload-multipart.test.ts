@@ -170,11 +170,18 @@ describe('hostile multipart uploads', () => {
     ['a file under another field name', [{ field: 'upload', filename: 'a.md', content: 'x' }], 'unexpected_field'],
     ['an undocumented text field', [{ field: 'comment', value: 'hi' }, { field: 'file', filename: 'a.md', content: 'x' }], 'unexpected_field'],
     ['"uri" twice', [{ field: 'uri', value: 'kb://me/' }, { field: 'uri', value: 'kb://me/' }, { field: 'file', filename: 'a.md', content: 'x' }], 'duplicate_field'],
+    ['a folder in the form other than the query\'s', [{ field: 'uri', value: 'kb://me/elsewhere/' }, { field: 'file', filename: 'a.md', content: 'x' }], 'invalid_request'],
   ] satisfies Array<[string, Part[], string]>)('accepts only the documented field names: refuses %s', async (_label, parts, code) => {
     const response = await upload(parts)
     expect(response.status).toBe(400)
     expect(errorCode(response.body)).toBe(code)
     expect(await nodeStatus('kb://me/a.md')).toBe(404)
+  })
+
+  it('accepts the folder given twice when both say the same', async () => {
+    const response = await upload([{ field: 'uri', value: 'kb://me/' }, { field: 'file', filename: 'same.md', content: 'x' }])
+    expect(response.status).toBe(201)
+    expect(await raw('kb://me/same.md')).toBe('x')
   })
 
   it('accepts at most limits.maxFilesPerUpload files, and stores none of a request with more', async () => {
@@ -211,6 +218,8 @@ describe('hostile multipart uploads', () => {
       ['a bidi isolate', "filename*=UTF-8''a%E2%81%A6b.md", 'invisible or control character U+2066'],
       ['a zero-width space', "filename*=UTF-8''secret%E2%80%8B.md", 'invisible or control character U+200B'],
       ['a byte-order mark', "filename*=UTF-8''%EF%BB%BFsecret.md", 'invisible or control character U+FEFF'],
+      ['bytes that are not UTF-8', "filename*=UTF-8''%FF%FEsecret.md", 'is not valid UTF-8'],
+      ['a line break (sent as %0A, as browsers do)', 'filename="secret%0A.md"', 'invisible or control character U+000A'],
     ])('refuses %s with 400 naming the problem', async (_label, disposition, reason) => {
       const body = Buffer.from(
         `--zz\r\nContent-Disposition: form-data; name="file"; ${disposition}\r\nContent-Type: text/markdown\r\n\r\nreplaced!\r\n--zz--\r\n`,
@@ -222,6 +231,15 @@ describe('hostile multipart uploads', () => {
       expect(error.message).toContain(reason)
       expect(await raw('kb://me/secret.md')).toBe('the original')
     })
+  })
+
+  it('stores a name with a double quote as chosen: fetch\'s FormData sends it as %22, as browsers do', async () => {
+    const form = new FormData()
+    form.append('file', new File(['quoted'], 'say "hi".md', { type: 'text/markdown' }))
+    const response = await fetch(api(), { method: 'POST', headers: bearer(), body: form })
+    expect(response.status).toBe(201)
+    expect(await response.json()).toEqual({ files: [{ uri: 'kb://users/alice/say "hi".md', outcome: 'added' }] })
+    expect(await raw('kb://me/say "hi".md')).toBe('quoted')
   })
 
   it('stores names in NFC: café.md composed and decomposed are one file', async () => {

@@ -174,6 +174,16 @@ describe('message size against the chosen model', () => {
     expect(res.status).toBe(400)
     expect((await res.json()).error).toMatchObject({ code: 'history_too_large', message: expect.stringMatching(/^"history" is \d+ bytes; the limit is 1500000$/) })
   })
+
+  it('a history of 401 messages is 400 history_too_large, as documented; 400 are taken', async () => {
+    const history = (length: number) => Array.from({ length }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'y' }))
+    const over = await stream({ message: 'hi', history: history(401) })
+    expect(over.status).toBe(400)
+    expect((await over.json()).error).toEqual({ code: 'history_too_large', message: '"history" has 401 messages; the limit is 400' })
+    const atLimit = await stream({ message: 'hi', history: history(400) })
+    expect(atLimit.status).toBe(200)
+    await atLimit.body?.cancel()
+  })
 })
 
 describe('Content-Security-Policy', () => {
@@ -216,5 +226,16 @@ describe('a NUL character (U+0000), which PostgreSQL cannot store', () => {
     )
     expect(logged()).toBe(before)
     expect((await api('/api/v1/workspace/search?q=a.md')).status).toBe(200) // the server goes on
+  })
+})
+
+describe('a body that is valid JSON but not an object', () => {
+  it.each(['null', '5', '"text"', 'true', '[]'])('%s is 400 invalid_body on every JSON endpoint (not invalid_json: it parses)', async (body) => {
+    for (const path of ['/api/v1/knowledge-agent/stream', '/api/v1/knowledge-agent/command', '/api/v1/workspace/directory']) {
+      const res = await api(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+      expect([path, res.status, (await res.json()).error.code]).toEqual([path, 400, 'invalid_body'])
+    }
+    const openai = await api('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+    expect([openai.status, (await openai.json()).error.code]).toEqual([400, 'invalid_body'])
   })
 })

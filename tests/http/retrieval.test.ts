@@ -83,6 +83,23 @@ describe('enabled (the default)', () => {
     expect(html).toContain('Set an API key to see the services of your workspace.')
   })
 
+  test('an API token can neither read nor change the settings (403): the key stays as it was', async () => {
+    const bearer = { authorization: `Bearer ${token}` }
+    const read = await fetch(`${server.url}/settings/retrieval`, { headers: bearer, redirect: 'manual' })
+    expect(read.status).toBe(403)
+    const change = await fetch(`${server.url}/settings/retrieval`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { ...bearer, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form({ api_key: 'sk-from-a-stolen-token', workspace_id: 'ws-stolen' }),
+    })
+    expect(change.status).toBe(403)
+    expect(await change.text()).toContain('need a browser session')
+    const html = await (await page()).text()
+    expect(html).toContain('<strong data-testid="api-key-status">not configured</strong>')
+    expect(html).not.toContain('ws-stolen')
+  })
+
   test('a post without the CSRF token is refused', async () => {
     const res = await save({ workspace_id: 'ws-http' }, 'wrong-token')
     expect(res.status).toBe(403)
