@@ -71,6 +71,14 @@ export function checkMessageFitsModel({
   if (total <= limit) return
   const fixed = estimateInputBytes({ messages: [{ role: 'system', content: systemPrompt }, { role: 'user', content: '' }], tools })
   const messageBytes = total - fixed
+  if (fixed >= limit) {
+    // The question is not what is too long: the preferences (the OpenAI face's system messages) are.
+    throw badRequest(
+      `the system prompt with this request's preferences (system messages) and the tool schemas take ${fixed} bytes as the model counts input; ` +
+        `model "${model.id}" accepts at most ${limit} bytes of input: shorten the preferences or system messages`,
+      'message_too_large',
+    )
+  }
   throw badRequest(
     `"message" is ${messageBytes} bytes as the model counts input; model "${model.id}" accepts at most ${limit} bytes of input ` +
       `(window ${model.contextWindow} − output reserve ${model.maxOutputTokens} − ${DEFAULT_PROTOCOL_RESERVE}), ` +

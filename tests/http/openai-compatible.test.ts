@@ -304,6 +304,12 @@ describe('the OpenAI-compatible face (/v1)', () => {
       }
     })
 
+    it('system messages the model cannot take are named as what to shorten, not the question', async () => {
+      const error = await refusalOf({ model: 'knowagent/local', messages: [{ role: 'system', content: 's'.repeat(30_000) }, { role: 'user', content: 'q' }] })
+      expect(error).toMatchObject({ status: 400, code: 'message_too_large' })
+      expect(error.message).toMatch(/^400 the system prompt with this request's preferences \(system messages\) and the tool schemas take \d+ bytes .*: shorten the preferences or system messages$/)
+    })
+
     it('requires a knowagent API token: a wrong key and a browser session are both 401', async () => {
       const wrongKey = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'ka_not-a-token', maxRetries: 0 })
       const error = await refusalOf({ model: 'knowagent/remote', messages: question }, wrongKey)
