@@ -24,7 +24,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
-import { destroyClientAgent, runStream, verifyStream, type StreamOutcome } from './lib/client.ts'
+import { closeIdleClientConnections, destroyClientAgent, runStream, verifyStream, type StreamOutcome } from './lib/client.ts'
 import { readDescendantsCpuMicros, readTreeMemory, sampleTreeMemory } from './lib/process-memory.ts'
 import {
   expectedAnswer,
@@ -446,6 +446,7 @@ async function runPhase(args: {
   streams: number
   intervalMs: number
 }): Promise<PhaseResult> {
+  closeIdleClientConnections()
   global.gc?.()
   if (args.profilePath) await args.child.request({ type: 'profile-start' })
   const before = await args.child.request({ type: 'reset-peak' })

@@ -198,6 +198,16 @@ export function destroyClientAgent(): void {
   agent.destroy()
 }
 
+/**
+ * Closes the client's idle keep-alive connections. A phase that reused one left idle since an
+ * earlier phase could send its request just as the server closed it (Node's servers close an idle
+ * connection after 5 s): "socket hang up", a failure of the harness, not of the system. Every
+ * phase starts on fresh connections instead, the same for every system.
+ */
+export function closeIdleClientConnections(): void {
+  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy()
+}
+
 /** Checks one stream against the fixed answer; returns what is wrong ([] when all is right). */
 export function verifyStream({
   outcome,
