@@ -6,6 +6,14 @@ export function wantsJson(req: Request): boolean {
   return req.originalUrl.startsWith('/api/') || (req.get('accept') ?? '').includes('application/json')
 }
 
+/** body-parser's error types, as our codes (docs/api.md, Error codes). */
+const BODY_PARSER_CODES: Readonly<Record<string, string>> = {
+  'entity.too.large': 'payload_too_large',
+  'entity.parse.failed': 'invalid_json',
+  'charset.unsupported': 'unsupported_media_type', // a JSON body in a charset other than UTF-8
+  'encoding.unsupported': 'unsupported_content_encoding', // a Content-Encoding other than gzip, deflate, br, zstd (or two)
+}
+
 /** Maps any error to a status and `{ error: { code, message } }` (JSON) or a short page. */
 export function describeError(error: unknown): { status: number; code: string; message: string; headers: Record<string, string> } {
   if (error instanceof HttpError) return { status: error.status, code: error.code, message: error.message, headers: error.headers }
@@ -13,7 +21,7 @@ export function describeError(error: unknown): { status: number; code: string; m
   const tagged = error as { type?: string; statusCode?: number; message?: string }
   // body-parser errors (invalid JSON, too large)
   if (typeof tagged?.statusCode === 'number' && tagged.statusCode >= 400 && tagged.statusCode < 500) {
-    const code = tagged.type === 'entity.too.large' ? 'payload_too_large' : tagged.type === 'entity.parse.failed' ? 'invalid_json' : 'invalid_request'
+    const code = BODY_PARSER_CODES[tagged.type ?? ''] ?? 'invalid_request'
     return { status: tagged.statusCode, code, message: String(tagged.message), headers: {} }
   }
   // Text PostgreSQL cannot store: a NUL character (U+0000) in any field that reached a query.

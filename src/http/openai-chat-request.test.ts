@@ -68,6 +68,7 @@ describe('readChatTurnRequest', () => {
     ['assistant tool calls', { model: 'knowagent/local', messages: [user('q'), { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] }, user('q2')] }, 400, 'tools_not_supported', 'messages[1].tool_calls'],
     ['an image part', { model: 'knowagent/local', messages: [user([{ type: 'text', text: 'what is this' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }])] }, 400, 'unsupported_content', 'messages[0].content[1]'],
     ['an audio part', { model: 'knowagent/local', messages: [user([{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }])] }, 400, 'unsupported_content', 'messages[0].content[0]'],
+    ['a text part without text', { model: 'knowagent/local', messages: [user([{ type: 'text' }])] }, 400, 'invalid_request', 'messages[0].content[0].text'],
     ['n > 1', { model: 'knowagent/local', n: 2, messages: [user('q')] }, 400, 'unsupported_parameter', 'n'],
     ['a JSON response format', { model: 'knowagent/local', response_format: { type: 'json_object' }, messages: [user('q')] }, 400, 'unsupported_parameter', 'response_format'],
     ['logprobs', { model: 'knowagent/local', logprobs: true, messages: [user('q')] }, 400, 'unsupported_parameter', 'logprobs'],

@@ -115,6 +115,7 @@ function textOf(content: typeof Content.Type | undefined, { param, role }: { par
     .map((part, index) => {
       if (part['type'] === 'text' && typeof part['text'] === 'string') return part['text']
       if (role === 'assistant' && part['type'] === 'refusal' && typeof part['refusal'] === 'string') return part['refusal']
+      if (part['type'] === 'text') throw invalid('a content part of type "text" needs "text", a string', `${param}.content[${index}].text`)
       const type = typeof part['type'] === 'string' ? part['type'] : 'untyped'
       throw invalid(
         `content part of type "${oneWord(type)}" is not supported: KnowAgent reads text only (put files in the workspace and ask about them)`,

@@ -239,3 +239,17 @@ describe('a body that is valid JSON but not an object', () => {
     expect([openai.status, (await openai.json()).error.code]).toEqual([400, 'invalid_body'])
   })
 })
+
+describe('bodies the server cannot read', () => {
+  it('a charset other than UTF-8 is 415 unsupported_media_type; an unknown or doubled Content-Encoding is 415 unsupported_content_encoding', async () => {
+    const post = (headers: Record<string, string>) => api('/api/v1/knowledge-agent/command', { method: 'POST', headers, body: '{"command":"ls","uri":"kb://me/"}' })
+    const latin1 = await post({ 'content-type': 'application/json; charset=latin1' })
+    expect([latin1.status, (await latin1.json()).error.code]).toEqual([415, 'unsupported_media_type'])
+    for (const encoding of ['gzip, gzip', 'compress']) {
+      const res = await post({ 'content-type': 'application/json', 'content-encoding': encoding })
+      expect([encoding, res.status, (await res.json()).error.code]).toEqual([encoding, 415, 'unsupported_content_encoding'])
+    }
+    const plain = await post({ 'content-type': 'application/json' })
+    expect(plain.status).toBe(200)
+  })
+})
