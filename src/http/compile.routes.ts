@@ -24,6 +24,7 @@ import { JOB_STREAM_REVOKED_EVENT, JobRow, JobRowNotice, JobRows, jobRowId } fro
 import { renderFragment, renderFragmentSync, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { credentialStillLive, requireAuth, requireCsrf } from './authenticate.ts'
+import { whenClientGone } from './client-gone.ts'
 import { admitCompileRequest, createStreamCap } from './compile-limits.ts'
 import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
@@ -259,13 +260,13 @@ export async function streamJobs(
     })
   })
   snapshot()
-  res.on('close', end)
+  const unwatch = whenClientGone(res, end)
   ctx.shutdownSignal.addEventListener('abort', end, { once: true })
-  if (ctx.shutdownSignal.aborted || res.destroyed) end()
+  if (ctx.shutdownSignal.aborted) end()
   await ended
   clearInterval(recheck)
   for (const unfollow of stopFollowing) unfollow?.()
-  res.off('close', end)
+  unwatch()
   ctx.shutdownSignal.removeEventListener('abort', end)
   unsubscribe()
   await work

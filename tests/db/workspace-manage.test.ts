@@ -8,18 +8,10 @@ import { createUser } from '../../src/effects/auth/users.ts'
 import { createDirectory, deleteSubtree, listMoveDestinations, moveNode, subtreeCounts } from '../../src/effects/workspace/manage.ts'
 import { findNode, getNode, putFile, readCurrent, type Owner } from '../../src/effects/workspace/store.ts'
 import { InvalidName, NodeConflict, NodeNotFound } from '../../src/effects/workspace/workspace-errors.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { blockedOnALock, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 const put = (db: TestDatabase['db'], owner: Owner, segments: string[], text: string) =>
   putFile(db, { owner, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/plain', text } })
-
-/** Resolves once another connection of this database waits for a lock (bounded by the test's timeout). */
-async function blockedOnALock(client: pg.Client): Promise<void> {
-  for (;;) {
-    const { rows } = await client.query(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)
-    if (Number(rows[0].n) > 0) return
-  }
-}
 
 describe('workspace management', () => {
   let database: TestDatabase

@@ -8,6 +8,7 @@ import { putFile } from '../../src/effects/workspace/store.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { createKnowagentClient } from '../../src/client/index.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { blockedOnALock } from '../support/test-database.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
 import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
 
@@ -178,10 +179,7 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
         headers: { authorization: `Bearer ${dave.token}`, 'content-type': 'application/json' },
         body: JSON.stringify({ uri: 'kb://me/', model_id: 'remote', message: 'q' }),
       }).catch((error: unknown) => error)
-      for (;;) {
-        const { rows } = await holder.query(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)
-        if (Number(rows[0].n) > 0) break // the admission is waiting
-      }
+      await blockedOnALock(holder) // the admission is waiting
       controller.abort()
       expect(await leaving).toMatchObject({ name: 'AbortError' })
       await vi.waitFor(async () => expect(await local.connections()).toBe(0), { timeout: 10_000 }) // the server saw the client go

@@ -68,3 +68,11 @@ export async function synchronousCommitAround(db: Kysely<DB>, run: (connection: 
     }
   })
 }
+
+/** Resolves once another connection of `client`'s database waits for a lock (bounded by the test's timeout). */
+export async function blockedOnALock(client: pg.Client): Promise<void> {
+  for (;;) {
+    const { rows } = await client.query<{ n: string }>(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)
+    if (Number(rows[0]!.n) > 0) return
+  }
+}

@@ -5,7 +5,7 @@
 //   summarise one file → its summary (cached by fingerprint: same input + engine + skill ⇒ no call)
 //   overview  the artifact directory's summaries → L1
 //   abstract  L1 → L0
-//   publish   every page as a new version and the job's success, in ONE transaction
+//   publish   every page as a new version and the job's success, in ONE transaction (compile-artifacts.ts)
 import * as Effect from 'effect/Effect'
 import type { Kysely } from 'kysely'
 import { sql } from 'kysely'
@@ -18,7 +18,6 @@ import {
   type CompileJobEvent,
   type CompileJobOutput,
   compileJobMachine,
-  type FileSummary,
   type OverviewInput,
   type ParsedFile,
   type ParseInput,
@@ -32,29 +31,18 @@ import { fromEffect } from '../actor-bridge.ts'
 import type { DB, GeneratedKind } from '../db/schema.ts'
 import type { ModelRegistry } from '../llm/model-registry.ts'
 import type { DocumentParser } from '../workspace/parse/document-parser.ts'
-import { type Db, findNode, listChildren, type Owner, putFileInTransaction, readCurrentBodies, type WorkspaceNode } from '../workspace/store.ts'
-import { shareTree } from '../workspace/tree-lock.ts'
-import { formatKbUri, parseKbUri, pathToSegments } from '../workspace/uri.ts'
+import { type Db, findNode, type Owner, type WorkspaceNode } from '../workspace/store.ts'
+import { parseKbUri, pathToSegments } from '../workspace/uri.ts'
 import { ChannelFailure, type CompileChannel, channelForModel, makeCliChannel } from './compile-channel.ts'
 import type { CliProfile } from './compile-config.ts'
-import { beginAttempt, finishAttempt, lockClaimedJob, recordProgress, type StoredCompileJob } from './compile-jobs-store.ts'
-import {
-  abstractPage,
-  abstractRequest,
-  type CompileRequest,
-  overviewPage,
-  overviewRequest,
-  summaryFromPage,
-  summaryPage,
-  summaryRequest,
-} from './compile-prompts.ts'
+import { beginAttempt, finishAttempt, recordProgress, type StoredCompileJob } from './compile-jobs-store.ts'
+import { abstractRequest, type CompileRequest, overviewRequest, summaryRequest } from './compile-prompts.ts'
 import { type CompileSnapshot, stepFingerprint } from './compile-snapshot.ts'
 import { runActor } from '../actor-host.ts'
+import { type AttemptClaim, earlierSummaries, failure, publishArtifacts } from './compile-artifacts.ts'
 
-export const SUMMARIES_DIR = 'summaries'
-export const OVERVIEW_FILE = '.overview.md'
-export const ABSTRACT_FILE = '.abstract.md'
-const MARKDOWN = 'text/markdown'
+export type { AttemptClaim } from './compile-artifacts.ts'
+
 
 /** Extra environment for a job's CLI (e.g. BAILIAN_WORKSPACE_ID resolved for its owner), when a provider is wired. */
 export type CompileEnvironmentProvider = (owner: Owner) => Promise<Readonly<Record<string, string>>>
@@ -68,12 +56,6 @@ export interface CompileEngines {
   readonly parser?: DocumentParser | undefined
 }
 
-export interface AttemptClaim {
-  readonly jobId: string
-  readonly queueJobId: string
-  /** 1-based attempt of the queue job (pg-boss retryCount + 1). */
-  readonly attempt: number
-}
 
 export interface CompileAttemptDeps {
   readonly db: Kysely<DB>
@@ -86,13 +68,6 @@ export interface CompileAttemptDeps {
   readonly onModelCall?: ((purpose: CompileRequest['purpose']) => void) | undefined
 }
 
-/** Where a file's summary goes: its name with ".md" (unless it has it already). */
-export function summaryFileName(sourceName: string, taken: ReadonlySet<string> = new Set()): string {
-  const base = /\.md$/i.test(sourceName) ? sourceName : `${sourceName}.md`
-  return taken.has(base) ? `${sourceName}.summary.md` : base
-}
-
-const failure = (code: string, message: string, retryable: boolean): ActorFailure => ({ ok: false, code, message, retryable })
 
 function fromDatabase<A>(what: string, run: () => Promise<A>): Effect.Effect<A, ActorFailure> {
   return Effect.tryPromise({
@@ -300,152 +275,6 @@ async function ensureParsedBody({
   return { body }
 }
 
-/** Summaries already published in the artifact directory for files outside this batch. */
-async function earlierSummaries({ db, owner, parentSegments, except }: { db: Db; owner: Owner; parentSegments: ReadonlyArray<string>; except: ReadonlyArray<FileSummary> }) {
-  const directory = await findNode(db, owner, [...parentSegments, SUMMARIES_DIR])
-  if (!directory || directory.kind !== 'directory') return []
-  const taken = new Set<string>()
-  const ours = new Set(except.map((summary) => summaryFileName(summary.name, taken)))
-  const children = (await listChildren(db, { owner, parent: directory, offset: 0, limit: 1000 })).entries.filter((node) => node.kind === 'file' && !ours.has(node.name))
-  if (children.length === 0) return []
-  const generated = new Set(
-    (await db.selectFrom('nodes').select('id').where('id', 'in', children.map((node) => node.id)).where('generated', '=', 'summary').execute()).map((row) => row.id),
-  )
-  const texts = await readCurrentBodies(db, owner, children.filter((node) => generated.has(node.id)))
-  return children
-    .filter((node) => generated.has(node.id) && texts.get(node.id))
-    .map((node) => {
-      const page = texts.get(node.id)!
-      const source = /^Source: (\S+)$/m.exec(page)?.[1] ?? node.uri
-      return { name: node.name.replace(/\.md$/i, ''), uri: source, summary: summaryFromPage(page) }
-    })
-}
-
-interface PlannedPage {
-  readonly segments: ReadonlyArray<string>
-  readonly text: string
-  readonly kind: GeneratedKind
-}
-
-/**
- * Where the pages go and what they cite, as the tree is now (read in the publishing transaction,
- * under the owner's tree lock): the artifact directory by its node id, the sources by theirs. A
- * directory or a source deleted while the job ran fails the job — its pages are never written
- * (a deleted folder is not made again, a deleted file's text is not published); one moved or
- * renamed is followed to where it is now.
- */
-async function currentPlace(
-  trx: Db,
-  { owner, snapshot, summaries }: { owner: Owner; snapshot: CompileSnapshot; summaries: ReadonlyArray<FileSummary> },
-): Promise<{ ok: true; parent: ReadonlyArray<string>; parentUri: string; summaries: ReadonlyArray<FileSummary> } | ActorFailure> {
-  const gone = (uri: string) => failure('deleted_while_running', `${uri} was deleted while the job ran; nothing was published`, false)
-  const { id, uri, path } = snapshot.artifactParent
-  const parentRow = id
-    ? await trx.selectFrom('nodes').select(['path', 'kind']).where('owner_id', '=', owner.id).where('id', '=', id).executeTakeFirst()
-    : await trx.selectFrom('nodes').select(['path', 'kind']).where('owner_id', '=', owner.id).where('path', '=', path).executeTakeFirst() // a job queued before ids were kept
-  if (!parentRow || parentRow.kind !== 'directory') return gone(uri)
-  const ids = [...new Set(summaries.map((summary) => summary.nodeId))]
-  const sources = new Map(
-    ids.length === 0
-      ? []
-      : (await trx.selectFrom('nodes').select(['id', 'path']).where('owner_id', '=', owner.id).where('id', 'in', ids).execute()).map((row) => [row.id, row.path] as const),
-  )
-  const missing = summaries.find((summary) => !sources.has(summary.nodeId))
-  if (missing) return gone(missing.uri)
-  const parent = pathToSegments(parentRow.path)
-  return {
-    ok: true,
-    parent,
-    parentUri: formatKbUri({ login: owner.login, segments: parent, directory: true }),
-    summaries: summaries.map((summary) => ({ ...summary, uri: formatKbUri({ login: owner.login, segments: pathToSegments(sources.get(summary.nodeId)!), directory: false }) })),
-  }
-}
-
-/** The pages of a job: a summary per file, the overview (L1) and the abstract (L0) of `parent`. */
-function plannedPages({
-  owner,
-  parent,
-  parentUri,
-  summaries: fileSummaries,
-  input,
-  engine,
-}: {
-  owner: Owner
-  parent: ReadonlyArray<string>
-  parentUri: string
-  summaries: ReadonlyArray<FileSummary>
-  input: PublishInput
-  engine: string
-}): PlannedPage[] {
-  const uriOf = (segments: ReadonlyArray<string>) => formatKbUri({ login: owner.login, segments, directory: false })
-  const taken = new Set<string>()
-  const summaries = fileSummaries.map((summary) => {
-    const name = summaryFileName(summary.name, taken)
-    taken.add(name)
-    return { ...summary, segments: [...parent, SUMMARIES_DIR, name] }
-  })
-  const overviewSegments = [...parent, OVERVIEW_FILE]
-  return [
-    ...summaries.map((summary) => ({ segments: summary.segments, kind: 'summary' as const, text: summaryPage({ name: summary.name, uri: summary.uri, summary: summary.summary, engine }) })),
-    {
-      segments: overviewSegments,
-      kind: 'overview',
-      text: overviewPage({
-        directoryName: parent.at(-1) ?? owner.login,
-        directoryUri: parentUri,
-        overview: input.overview,
-        sources: summaries.map((summary) => ({ name: summary.name, uri: summary.uri, summaryUri: uriOf(summary.segments) })),
-        engine,
-      }),
-    },
-    { segments: [...parent, ABSTRACT_FILE], kind: 'abstract', text: abstractPage({ directoryName: parent.at(-1) ?? owner.login, overviewUri: uriOf(overviewSegments), abstract: input.abstract, engine }) },
-  ]
-}
-
-/** Every page as a new version (unchanged text ⇒ no new version) and the job's success, in one transaction. */
-async function publishArtifacts({
-  db,
-  owner,
-  claim,
-  snapshot,
-  input,
-  engine,
-}: {
-  db: Kysely<DB>
-  owner: Owner
-  claim: AttemptClaim
-  snapshot: CompileSnapshot
-  input: PublishInput
-  engine: string
-}): Promise<PublishOutput> {
-  return db.transaction().execute(async (trx) => {
-    await shareTree(trx, owner.id) // first (tree-lock.ts): no move or delete runs until the pages are in
-    const job = await lockClaimedJob(trx, claim)
-    if (!job || job.status !== 'running') return failure('cancelled', 'the job was cancelled before it was published', false)
-    const place = await currentPlace(trx, { owner, snapshot, summaries: input.summaries })
-    if (!place.ok) return place
-    const pages = plannedPages({ owner, parent: place.parent, parentUri: place.parentUri, summaries: place.summaries, input, engine })
-    for (const page of pages) {
-      const existing = await findNode(trx, owner, page.segments)
-      if (existing) {
-        const row = await trx.selectFrom('nodes').select('generated').where('id', '=', existing.id).executeTakeFirstOrThrow()
-        if (row.generated === null) {
-          return failure('artifact_conflict', `${existing.uri} is one of your own files; move it or choose another artifact parent directory`, false)
-        }
-      }
-    }
-    const artifacts: string[] = []
-    for (const page of pages) {
-      const bytes = new TextEncoder().encode(page.text)
-      const { node } = await putFileInTransaction(trx, { owner, segments: page.segments, bytes, parsed: { ok: true, mime: MARKDOWN, text: page.text } })
-      await trx.updateTable('nodes').set({ generated: page.kind }).where('id', '=', node.id).execute()
-      artifacts.push(node.uri)
-    }
-    const output: CompileJobOutput = { status: 'succeeded', progress: input.progress, artifacts, skipped: input.skipped }
-    if (!(await finishAttempt(trx, { ...claim, output }))) return failure('cancelled', 'the job was cancelled before it was published', false)
-    return { ok: true as const, artifacts }
-  })
-}
 
 function fileNameOf(uri: string, owner: Owner): string {
   try {
