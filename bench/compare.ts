@@ -111,6 +111,7 @@ function figuresFor(results: BenchResults): Figure[] {
       figures.push({ name: `${variant}: TTFD p50 ms @${c}`, read: (r) => knowagent(r, 'paced', c)?.ttfdP50Ms ?? Number.NaN })
       figures.push({ name: `${variant}: TTFD p50 @${c} / raw`, read: (r) => ratio(knowagent(r, 'paced', c)?.ttfdP50Ms, raw(r, 'paced', c)?.ttfdP50Ms) })
       figures.push({ name: `${variant}: TTFD max ms @${c}`, read: (r) => knowagent(r, 'paced', c)?.ttfdMaxMs ?? Number.NaN })
+      figures.push({ name: `${variant}: to the provider p50 ms @${c}`, read: (r) => knowagent(r, 'paced', c)?.toProviderP50Ms ?? Number.NaN })
       // ~0.5 when the streams that start together get their first delta in turn (first come, first
       // served), ~1 when every one waits for about as long as the last
       figures.push({ name: `${variant}: TTFD p50 / max @${c}`, read: (r) => ratio(knowagent(r, 'paced', c)?.ttfdP50Ms, knowagent(r, 'paced', c)?.ttfdMaxMs) })

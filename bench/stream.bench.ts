@@ -309,9 +309,10 @@ async function runStreams({
   concurrency: number
   streams: number
   intervalMs: number
-}): Promise<{ outcomes: StreamOutcome[]; wallMs: number }> {
+}): Promise<{ outcomes: StreamOutcome[]; toProviderMs: number[]; wallMs: number }> {
   const expectedText = expectedAnswer(deltas)
   const outcomes: StreamOutcome[] = []
+  const toProviderMs: number[] = [] // per stream: request start → the provider got its first model request
   const problems: string[] = []
   const timeoutMs = 60_000 + deltas * Math.max(intervalMs, 0.05) * 10
   let next = 0
@@ -330,6 +331,7 @@ async function runStreams({
         const wrong = verifyStream({ outcome, expectedText, deltas, variant, system, ...record })
         for (const problem of wrong) problems.push(`stream ${id}: ${problem}`)
         outcomes.push(outcome)
+        toProviderMs.push(record.firstRequestAt - outcome.startedAt)
       } catch (error) {
         problems.push(`stream ${id}: ${(error as Error).message}`)
       } finally {
@@ -345,7 +347,7 @@ async function runStreams({
     )
   }
   if (provider.strayRequests() > 0) throw new BenchFailure(`the provider got ${provider.strayRequests()} request(s) for no registered stream`)
-  return { outcomes, wallMs }
+  return { outcomes, toProviderMs, wallMs }
 }
 
 const CLOCK_TICKS_PER_SECOND = 100 // USER_HZ, 100 on every Linux build in practice
@@ -457,9 +459,10 @@ async function runPhase(args: {
   const loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS })
   loopDelay.enable()
   let outcomes: StreamOutcome[]
+  let toProviderMs: number[]
   let wallMs: number
   try {
-    ;({ outcomes, wallMs } = await runStreams(args))
+    ;({ outcomes, toProviderMs, wallMs } = await runStreams(args))
   } finally {
     loopDelay.disable()
     tree.stop()
@@ -472,6 +475,8 @@ async function runPhase(args: {
   const totalDeltas = args.deltas * outcomes.length
   const latencies = sortedCopy(concatSamples(outcomes.map((outcome) => outcome.latencyMs)))
   const ttfd = sortedCopy(outcomes.map((outcome) => outcome.ttfdMs))
+  const toProvider = sortedCopy(toProviderMs)
+  const afterProvider = sortedCopy(outcomes.map((outcome, index) => outcome.ttfdMs - toProviderMs[index]!))
   const perStream = sortedCopy(outcomes.map((outcome) => ((args.deltas - 1) * 1000) / outcome.answerSpanMs))
   const childCpuMicros = after.cpuMicros - before.cpuMicros
   const descendantsCpuMicros =
@@ -488,6 +493,9 @@ async function runPhase(args: {
     ttfdP50Ms: percentileSorted(ttfd, 50),
     ttfdP99Ms: percentileSorted(ttfd, 99),
     ttfdMaxMs: percentileSorted(ttfd, 100),
+    toProviderP50Ms: percentileSorted(toProvider, 50),
+    toProviderMaxMs: percentileSorted(toProvider, 100),
+    afterProviderP50Ms: percentileSorted(afterProvider, 50),
     deltasPerSecond: (totalDeltas * 1000) / wallMs,
     perStreamDeltasPerSecond: percentileSorted(perStream, 50),
     latencyP50Ms: percentileSorted(latencies, 50),

@@ -22,6 +22,8 @@ export interface StreamRecord {
   readonly plan: StreamPlan
   /** `performance.now()` when answer delta k was written (NaN until then). */
   readonly sentAt: Float64Array
+  /** `performance.now()` when the stream's first model request arrived (NaN until then): the system's turn start is over. */
+  firstRequestAt: number
   toolRequests: number
   answerRequests: number
   /** The answer request carried a tool result (the tool really ran and its output was sent back). */
@@ -158,6 +160,7 @@ export async function startBenchProvider(): Promise<BenchProvider> {
   }
 
   const server = createServer({ noDelay: true, keepAliveTimeout: 60_000 }, (req, res) => {
+    const arrivedAt = performance.now()
     void readBody(req).then((body) => {
       const id = findStreamId(body)
       const record = id === undefined ? undefined : records.get(id)
@@ -166,6 +169,7 @@ export async function startBenchProvider(): Promise<BenchProvider> {
         res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `no registered bench stream in ${req.method} ${req.url}` } }))
         return
       }
+      if (Number.isNaN(record.firstRequestAt)) record.firstRequestAt = arrivedAt
       const wantsTool = record.plan.variant === 'tools' && !body.includes('"role":"tool"')
       if (wantsTool) record.toolRequests += 1
       else {
@@ -208,6 +212,7 @@ export async function startBenchProvider(): Promise<BenchProvider> {
       const record: StreamRecord = {
         plan,
         sentAt: new Float64Array(plan.deltas).fill(Number.NaN),
+        firstRequestAt: Number.NaN,
         toolRequests: 0,
         answerRequests: 0,
         answerHadToolResult: false,

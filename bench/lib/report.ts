@@ -164,6 +164,20 @@ export function report(bench: BenchResults, options: ReportOptions): string {
     '"steady" = only deltas sent while every stream of the phase was running; added = the percentile minus the raw pass-through\'s in the same phase.',
   )
 
+  // ── where the first delta waits ──
+  const storms = results.filter((r) => r.kind === 'paced' && r.concurrency > 1)
+  if (storms.length > 0) {
+    lines.push(
+      '',
+      'Where the first delta waits (paced phases above 1 stream): "to the provider" = request sent → the provider got the stream\'s first model request (the system\'s own turn start — for all the streams that started together); "after" = the rest of each stream\'s TTFD (the provider\'s answer — the tool call and the second request in the tools variant — the system\'s forwarding, the client\'s read):',
+      markdownTable(
+        ['variant', 'streams', 'system', 'TTFD p50 ms', 'to the provider p50 / max ms', 'after p50 ms'],
+        storms.map((r) => [r.variant, String(r.concurrency), SYSTEM_LABEL[r.system], ms(r.ttfdP50Ms), `${ms(r.toProviderP50Ms)} / ${ms(r.toProviderMaxMs)}`, ms(r.afterProviderP50Ms)]),
+        [false, true, false, true, true, true],
+      ),
+    )
+  }
+
   const healthRows = results.map((r) => [
     r.variant,
     r.kind,

@@ -21,6 +21,14 @@ export interface PhaseResult {
   readonly ttfdP50Ms: number
   readonly ttfdP99Ms: number
   readonly ttfdMaxMs: number
+  /**
+   * Where the first delta waits: request start → the provider got the stream's first model
+   * request (the system's own turn start: parsing, auth, admission, the request it builds)…
+   */
+  readonly toProviderP50Ms: number
+  readonly toProviderMaxMs: number
+  /** …and the rest of each stream's TTFD: the provider's answer, the system's forwarding, the client's read. */
+  readonly afterProviderP50Ms: number
   /** All deltas of the phase / its wall time. */
   readonly deltasPerSecond: number
   /** Median over streams of deltas / (last delta − first delta). */
