@@ -226,7 +226,8 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
   })
 
   router.get('/workspace/search', async (req, res) => {
-    const query = (queryString(req, 'q', { required: false }) ?? '').slice(0, 200)
+    const query = queryString(req, 'q', { required: false }) ?? ''
+    if (query.length > 200) throw badRequest('"q" is at most 200 characters', 'invalid_request') // the box's maxlength; never cut silently
     const page = await searchWorkspace(ctx.db, { owner: req.auth!.user, query, offset: queryInt(req, 'offset', { max: SEARCH_MAX_OFFSET }) })
     await html(res, SearchResults({ page }))
   })

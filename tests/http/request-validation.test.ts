@@ -229,6 +229,15 @@ describe('a NUL character (U+0000), which PostgreSQL cannot store', () => {
   })
 })
 
+describe('the search page', () => {
+  it('refuses a query over 200 characters with a message, as the API does (it was cut to 200 silently)', async () => {
+    const res = await fetch(`${server.url}/workspace/search?q=${'x'.repeat(201)}`, { headers: { cookie: session.cookie } })
+    expect(res.status).toBe(400)
+    expect(await res.text()).toContain('at most 200 characters')
+    expect((await fetch(`${server.url}/workspace/search?q=${'x'.repeat(200)}`, { headers: { cookie: session.cookie } })).status).toBe(200)
+  })
+})
+
 describe('a body that is valid JSON but not an object', () => {
   it.each(['null', '5', '"text"', 'true', '[]'])('%s is 400 invalid_body on every JSON endpoint (not invalid_json: it parses)', async (body) => {
     for (const path of ['/api/v1/knowledge-agent/stream', '/api/v1/knowledge-agent/command', '/api/v1/workspace/directory']) {
