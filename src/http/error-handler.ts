@@ -27,6 +27,8 @@ export function describeError(error: unknown): { status: number; code: string; m
   // Text PostgreSQL cannot store: a NUL character (U+0000) in any field that reached a query.
   // Refused where it is checked (names, URIs, model ids); anywhere else this is the safety net.
   if (isUnstorableText(error)) return { status: 400, code: 'invalid_request', message: NUL_MESSAGE, headers: {} }
+  // Every database connection stayed busy for the pool's whole wait: the server is overloaded, not broken.
+  if (isPoolExhausted(error)) return { status: 503, code: 'busy', message: 'the server is busy; retry in a moment', headers: { 'Retry-After': '1' } }
   return { status: 500, code: 'internal_error', message: 'internal server error', headers: {} }
 }
 
@@ -36,6 +38,11 @@ const NUL_MESSAGE = 'text must not contain the NUL character (U+0000)'
 function isUnstorableText(error: unknown): boolean {
   const candidate = error as { code?: unknown; severity?: unknown } | null
   return typeof candidate === 'object' && candidate !== null && candidate.code === '22021' && typeof candidate.severity === 'string'
+}
+
+/** pg-pool's own error when no connection came free within `connectionTimeoutMillis` (it sets no code). */
+function isPoolExhausted(error: unknown): boolean {
+  return error instanceof Error && error.message === 'timeout exceeded when trying to connect'
 }
 
 /**

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import type { User } from '../effects/auth/users.ts'
 import type { ParsedBody } from '../effects/workspace/store.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
-import { findNode, listChildren, makeDirectories, putFileInTransaction, readCurrent, readRaw, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { findNode, findRawVersion, listChildren, makeDirectories, putFileInTransaction, readCurrent, type WorkspaceNode } from '../effects/workspace/store.ts'
 import { citedWindow } from '../effects/workspace/cited-passage.ts'
 import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
 import { NodeConflict } from '../effects/workspace/workspace-errors.ts'
@@ -25,6 +25,7 @@ import { discardRestOfBody } from './discard-body.ts'
 import { badRequest, forbidden, HttpError } from './http-errors.ts'
 import { readMultipartUpload } from './multipart-upload.ts'
 import { whenClientGone } from './client-gone.ts'
+import { streamRawVersion } from './raw-download.ts'
 import { decodeQuery, QueryInt } from './decode-request.ts'
 import { NOTICE_CODES, noticeText, uploadNoticeQuery } from '../../views/partials/notices.ts'
 import { retrievalNav } from './retrieval.routes.ts'
@@ -295,13 +296,12 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const user = req.auth!.user
     const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, '') })
     if (node.kind !== 'file') throw new NodeConflict({ uri: node.uri, reason: 'only files have raw content' })
-    const content = await readCurrent(ctx.db, user, node)
-    const raw = await readRaw(ctx.db, user, node)
+    const version = await findRawVersion(ctx.db, user, node) // one version, its type and bytes together
     res
-      .type(content.mime)
+      .type(version.mime)
       .set('Content-Disposition', `attachment; filename*=UTF-8''${rfc5987(node.name)}`)
       .set('X-Content-Type-Options', 'nosniff')
-      .send(Buffer.from(raw))
+    await streamRawVersion(ctx.db, res, version)
   })
 
   router.use('/workspace', pageProblemHandler(ctx))

@@ -354,6 +354,41 @@ export async function readCurrentBodies(db: Db, owner: Owner, nodes: ReadonlyArr
   return new Map(rows.map((row) => [row.id, row.body]))
 }
 
+/** What a download of a file's current version needs first: that version (immutable), its media type and byte length. */
+export interface RawVersion {
+  readonly versionId: string
+  readonly mime: string
+  readonly length: number
+}
+
+export async function findRawVersion(db: Db, owner: Owner, node: WorkspaceNode): Promise<RawVersion> {
+  const row = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select(['file_versions.id', 'file_versions.mime', sql<string>`octet_length(file_versions.raw)`.as('length')])
+    .where('nodes.id', '=', node.id)
+    .where('nodes.owner_id', '=', owner.id)
+    .executeTakeFirst()
+  if (!row) throw new NodeNotFound({ uri: node.uri })
+  return { versionId: row.id, mime: row.mime, length: Number(row.length) }
+}
+
+/**
+ * `length` bytes of a version's raw content from byte `offset` (fewer at the end); undefined when
+ * the version is gone (its file deleted since). The raw column is stored uncompressed (migration
+ * 20261202100000), so PostgreSQL reads only the TOAST chunks of the slice: a download costs a
+ * slice of memory at a time, whatever the file's size.
+ */
+export async function readRawSlice(db: Db, { versionId, offset, length }: { versionId: string; offset: number; length: number }): Promise<Uint8Array | undefined> {
+  const row = await db
+    .selectFrom('file_versions')
+    .select(sql<Uint8Array>`substring(raw from ${offset + 1}::int for ${length}::int)`.as('slice'))
+    .where('id', '=', versionId)
+    .executeTakeFirst()
+  return row?.slice
+}
+
+/** The whole raw content of a file's current version, in memory (small files and tests; a download streams it: readRawSlice). */
 export async function readRaw(db: Db, owner: Owner, node: WorkspaceNode): Promise<Uint8Array> {
   const row = await db
     .selectFrom('nodes')
