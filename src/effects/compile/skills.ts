@@ -11,7 +11,7 @@ import * as Data from 'effect/Data'
 import * as Schema from 'effect/Schema'
 import { parse as parseYaml } from 'yaml'
 import type { Db, Owner, WorkspaceNode } from '../workspace/store.ts'
-import { findNode, listChildren, readCurrentBodies } from '../workspace/store.ts'
+import { findNode, listChildren, readSmallCurrentBodies } from '../workspace/store.ts'
 import { formatKbUri } from '../workspace/uri.ts'
 import { projectPath } from '../../project-root.ts'
 
@@ -23,6 +23,8 @@ export const USER_SKILL_PREFIX = 'user:'
 const MAX_FRONT_MATTER_CHARS = 4_000
 export const MAX_SKILL_BODY_CHARS = 16_000
 const MAX_USER_SKILLS = 100
+/** No valid SKILL.md is longer (front matter, body, the two `---` lines; 4 bytes a character at most): a larger one is refused unread. */
+const MAX_SKILL_FILE_BYTES = 4 * (MAX_FRONT_MATTER_CHARS + MAX_SKILL_BODY_CHARS + 16)
 
 export const SKILL_NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,63}$/
 
@@ -107,12 +109,18 @@ export async function listUserSkills(db: Db, owner: Owner): Promise<UserSkillLis
     const file = await findNode(db, owner, [USER_SKILLS_DIR, directory.name, SKILL_FILE])
     if (file?.kind === 'file') files.push(file)
   }
-  const bodies = await readCurrentBodies(db, owner, files)
+  // Every options call and compile form reads these: a multi-megabyte SKILL.md (invalid anyway) is never loaded.
+  const bodies = await readSmallCurrentBodies(db, owner, files, { maxBytes: MAX_SKILL_FILE_BYTES })
   const skills: Skill[] = []
   const invalid: Array<{ uri: string; message: string }> = []
   for (const file of files) {
     const text = bodies.get(file.id)
-    const parsed = text == null ? new SkillInvalid({ where: file.uri, message: 'the file has no readable text' }) : parseSkillFile({ text, where: file.uri })
+    const parsed =
+      text == null
+        ? new SkillInvalid({ where: file.uri, message: 'the file has no readable text' })
+        : typeof text === 'object'
+          ? new SkillInvalid({ where: file.uri, message: `the file is ${text.bytes} bytes; a SKILL.md is at most ${MAX_FRONT_MATTER_CHARS} characters of front matter and ${MAX_SKILL_BODY_CHARS} of instructions` })
+          : parseSkillFile({ text, where: file.uri })
     if (parsed instanceof SkillInvalid) {
       invalid.push({ uri: file.uri, message: parsed.message })
     } else if (skills.some((skill) => skill.name === parsed.name)) {

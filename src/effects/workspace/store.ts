@@ -354,6 +354,38 @@ export async function readCurrentBodies(db: Db, owner: Owner, nodes: ReadonlyArr
   return new Map(rows.map((row) => [row.id, row.body]))
 }
 
+/** A body over the size asked for: only its size was read. */
+export interface BodyTooLarge {
+  readonly tooLarge: true
+  readonly bytes: number
+}
+
+/**
+ * `readCurrentBodies` for small texts: a body over `maxBytes` (UTF-8) is not read at all — its size
+ * comes from the value's header (`octet_length` does not fetch or decompress it) — so a caller that
+ * can only use small texts never holds a large one.
+ */
+export async function readSmallCurrentBodies(
+  db: Db,
+  owner: Owner,
+  nodes: ReadonlyArray<WorkspaceNode>,
+  { maxBytes }: { maxBytes: number },
+): Promise<Map<string, string | null | BodyTooLarge>> {
+  if (nodes.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select([
+      'nodes.id',
+      sql<string | null>`case when octet_length(file_versions.body) <= ${maxBytes}::int then file_versions.body end`.as('body'),
+      sql<string | null>`octet_length(file_versions.body)`.as('bytes'),
+    ])
+    .where('nodes.id', 'in', nodes.map((node) => node.id))
+    .where('nodes.owner_id', '=', owner.id)
+    .execute()
+  return new Map(rows.map((row) => [row.id, row.bytes !== null && row.body === null ? { tooLarge: true, bytes: Number(row.bytes) } : row.body]))
+}
+
 /** What a download of a file's current version needs first: that version (immutable), its media type and byte length. */
 export interface RawVersion {
   readonly versionId: string
