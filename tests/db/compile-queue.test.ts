@@ -1,8 +1,10 @@
 // Queueing, claiming, cancelling and retrying compile jobs on real PostgreSQL, with real
 // pg-boss workers, real child processes for the CLI channel and scripted models.
+import diagnostics from 'node:diagnostics_channel'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Worker } from 'node:worker_threads'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createUser } from '../../src/effects/auth/users.ts'
 import type { CompileJobView } from '../../src/effects/compile/compile-jobs-store.ts'
@@ -37,7 +39,7 @@ describe('compile jobs on the queue', () => {
     database = await openTestDatabase('postgres')
     alice = await createUser(database.db, { login: 'alice', password: 'a-long-password' })
     bob = await createUser(database.db, { login: 'bob', password: 'a-long-password' })
-    for (const dir of ['a', 'b', 'c', 'race', 'cancel', 'retry', 'stop', 'skills']) {
+    for (const dir of ['a', 'b', 'c', 'race', 'cancel', 'retry', 'stop', 'skills', 'local']) {
       for (const name of ['one.md', 'two.md', 'three.md']) await put(alice, [dir, name], `# ${dir}/${name}\nThe ${dir} notes say ${name} matters because of ${dir}.`)
     }
     await put(alice, ['a', 'sub', 'deep.md'], 'deep')
@@ -180,6 +182,24 @@ describe('compile jobs on the queue', () => {
       for (const job of jobs) expect(starts.filter((start) => start.jobId === job.id)).toHaveLength(1)
       expect(new Set(starts.filter((start) => jobs.some((job) => job.id === start.jobId)).map((start) => start.name))).toEqual(new Set(['racer-1', 'racer-2']))
       for (const worker of workers) await worker.stop()
+    })
+
+    it("a local-model job's steps run on a thread the worker starts, and stopping the worker ends that thread", async () => {
+      const threads: Worker[] = []
+      const onThread = (message: unknown) => threads.push((message as { worker: Worker }).worker)
+      diagnostics.subscribe('worker_threads', onThread)
+      try {
+        const worker = await harness.startWorker({ name: 'local-thread' })
+        const result = await harness.service.enqueue({ caller: alice, params: { uris: ['kb://me/local/one.md', 'kb://me/local/two.md'], channel: 'llm', modelId: 'local' } })
+        const ended = await harness.waitForJob(result.jobs[0]!.id, (job) => job.status === 'succeeded' || job.status === 'failed', 'the end')
+        expect(ended.status, JSON.stringify(ended)).toBe('succeeded')
+        expect(threads).toHaveLength(1) // one thread for the summaries, the overview and the abstract
+        const exited = new Promise<number>((resolve) => threads[0]!.once('exit', resolve))
+        await worker.stop()
+        expect(typeof (await exited)).toBe('number')
+      } finally {
+        diagnostics.unsubscribe('worker_threads', onThread)
+      }
     })
 
     it('cancelling a running job aborts its model call', async () => {

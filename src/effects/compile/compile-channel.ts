@@ -10,6 +10,7 @@ import { buildCliInvocation, CliFailure, runCliInvocation } from './cli-runner.t
 import type { CliProfile } from './compile-config.ts'
 import { cliPrompt, type CompileRequest } from './compile-prompts.ts'
 import { compileLocally } from './local-compile.ts'
+import type { LocalCompiler } from './local-compile-thread.ts'
 
 export class ChannelFailure extends Data.TaggedError('ChannelFailure')<{
   readonly code: string
@@ -83,18 +84,28 @@ export function makeLlmChannel(model: ChatModel): CompileChannel {
   }
 }
 
-/** The built-in local model: extractive summaries, no network, no key. */
-export function makeLocalChannel(): CompileChannel {
+/**
+ * The built-in local model: extractive summaries, no network, no key. With `compiler` (the
+ * server's compile worker passes its thread, local-compile-thread.ts) each step runs off the event
+ * loop and interruption ends it; without one (tests, embedders) it runs here, synchronously.
+ */
+export function makeLocalChannel(compiler?: LocalCompiler): CompileChannel {
   return {
     engine: `llm:${LOCAL_MODEL_ID}`,
     maxInputChars: 400_000,
-    complete: (request) => Effect.sync(() => compileLocally(request)),
+    complete: (request) =>
+      compiler
+        ? Effect.tryPromise({
+            try: (signal) => compiler.compile(request, signal),
+            catch: (error) => new ChannelFailure({ code: 'local.failed', message: `the local model failed: ${error instanceof Error ? error.message : String(error)}`, retryable: true }),
+          })
+        : Effect.sync(() => compileLocally(request)),
   }
 }
 
 /** The channel for a gateway model: the local one is special-cased (it plans tool calls; it does not follow instructions). */
-export function channelForModel(model: ChatModel): CompileChannel {
-  return model.info.id === LOCAL_MODEL_ID ? makeLocalChannel() : makeLlmChannel(model)
+export function channelForModel(model: ChatModel, localCompiler?: LocalCompiler): CompileChannel {
+  return model.info.id === LOCAL_MODEL_ID ? makeLocalChannel(localCompiler) : makeLlmChannel(model)
 }
 
 export function makeCliChannel({

@@ -39,6 +39,7 @@ import { beginAttempt, finishAttempt, recordProgress, type StoredCompileJob } fr
 import { abstractRequest, type CompileRequest, overviewRequest, summaryRequest } from './compile-prompts.ts'
 import { type CompileSnapshot, stepFingerprint } from './compile-snapshot.ts'
 import { runActor } from '../actor-host.ts'
+import type { LocalCompiler } from './local-compile-thread.ts'
 import { type AttemptClaim, earlierSummaries, failure, publishArtifacts } from './compile-artifacts.ts'
 
 export type { AttemptClaim } from './compile-artifacts.ts'
@@ -54,6 +55,8 @@ export interface CompileEngines {
   readonly extraEnv?: CompileEnvironmentProvider | undefined
   /** Parses again a file whose parse had failed (the server's worker pool); without it such files are skipped. */
   readonly parser?: DocumentParser | undefined
+  /** Runs the built-in local model's steps off the event loop (the compile worker's thread); without it they run on the caller's thread. */
+  readonly localCompiler?: LocalCompiler | undefined
 }
 
 
@@ -83,7 +86,7 @@ export function resolveChannel({ engines, snapshot, extraEnv }: { engines: Compi
   if (snapshot.channel === 'llm') {
     const model = Effect.runSync(Effect.result(engines.models.get(snapshot.modelId)))
     if (model._tag === 'Failure') return failure('unknown_model', `model "${snapshot.modelId}" is no longer configured on this server`, false)
-    return channelForModel(model.success)
+    return channelForModel(model.success, engines.localCompiler)
   }
   const profile = engines.cliProfiles.find((candidate) => candidate.id === snapshot.profileId)
   if (!profile) return failure('unknown_profile', `CLI profile "${snapshot.profileId}" is no longer configured on this server`, false)

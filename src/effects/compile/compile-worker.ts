@@ -18,6 +18,7 @@ import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { QueueSettings } from './compile-config.ts'
 import { findCompileJob } from './compile-jobs-store.ts'
+import { makeLocalCompileThread } from './local-compile-thread.ts'
 import { type AttemptStopReason, type CompileEngines, type CompileAttemptDeps, runCompileAttempt } from './compile-pipeline.ts'
 import { COMPILE_QUEUE, type CompileQueueData, type QueueHandle, startQueue } from './compile-queue.ts'
 import type { JobEvents } from './job-events.ts'
@@ -69,6 +70,9 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
   const ownsQueue = options.queue === undefined
   const queue = options.queue ?? (await startQueue({ connection: options.connection, settings: options.settings, logger, clock: options.clock, instanceName: id }))
   const runs = new Map<string, AbortController>()
+  // The built-in local model's steps run on one thread of their own, started on first use.
+  const ownedCompiler = options.engines.localCompiler ? undefined : makeLocalCompileThread()
+  const engines: CompileEngines = ownedCompiler ? { ...options.engines, localCompiler: ownedCompiler } : options.engines
   const settled = new Set<Promise<unknown>>()
   let stopping: Promise<void> | undefined
 
@@ -117,7 +121,7 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
       logger?.info('compile attempt started', { jobId: stored.view.id, attempt, queueJobId: job.id })
       const output = await runCompileAttempt({
         db: options.db,
-        engines: options.engines,
+        engines,
         claim: { jobId: stored.view.id, queueJobId: job.id, attempt },
         owner,
         job: stored,
@@ -159,6 +163,7 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
       for (const controller of runs.values()) controller.abort('shutdown' satisfies AttemptStopReason)
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, options.stopTimeoutMs ?? 10_000).unref())
       await Promise.race([Promise.allSettled([...settled]), deadline])
+      await ownedCompiler?.close()
       if (ownsQueue) await queue.stop({ graceful: true, timeoutMs: options.stopTimeoutMs ?? 10_000 })
       logger?.info('compile worker stopped')
     })())
