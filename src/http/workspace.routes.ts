@@ -1,14 +1,17 @@
 import { Router } from 'express'
 import type { Request, Response } from 'express'
 import * as Schema from 'effect/Schema'
+import type { Transaction } from 'kysely'
+import type { DB } from '../effects/db/schema.ts'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { User } from '../effects/auth/users.ts'
 import type { ParsedBody } from '../effects/workspace/store.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import { findNode, findRawVersion, listChildren, makeDirectories, putFileInTransaction, readCurrent, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { shareTree } from '../effects/workspace/tree-lock.ts'
 import { citedWindow } from '../effects/workspace/cited-passage.ts'
-import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
+import { formatKbUri, parseKbUri, pathToSegments } from '../effects/workspace/uri.ts'
 import { NodeConflict } from '../effects/workspace/workspace-errors.ts'
 import { safeEqual } from '../effects/auth/tokens.ts'
 import { WorkspacePage } from '../../views/pages/workspace.tsx'
@@ -29,6 +32,14 @@ import { streamRawVersion } from './raw-download.ts'
 import { decodeQuery, QueryInt } from './decode-request.ts'
 import { NOTICE_CODES, noticeText, uploadNoticeQuery } from '../../views/partials/notices.ts'
 import { retrievalNav } from './retrieval.routes.ts'
+
+/** Where an upload's files go, as found before its body was read (`nodeId` absent: to be created). */
+interface UploadTarget {
+  readonly uri: string
+  readonly segments: string[]
+  readonly nodeId: string | undefined
+  readonly createParents: boolean
+}
 
 const PREVIEW_CHARS = 200_000
 const TREE_PAGE = 200
@@ -176,22 +187,43 @@ export function workspaceRoutes(ctx: AppContext): Router {
    * Where an upload goes: an existing folder, or — with `create_parents` — one to create with the
    * files. A missing folder without the flag is a 404 that says how to create it.
    */
-  async function uploadTarget(user: User, uri: string, createParents: boolean): Promise<{ uri: string; segments: string[]; missing: boolean }> {
+  async function uploadTarget(user: User, uri: string, createParents: boolean): Promise<UploadTarget> {
     const path = parseKbUri({ uri, callerLogin: user.login })
     const node = await findNode(ctx.db, user, path.segments)
     const folderUri = formatKbUri({ login: user.login, segments: path.segments, directory: true })
     if (node) {
       if (node.kind !== 'directory') throw new NodeConflict({ uri: node.uri, reason: 'uploads go into a directory' })
-      return { uri: node.uri, segments: [...path.segments], missing: false }
+      return { uri: node.uri, segments: [...path.segments], nodeId: node.id, createParents }
     }
-    if (!createParents) {
-      throw new HttpError(404, 'not_found', `${folderUri} does not exist (it may have been deleted or moved); upload with create_parents=true to create it`)
+    if (!createParents) throw missingFolder(folderUri)
+    return { uri: folderUri, segments: [...path.segments], nodeId: undefined, createParents }
+  }
+
+  const missingFolder = (folderUri: string): HttpError =>
+    new HttpError(404, 'not_found', `${folderUri} does not exist (it may have been deleted or moved); upload with create_parents=true to create it`)
+
+  /**
+   * The upload's folder as it is now, inside the storing transaction and under the owner's shared
+   * tree lock (no move or delete runs until it ends). Parsing took a while since the folder was
+   * found: moved or renamed meanwhile, the files follow it; deleted, the upload is refused (nothing
+   * stored, no folder made again at its old path) unless `create_parents` asked for it.
+   */
+  async function folderNow(trx: Transaction<DB>, user: User, target: UploadTarget): Promise<{ uri: string; segments: string[] }> {
+    await shareTree(trx, user.id)
+    if (target.nodeId !== undefined) {
+      const row = await trx.selectFrom('nodes').select(['path', 'kind']).where('id', '=', target.nodeId).where('owner_id', '=', user.id).executeTakeFirst()
+      if (row?.kind === 'directory') {
+        const segments = pathToSegments(row.path)
+        return { uri: formatKbUri({ login: user.login, segments, directory: true }), segments }
+      }
+      if (!target.createParents) throw new HttpError(404, 'not_found', `${target.uri} was deleted while the upload was read; nothing was stored`)
     }
-    return { uri: folderUri, segments: [...path.segments], missing: true }
+    await makeDirectories(trx, user, target.segments) // with the files, or not at all
+    return { uri: target.uri, segments: target.segments }
   }
 
   /** Reads, parses (in the parser's workers) and stores one upload, all files or none. */
-  async function storeUpload(req: Request, res: Response): Promise<UploadSummary[]> {
+  async function storeUpload(req: Request, res: Response): Promise<{ folderUri: string; files: UploadSummary[] }> {
     const user = req.auth!.user
     const client = new AbortController() // the client going away cancels reading and parsing
     whenClientGone(res, () => client.abort())
@@ -228,21 +260,20 @@ export function workspaceRoutes(ctx: AppContext): Router {
           parsed.push({ ok: false, mime: outcome.mime, error: outcome.error })
         }
       }
-      const base = target.segments
       const files = upload.files
-      const results: UploadSummary[] = await ctx.db.transaction().execute(async (trx) => {
-        if (target.missing) await makeDirectories(trx, user, base) // with the files, or not at all
+      const results = await ctx.db.transaction().execute(async (trx) => {
+        const folder = await folderNow(trx, user, target)
         const stored: UploadSummary[] = []
         for (const [index, file] of files.entries()) {
           const { textPath, ...body } = parsed[index]!
           const text = textPath === undefined ? undefined : await readFile(textPath, 'utf8')
           const bytes = new Uint8Array(await readFile(file.path))
-          const { outcome, node } = await putFileInTransaction(trx, { owner: user, segments: [...base, file.name], bytes, parsed: { ...body, text } })
+          const { outcome, node } = await putFileInTransaction(trx, { owner: user, segments: [...folder.segments, file.name], bytes, parsed: { ...body, text } })
           stored.push({ uri: node.uri, outcome, ...(body.ok ? {} : { parse_error: body.error }) })
         }
-        return stored
+        return { folderUri: folder.uri, files: stored }
       })
-      ctx.logger.info('upload stored', { login: user.login, directory: target.uri, files: results.length })
+      ctx.logger.info('upload stored', { login: user.login, directory: results.folderUri, files: results.files.length })
       return results
     } catch (error) {
       discardRestOfBody(req) // answer now; what the client still sends is dropped, then the connection closed
@@ -253,12 +284,13 @@ export function workspaceRoutes(ctx: AppContext): Router {
   }
 
   router.post('/api/v1/workspace/upload', async (req, res) => {
-    res.status(201).json({ files: await storeUpload(req, res) })
+    res.status(201).json({ files: (await storeUpload(req, res)).files })
   })
 
   router.post('/workspace/upload', async (req, res) => {
-    const results = await storeUpload(req, res)
-    res.redirect(303, `/workspace?uri=${encodeURIComponent(queryUri(req, ''))}&${uploadNoticeQuery(results)}`)
+    // Back to the folder the files went to: the query's, the form's `uri` field's, or where it moved.
+    const { folderUri, files } = await storeUpload(req, res)
+    res.redirect(303, `/workspace?uri=${encodeURIComponent(folderUri)}&${uploadNoticeQuery(files)}`)
   })
 
   /** Metadata of a node: a directory's children (paged) or a file's current version. */

@@ -10,6 +10,7 @@ import { findNode, getNode, putFile, readCurrent, type Owner } from '../../src/e
 import { InvalidName, NodeConflict, NodeNotFound } from '../../src/effects/workspace/workspace-errors.ts'
 import { blockedOnALock, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
+const pathFor = (uri: string) => uri.replace(/^kb:\/\/users\/[^/]+\//, '').split('/')
 const put = (db: TestDatabase['db'], owner: Owner, segments: string[], text: string) =>
   putFile(db, { owner, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/plain', text } })
 
@@ -205,5 +206,40 @@ describe('workspace management', () => {
     }
     expect(await findNode(database.db, racer, ['Q7', 'C', 'X7'])).toMatchObject({ uri: 'kb://users/racer/Q7/C/X7/' })
     expect(await findNode(database.db, racer, ['Q7', 'C', 'new'])).toMatchObject({ uri: 'kb://users/racer/Q7/C/new/' })
+  })
+
+  describe('nothing is made where no URI can name it (at most 64 levels, URIs at most 4,096 characters)', () => {
+    const long = (letter: string) => letter.repeat(250)
+
+    it('a move or rename that would take a node of the subtree past either limit is refused, and nothing moves', async () => {
+      // 16 levels of 250-character names: the deepest file's URI is ~4,050 characters.
+      const chain = Array.from({ length: 16 }, (_, i) => long(String.fromCharCode(97 + i)))
+      await put(database.db, owner, ['limits', ...chain, 'leaf.md'], 'leaf')
+      const top = await getNode(database.db, owner, ['limits', chain[0]!])
+      const elsewhere = await createDirectory(database.db, { owner, parent: await getNode(database.db, owner, []), name: long('z') })
+      const before = await paths()
+      await expect(moveNode(database.db, { owner, node: top, destination: elsewhere })).rejects.toThrow(/URI longer than 4096 characters/)
+      // A rename to a longer name (through `?`, which the URI escapes as three characters) too.
+      await expect(moveNode(database.db, { owner, node: top, destination: await getNode(database.db, owner, ['limits']), name: '?'.repeat(200) })).rejects.toThrow(/URI longer than 4096/)
+      expect(await paths()).toEqual(before)
+      // A shorter name is fine.
+      expect((await moveNode(database.db, { owner, node: top, destination: await getNode(database.db, owner, ['limits']), name: 'a' })).moved).toBe(17)
+
+      const deep = Array.from({ length: 40 }, (_, i) => `d${i}`)
+      await put(database.db, owner, ['depth', ...deep, 'f.md'], 'f')
+      const deeper = await put(database.db, owner, ['depth2', ...Array.from({ length: 30 }, (_, i) => `e${i}`), 'g.md'], 'g')
+      const target = await getNode(database.db, owner, pathFor(deeper.node.uri).slice(0, -1))
+      await expect(moveNode(database.db, { owner, node: await getNode(database.db, owner, ['depth']), destination: target })).rejects.toThrow(/deeper than 64 levels/)
+    })
+
+    it('an upload or a new folder past either limit is an invalid URI', async () => {
+      const chain = Array.from({ length: 16 }, (_, i) => long(String.fromCharCode(97 + i)))
+      await put(database.db, owner, ['limits2', ...chain, 'ok.md'], 'ok')
+      await expect(put(database.db, owner, ['limits2', ...chain, long('x'), 'no.md'], 'no')).rejects.toMatchObject({ _tag: 'InvalidUri', reason: expect.stringContaining('longer than 4096') })
+      const parent = await getNode(database.db, owner, ['limits2', ...chain])
+      await expect(createDirectory(database.db, { owner, parent, name: long('y') })).rejects.toMatchObject({ _tag: 'InvalidUri' })
+      await expect(put(database.db, owner, Array.from({ length: 65 }, (_, i) => `l${i}`), 'deep')).rejects.toMatchObject({ _tag: 'InvalidUri', reason: 'deeper than 64 levels' })
+      expect(await findNode(database.db, owner, ['l0'])).toBeUndefined()
+    })
   })
 })

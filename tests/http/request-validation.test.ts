@@ -118,7 +118,7 @@ describe('notices', () => {
     form.append('file', new Blob(['# new']), 'Sign in again at evil.example.md')
     const res = await fetch(`${server.url}/workspace/upload?uri=${encodeURIComponent('kb://me/docs/')}`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie }, body: form })
     expect(res.status).toBe(303)
-    expect(res.headers.get('location')).toBe(`/workspace?uri=${encodeURIComponent('kb://me/docs/')}&notice=uploaded&added=1&updated=0&unchanged=0&unparsed=0`)
+    expect(res.headers.get('location')).toBe(`/workspace?uri=${encodeURIComponent('kb://users/alice/docs/')}&notice=uploaded&added=1&updated=0&unchanged=0&unparsed=0`)
   })
 })
 

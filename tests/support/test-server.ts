@@ -9,6 +9,7 @@ import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
 import type { ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
 import type { PreStepHook } from '../../src/effects/turn/pre-step-hooks.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
+import type { DocumentParser } from '../../src/effects/workspace/parse/document-parser.ts'
 import { createApp } from '../../src/http/create-app.ts'
 import { appContextOf } from '../../src/server.ts'
 import { createPostgresDatabase } from './test-database.ts'
@@ -48,7 +49,10 @@ export async function startTestServer({
   compile,
   databaseUrl: sharedUrl,
   retrieval = false,
+  wrapParser,
 }: {
+  /** Wraps the app's document parser (tests that act while an upload is being parsed). */
+  wrapParser?: (parser: DocumentParser) => DocumentParser
   /** Compile jobs (the queue, live updates and, unless `worker: false`, a worker). */
   compile?: TestCompileOptions
   /** Another server's database: two servers (two "processes") on one PostgreSQL; not dropped by this one. */
@@ -96,7 +100,8 @@ export async function startTestServer({
   const shutdownController = new AbortController()
   const { database } = runtime.services
   const running = runtime.services.compile
-  const ctx: AppContext = { ...appContextOf(runtime.services, shutdownController.signal), sseKeepAliveMs, credentialRecheckMs, now, ...(preStep ? { preStep } : {}) }
+  const base = appContextOf(runtime.services, shutdownController.signal)
+  const ctx: AppContext = { ...base, sseKeepAliveMs, credentialRecheckMs, now, ...(preStep ? { preStep } : {}), ...(wrapParser ? { parser: wrapParser(base.parser) } : {}) }
   const app = createApp(ctx)
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))

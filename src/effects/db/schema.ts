@@ -41,6 +41,8 @@ export interface NodesTable {
   updated_at: Timestamp
   /** Set on files a compile job wrote (never compile inputs); null for people's own files. */
   generated: ColumnType<GeneratedKind | null, GeneratedKind | null | undefined, GeneratedKind | null>
+  /** A summary page's source file (its node id; the node may be gone since); null otherwise and for pages written before it was kept. */
+  generated_from: ColumnType<string | null, string | null | undefined, string | null>
 }
 export type GeneratedKind = 'summary' | 'overview' | 'abstract'
 export interface FileVersionsTable {

@@ -7,9 +7,9 @@
 import { type Kysely, sql } from 'kysely'
 import { randomUUID } from 'node:crypto'
 import type { DB, NodeRow } from '../db/schema.ts'
-import { type Db, getNode, type Owner, type WorkspaceNode } from './store.ts'
+import { assertNameable, type Db, getNode, type Owner, type WorkspaceNode } from './store.ts'
 import { holdTree, shareTree } from './tree-lock.ts'
-import { checkNodeName, formatKbUri, pathToSegments, segmentsToPath } from './uri.ts'
+import { checkNodeName, formatKbUri, MAX_DEPTH, MAX_URI_LENGTH, pathToSegments, segmentsToPath } from './uri.ts'
 import { InvalidName, NodeConflict, NodeNotFound } from './workspace-errors.ts'
 
 const UNIQUE_VIOLATION = '23505'
@@ -57,6 +57,7 @@ export async function createDirectory(db: Kysely<DB>, { owner, parent, name }: {
     const locked = await trx.selectFrom('nodes').selectAll().where('owner_id', '=', owner.id).where('id', '=', parent.id).forShare().executeTakeFirst()
     if (!locked) throw new NodeNotFound({ uri: parent.uri })
     if (locked.kind !== 'directory') throw new NodeConflict({ uri: parent.uri, reason: 'a folder can only be created in a folder' })
+    assertNameable(owner, [...pathToSegments(locked.path), stored], true)
     const path = segmentsToPath([...pathToSegments(locked.path), stored])
     const inserted = await trx
       .insertInto('nodes')
@@ -76,6 +77,32 @@ export interface MoveResult {
   readonly from: string
   /** Nodes whose path changed (the node and everything below it); 0 for a move to where it already is. */
   readonly moved: number
+}
+
+/**
+ * Refuses a move after which a node of the subtree would be deeper than MAX_DEPTH or have a URI
+ * longer than MAX_URI_LENGTH: such a node could no longer be named by any URI (uploads and new
+ * folders are held to the same limits, store.ts). Measured in SQL over the subtree's paths as
+ * they would be: the canonical URI escapes `%`, `?` and `#` as three characters each.
+ */
+async function refuseTooDeepOrLong(trx: Db, { owner, current, path, newUri }: { owner: Owner; current: NodeRow; path: string; newUri: string }): Promise<void> {
+  const moved = sql<string>`${path} || substr(path, length(${current.path}) + 1)`
+  const row = await trx
+    .selectFrom('nodes')
+    .select([
+      sql<number>`max(length(${moved}) + 2 * (length(${moved}) - length(translate(${moved}, '%?#', ''))) + case when kind = 'directory' then 1 else 0 end)`.as('longest'),
+      sql<number>`max(length(${moved}) - length(replace(${moved}, '/', '')) + 1)`.as('depth'),
+    ])
+    .where('owner_id', '=', owner.id)
+    .where((eb) => eb.or([eb('id', '=', current.id), below(current.path)]))
+    .executeTakeFirstOrThrow()
+  const prefix = formatKbUri({ login: owner.login, segments: [], directory: true }).length
+  if (Number(row.depth) > MAX_DEPTH) {
+    throw new NodeConflict({ uri: newUri, reason: `the move would put files or folders deeper than ${MAX_DEPTH} levels` })
+  }
+  if (prefix + Number(row.longest) > MAX_URI_LENGTH) {
+    throw new NodeConflict({ uri: newUri, reason: `the move would give a file or folder a URI longer than ${MAX_URI_LENGTH} characters` })
+  }
 }
 
 /**
@@ -116,6 +143,7 @@ export async function moveNode(
     const taken = () => new NodeConflict({ uri: newUri, reason: 'a file or folder with this name already exists there' })
     const existing = await trx.selectFrom('nodes').select('id').where('owner_id', '=', owner.id).where('path', '=', path).executeTakeFirst()
     if (existing && existing.id !== current.id) throw taken()
+    await refuseTooDeepOrLong(trx, { owner, current, path, newUri })
     let moved = 0
     try {
       if (current.kind === 'directory') {

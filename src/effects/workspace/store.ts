@@ -4,7 +4,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import { type Kysely, type Transaction, sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
 import type { DB, NodeKind, NodeRow } from '../db/schema.ts'
-import { checkNodeName, formatKbUri, pathToSegments, segmentsToPath } from './uri.ts'
+import { checkNodeName, formatKbUri, MAX_DEPTH, MAX_URI_LENGTH, pathToSegments, segmentsToPath } from './uri.ts'
 import { InvalidUri, NodeConflict, NodeNotFound } from './workspace-errors.ts'
 import { indexVersionText } from './search-index.ts'
 import { shareTree } from './tree-lock.ts'
@@ -97,11 +97,28 @@ export async function getNode(db: Db, owner: Owner, segments: ReadonlyArray<stri
 
 /** `segments` as stored: each name checked by the one name rule and put in NFC; InvalidUri otherwise. */
 function storedSegments(owner: Owner, segments: ReadonlyArray<string>, directory: boolean): string[] {
-  return segments.map((segment, i) => {
+  if (segments.length > MAX_DEPTH) {
+    throw new InvalidUri({ uri: formatKbUri({ login: owner.login, segments: segments.slice(0, MAX_DEPTH + 1), directory }), reason: `deeper than ${MAX_DEPTH} levels` })
+  }
+  const stored = segments.map((segment, i) => {
     const checked = checkNodeName(segment)
     if (!checked.ok) throw new InvalidUri({ uri: formatKbUri({ login: owner.login, segments: segments.slice(0, i + 1), directory: directory || i < segments.length - 1 }), reason: checked.reason })
     return checked.name
   })
+  assertNameable(owner, stored, directory)
+  return stored
+}
+
+/**
+ * A node may only be made where a kb:// URI can name it: at most MAX_DEPTH levels deep, its URI
+ * at most MAX_URI_LENGTH characters (the limits every URI is parsed with). InvalidUri otherwise.
+ */
+export function assertNameable(owner: Owner, segments: ReadonlyArray<string>, directory: boolean): void {
+  if (segments.length > MAX_DEPTH) {
+    throw new InvalidUri({ uri: formatKbUri({ login: owner.login, segments: segments.slice(0, MAX_DEPTH + 1), directory }), reason: `deeper than ${MAX_DEPTH} levels` })
+  }
+  const uri = formatKbUri({ login: owner.login, segments, directory })
+  if (uri.length > MAX_URI_LENGTH) throw new InvalidUri({ uri: `${uri.slice(0, 200)}…`, reason: `its URI would be longer than ${MAX_URI_LENGTH} characters` })
 }
 
 /**
@@ -224,7 +241,7 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
   await trx
     .updateTable('nodes')
     // a new version by anyone but a compile job (which marks its pages again) is the person's own file
-    .set({ current_version_id: versionId, updated_at: sql`now()`, generated: null })
+    .set({ current_version_id: versionId, updated_at: sql`now()`, generated: null, generated_from: null })
     .where('id', '=', node.id)
     .execute()
   await indexVersionText(trx, { ownerId: owner.id, nodeId: node.id, versionId, body: parsed.ok ? (parsed.text ?? '') : null })
@@ -342,7 +359,7 @@ export async function readCurrent(db: Db, owner: Owner, node: WorkspaceNode): Pr
 }
 
 /** The current parsed bodies of several files (by node id) in one statement; null where none could be parsed. */
-export async function readCurrentBodies(db: Db, owner: Owner, nodes: ReadonlyArray<WorkspaceNode>): Promise<Map<string, string | null>> {
+export async function readCurrentBodies(db: Db, owner: Owner, nodes: ReadonlyArray<Pick<WorkspaceNode, 'id'>>): Promise<Map<string, string | null>> {
   if (nodes.length === 0) return new Map()
   const rows = await db
     .selectFrom('nodes')

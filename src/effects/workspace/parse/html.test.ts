@@ -43,6 +43,16 @@ describe('HTML', () => {
     expect(expectText(await parseDocument({ name: 'x.html', bytes }))).toBe('Café 知识')
   })
 
+  it.each(['utf-16', 'UTF-16LE', 'utf-16be', 'ucs-2'])('reads a page that declares %s without a BOM as UTF-8, as browsers do', async (charset) => {
+    const bytes = utf8(`<html><head><meta charset="${charset}"></head><body><p>Café 知识 ok</p></body></html>`)
+    expect(expectText(await parseDocument({ name: 'x.html', bytes }))).toBe('Café 知识 ok')
+  })
+
+  it('still reads a UTF-16 page that has its BOM', async () => {
+    const bytes = new Uint8Array(Buffer.from('\uFEFF<meta charset="utf-16"><p>Café 知识</p>', 'utf16le'))
+    expect(expectText(await parseDocument({ name: 'x.html', bytes }))).toBe('Café 知识')
+  })
+
   it('falls back to UTF-8 when the declared charset is unknown', async () => {
     const bytes = utf8('<meta charset="no-such-charset"><p>知识</p>')
     expect(expectText(await parseDocument({ name: 'x.html', bytes }))).toBe('知识')

@@ -3,11 +3,18 @@ import { throwIfAborted } from './cancellation.ts'
 import { failure, success, type FormatInput, type ParseOutcome } from './parse-outcome.ts'
 import { decodeText, normaliseText, trimLines } from './text-decoding.ts'
 
-/** `<meta charset=…>` or `<meta http-equiv=content-type content="…; charset=…">` near the start. */
+/**
+ * `<meta charset=…>` or `<meta http-equiv=content-type content="…; charset=…">` near the start.
+ * A page whose ASCII-readable `<meta>` says UTF-16 cannot be UTF-16 (only a BOM can say that, and
+ * the decoder honours a BOM first): the HTML standard's prescan reads it as UTF-8, and so do we.
+ */
 export const declaredHtmlCharset = (bytes: Uint8Array): string | undefined => {
   const head = new TextDecoder('latin1').decode(bytes.subarray(0, 2048))
-  const match = /<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)/i.exec(head)
-  return match?.[1]
+  const declared = /<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)/i.exec(head)?.[1]
+  if (declared === undefined) return undefined
+  if (/^(utf-?16(be|le)?|ucs-?2|unicode(fffe)?|iso-10646-ucs-2|csunicode)$/i.test(declared)) return 'utf-8'
+  if (/^x-user-defined$/i.test(declared)) return 'windows-1252'
+  return declared
 }
 
 const SKIPPED_HTML = ['script', 'style', 'noscript', 'template', 'svg', 'canvas', 'iframe', 'object', 'img', 'head > meta']
