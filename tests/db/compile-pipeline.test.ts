@@ -44,12 +44,22 @@ describe('compiling the sample corpus with the built-in local model', () => {
     script: () => ({ kind: 'error', error: new ProviderHttpError({ status: 400, code: 'invalid_request', message: 'context too long', retryAfterMs: undefined }) }),
   })
 
+  // Fails its first call for good (a provider 400), answers every call after: a job that fails, then succeeds on retry.
+  let flakyCalls = 0
+  const flaky = createScriptedModel({
+    info: { id: 'flaky', name: 'Flaky' },
+    script: () =>
+      flakyCalls++ === 0
+        ? { kind: 'error', error: new ProviderHttpError({ status: 400, code: 'invalid_request', message: 'not today', retryAfterMs: undefined }) }
+        : { kind: 'result', result: textResult('A summary, on the second try.') },
+  })
+
   beforeAll(async () => {
     database = await openTestDatabase('postgres')
     demo = await createUser(database.db, { login: 'demo', password: 'a-long-password' })
     parser = makeDocumentParser({ processes: 1 })
     await importFolder(database.db, { owner: demo, folder: SAMPLES_DIR, targetSegments: ['samples'], maxFileBytes: 10_000_000, parser })
-    harness = await startCompileHarness({ database, models: registryWith([failing, gated]), parser })
+    harness = await startCompileHarness({ database, models: registryWith([failing, gated, flaky]), parser })
     await harness.startWorker()
   })
   afterAll(async () => {
@@ -240,6 +250,101 @@ describe('compiling the sample corpus with the built-in local model', () => {
       const overview = await read('kb://me/after/', 'kb://me/after/.overview.md')
       expect(overview.result.text).toContain('kb://users/demo/after/secret.md')
       expect(overview.result.text).not.toContain('kb://users/demo/before/')
+    })
+  })
+
+  describe('several sources, one artifact directory', () => {
+    const put = (segments: string[], text: string) =>
+      putFile(database.db, { owner: demo, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    const compile = async (uris: string[], extra: Record<string, unknown> = {}) => {
+      const result = await harness.service.enqueue({ caller: demo, params: { uris, channel: 'llm', modelId: 'local', artifactParentUri: 'kb://me/wiki/', ...extra } })
+      expect(result.refused).toEqual([])
+      return harness.waitForJob(result.jobs[0]!.id, (j) => j.status === 'succeeded' || j.status === 'failed', 'the end')
+    }
+    const summaryPages = async () => {
+      const directory = await findNode(database.db, demo, ['wiki', 'summaries'])
+      const page = await listChildren(database.db, { owner: demo, parent: directory!, offset: 0, limit: 100 })
+      return Object.fromEntries(await Promise.all(page.entries.map(async (node) => [node.name, /^Source: (\S+)$/m.exec((await readCurrent(database.db, demo, node)).body ?? '')?.[1]] as const)))
+    }
+    const overviewText = async () => (await read('kb://me/wiki/', 'kb://me/wiki/.overview.md')).result.text
+
+    it("two sources with one page name keep a page each; compiling one again rewrites its own, never the other's", async () => {
+      await put(['wiki', 'readme.md'], '# Wiki\nThe wiki.')
+      await put(['north', 'notes.md'], '# North notes\nThe north office runs the nightly backups.')
+      await put(['south', 'notes.md'], '# South notes\nThe south office answers the support queue.')
+      await put(['south', 'notes'], 'South plain notes: the south office also keeps the spare keys.')
+      expect((await compile(['kb://me/north/notes.md'])).status).toBe('succeeded')
+      expect((await compile(['kb://me/south/notes.md', 'kb://me/south/notes'])).status).toBe('succeeded')
+      expect(await summaryPages()).toEqual({
+        'notes.md': 'kb://users/demo/north/notes.md',
+        'notes.md.summary.md': 'kb://users/demo/south/notes.md',
+        'notes.summary.md': 'kb://users/demo/south/notes',
+      })
+      await put(['north', 'notes.md'], '# North notes\nThe north office now runs the backups at noon.')
+      expect((await compile(['kb://me/north/notes.md'])).status).toBe('succeeded')
+      const pages = await summaryPages()
+      expect(Object.keys(pages)).toHaveLength(3)
+      expect(pages['notes.md']).toBe('kb://users/demo/north/notes.md')
+      const north = await read('kb://me/wiki/', 'kb://me/wiki/summaries/notes.md')
+      expect(north.result.text).toContain('noon')
+      const south = await read('kb://me/wiki/', 'kb://me/wiki/summaries/notes.md.summary.md')
+      expect(south.result.text).toContain('support queue')
+      const overview = await overviewText()
+      for (const uri of ['kb://users/demo/north/notes.md', 'kb://users/demo/south/notes.md', 'kb://users/demo/south/notes']) expect(overview).toContain(uri)
+    })
+
+    it('a later overview cites an earlier source where it is now, and leaves out one deleted since', async () => {
+      const root = await findNode(database.db, demo, [])
+      await moveNode(database.db, { owner: demo, node: (await findNode(database.db, demo, ['north']))!, destination: root!, name: 'north-office' })
+      await deleteSubtree(database.db, { owner: demo, node: (await findNode(database.db, demo, ['south', 'notes']))! })
+      await put(['east', 'plan.md'], '# East plan\nThe east office plans the move.')
+      expect((await compile(['kb://me/east/plan.md'])).status).toBe('succeeded')
+      const overview = await overviewText()
+      expect(overview).toContain('kb://users/demo/north-office/notes.md')
+      expect(overview).not.toContain('kb://users/demo/north/')
+      expect(overview).not.toContain('kb://users/demo/south/notes\n')
+      expect(overview).not.toMatch(/kb:\/\/users\/demo\/south\/notes(?!\.md)/)
+      expect(overview).toContain('kb://users/demo/south/notes.md')
+      expect(overview).toContain('kb://users/demo/east/plan.md')
+    })
+
+    it('a retry after a source was deleted says the file was skipped, and counts its attempts afresh', async () => {
+      await put(['retry-src', 'keep.md'], '# Keep\nThis file stays.')
+      await put(['retry-src', 'drop.md'], '# Drop\nThis file goes.')
+      flakyCalls = 0
+      const failed = await compile(['kb://me/retry-src/keep.md', 'kb://me/retry-src/drop.md'], { modelId: 'flaky', artifactParentUri: undefined })
+      expect(failed).toMatchObject({ status: 'failed', attempts: 1 })
+      await deleteSubtree(database.db, { owner: demo, node: (await findNode(database.db, demo, ['retry-src', 'drop.md']))! })
+      expect(await harness.service.retry({ caller: demo, id: failed.id })).toMatchObject({ ok: true })
+      const done = await harness.waitForJob(failed.id, (j) => j.status === 'succeeded' || j.status === 'failed', 'the end')
+      expect(done).toMatchObject({ status: 'succeeded', attempts: 1 })
+      expect(done.result!.skipped).toEqual([{ uri: 'kb://users/demo/retry-src/drop.md', reason: 'deleted or moved since the job was queued' }])
+    })
+  })
+
+  describe('a directory whose canonical URI is over 4,096 characters (made before the limit held)', () => {
+    it('is refused at enqueue, with why, instead of a job that stays queued forever', async () => {
+      // kb://me/<path>/ is 4,090 characters; kb://users/demo/<path>/ is 4,098. Such a tree cannot
+      // be made through the store any more, so the older one is inserted as rows.
+      const names = [...Array.from({ length: 16 }, (_, i) => String.fromCharCode(97 + i).repeat(250)), 'q'.repeat(65)]
+      let parentId = (await findNode(database.db, demo, []))!.id
+      for (let depth = 1; depth <= names.length; depth++) {
+        const id = randomUUID()
+        await database.db.insertInto('nodes').values({ id, owner_id: demo.id, parent_id: parentId, name: names[depth - 1]!, path: names.slice(0, depth).join('/'), kind: 'directory' }).execute()
+        parentId = id
+      }
+      expect(`kb://me/${names.join('/')}/`).toHaveLength(4090)
+      const fileId = randomUUID()
+      await database.db.insertInto('nodes').values({ id: fileId, owner_id: demo.id, parent_id: parentId, name: 'f', path: [...names, 'f'].join('/'), kind: 'file' }).execute()
+      const uri = `kb://me/${names.join('/')}/f`
+      expect(uri.length).toBeLessThanOrEqual(4096)
+      const result = await harness.service.enqueue({ caller: demo, params: { uris: [uri], channel: 'llm', modelId: 'local' } })
+      expect(result.jobs).toEqual([])
+      expect(result.refused).toEqual([
+        { uri: `kb://users/demo/${names.join('/')}/f`, code: 'invalid_configuration', message: 'the URI of the source directory is 4098 characters, over 4096: move or rename it to compile its files' },
+      ])
+      const rows = await database.db.selectFrom('jobs').select('id').where('owner_id', '=', demo.id).where('uri', 'like', `%${names.at(-1)!}%`).execute()
+      expect(rows).toEqual([])
     })
   })
 })

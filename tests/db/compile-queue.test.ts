@@ -39,7 +39,7 @@ describe('compile jobs on the queue', () => {
     database = await openTestDatabase('postgres')
     alice = await createUser(database.db, { login: 'alice', password: 'a-long-password' })
     bob = await createUser(database.db, { login: 'bob', password: 'a-long-password' })
-    for (const dir of ['a', 'b', 'c', 'race', 'cancel', 'retry', 'stop', 'skills', 'local']) {
+    for (const dir of ['a', 'b', 'c', 'race', 'cancel', 'retry', 'stop', 'skills', 'local', 'unread']) {
       for (const name of ['one.md', 'two.md', 'three.md']) await put(alice, [dir, name], `# ${dir}/${name}\nThe ${dir} notes say ${name} matters because of ${dir}.`)
     }
     await put(alice, ['a', 'sub', 'deep.md'], 'deep')
@@ -168,6 +168,21 @@ describe('compile jobs on the queue', () => {
   })
 
   describe('running', () => {
+    it('a job whose stored configuration cannot be read fails at its first claim, with why, and frees its files', async () => {
+      const result = await harness.service.enqueue({ caller: alice, params: { uris: ['kb://me/unread/one.md'], channel: 'llm', modelId: 'echo' } })
+      const id = result.jobs[0]!.id
+      // Written by a newer server, or broken: what no attempt can run.
+      await database.db.updateTable('jobs').set({ configuration_json: JSON.stringify({ version: 99 }) }).where('id', '=', id).execute()
+      const worker = await harness.startWorker({ name: 'unreadable' })
+      const failed = await harness.waitForJob(id, (job) => job.status !== 'queued' && job.status !== 'running', 'the end')
+      expect(failed).toMatchObject({ status: 'failed', failure: { code: 'unreadable_configuration', retryable: false } })
+      const again = await harness.service.enqueue({ caller: alice, params: { uris: ['kb://me/unread/one.md'], channel: 'llm', modelId: 'echo' } })
+      expect(again.refused).toEqual([])
+      expect(again.jobs[0]).toMatchObject({ created: true })
+      await harness.waitForJob(again.jobs[0]!.id, (job) => job.status === 'succeeded', 'succeeded')
+      await worker.stop()
+    })
+
     it('two workers racing never run the same job', async () => {
       const workers = [await harness.startWorker({ name: 'racer-1' }), await harness.startWorker({ name: 'racer-2' })]
       const jobs: CompileJobView[] = []
@@ -262,7 +277,7 @@ describe('compile jobs on the queue', () => {
       expect(retried).toMatchObject({ ok: true, job: { status: 'queued', failure: null, configuration: { model_id: 'echo', call_budget: 7, reasoning_level: 'high' } } })
       const worker = await harness.startWorker({ name: 'new-config' })
       const done = await harness.waitForJob(id, (job) => job.status === 'succeeded', 'succeeded')
-      expect(done).toMatchObject({ attempts: 2, configuration: { model_id: 'echo', call_budget: 7 }, progress: { callBudget: 7 } })
+      expect(done).toMatchObject({ attempts: 1, max_attempts: failed.max_attempts, configuration: { model_id: 'echo', call_budget: 7 }, progress: { callBudget: 7 } }) // a fresh set of attempts
       expect(echo.requests.length).toBeGreaterThan(requestsBefore)
       expect(await harness.service.retry({ caller: alice, id })).toMatchObject({ ok: false, status: 409, code: 'job_not_retryable' })
       expect(await harness.service.retry({ caller: bob, id })).toMatchObject({ ok: false, status: 404 })

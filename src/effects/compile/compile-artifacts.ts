@@ -6,7 +6,7 @@
 import type { Kysely } from 'kysely'
 import type { ActorFailure, CompileJobOutput, FileSummary, PublishInput, PublishOutput } from '../../machines/index.ts'
 import type { DB, GeneratedKind } from '../db/schema.ts'
-import { type Db, findNode, listChildren, type Owner, putFileInTransaction, readCurrentBodies } from '../workspace/store.ts'
+import { type Db, findNode, type Owner, putFileInTransaction, readCurrentBodies } from '../workspace/store.ts'
 import { shareTree } from '../workspace/tree-lock.ts'
 import { formatKbUri, pathToSegments } from '../workspace/uri.ts'
 import { finishAttempt, lockClaimedJob } from './compile-jobs-store.ts'
@@ -25,39 +25,107 @@ export interface AttemptClaim {
   readonly attempt: number
 }
 
-/** Where a file's summary goes: its name with ".md" (unless it has it already). */
-export function summaryFileName(sourceName: string, taken: ReadonlySet<string> = new Set()): string {
-  const base = /\.md$/i.test(sourceName) ? sourceName : `${sourceName}.md`
-  return taken.has(base) ? `${sourceName}.summary.md` : base
+/** A file's summary page name, before collisions (summaryNames): its name with ".md" (unless it has it already). */
+export function summaryFileName(sourceName: string): string {
+  return /\.md$/i.test(sourceName) ? sourceName : `${sourceName}.md`
 }
 
 export const failure = (code: string, message: string, retryable: boolean): ActorFailure => ({ ok: false, code, message, retryable })
 
-/** Summaries already published in the artifact directory for files outside this batch. */
-export async function earlierSummaries({ db, owner, parentSegments, except }: { db: Db; owner: Owner; parentSegments: ReadonlyArray<string>; except: ReadonlyArray<FileSummary> }) {
+/** The summary pages already in the artifact directory's `summaries/`: name → whose page it is. */
+async function publishedSummaries(db: Db, owner: Owner, parentSegments: ReadonlyArray<string>) {
   const directory = await findNode(db, owner, [...parentSegments, SUMMARIES_DIR])
-  if (!directory || directory.kind !== 'directory') return []
-  const taken = new Set<string>()
-  const ours = new Set(except.map((summary) => summaryFileName(summary.name, taken)))
-  const children = (await listChildren(db, { owner, parent: directory, offset: 0, limit: 1000 })).entries.filter((node) => node.kind === 'file' && !ours.has(node.name))
-  if (children.length === 0) return []
-  const generated = new Set(
-    (await db.selectFrom('nodes').select('id').where('id', 'in', children.map((node) => node.id)).where('generated', '=', 'summary').execute()).map((row) => row.id),
+  if (!directory || directory.kind !== 'directory') return new Map<string, PublishedSummary>()
+  const rows = await db
+    .selectFrom('nodes')
+    .select(['id', 'name', 'kind', 'generated', 'generated_from'])
+    .where('owner_id', '=', owner.id)
+    .where('parent_id', '=', directory.id)
+    .execute()
+  return new Map(rows.map((row) => [row.name, { id: row.id, file: row.kind === 'file', generated: row.generated, source: row.generated_from }]))
+}
+
+interface PublishedSummary {
+  readonly id: string
+  readonly file: boolean
+  readonly generated: GeneratedKind | null
+  /** The source file's node id; null for a page written before it was kept. */
+  readonly source: string | null
+}
+
+/**
+ * Summaries already published in the artifact directory for files outside this batch, citing
+ * each source where it is now; a page whose source was deleted since is left out (an overview
+ * never cites a file that is gone), and so is another page of a file in this batch.
+ */
+export async function earlierSummaries({ db, owner, parentSegments, except }: { db: Db; owner: Owner; parentSegments: ReadonlyArray<string>; except: ReadonlyArray<FileSummary> }) {
+  const published = await publishedSummaries(db, owner, parentSegments)
+  const ours = new Set(except.map((summary) => summary.nodeId))
+  const oursByName = new Set(summaryNames(except, published).values())
+  const pages = [...published.entries()].filter(
+    ([name, page]) => page.file && page.generated === 'summary' && !oursByName.has(name) && !(page.source !== null && ours.has(page.source)),
   )
-  const texts = await readCurrentBodies(db, owner, children.filter((node) => generated.has(node.id)))
-  return children
-    .filter((node) => generated.has(node.id) && texts.get(node.id))
-    .map((node) => {
-      const page = texts.get(node.id)!
-      const source = /^Source: (\S+)$/m.exec(page)?.[1] ?? node.uri
-      return { name: node.name.replace(/\.md$/i, ''), uri: source, summary: summaryFromPage(page) }
-    })
+  if (pages.length === 0) return []
+  const sourceIds = pages.flatMap(([, page]) => (page.source === null ? [] : [page.source]))
+  const sources = new Map(
+    sourceIds.length === 0
+      ? []
+      : (await db.selectFrom('nodes').select(['id', 'path']).where('owner_id', '=', owner.id).where('id', 'in', sourceIds).execute()).map((row) => [row.id, row.path] as const),
+  )
+  const texts = await readCurrentBodies(db, owner, pages.map(([, page]) => page))
+  const earlier: Array<{ name: string; uri: string; summary: string }> = []
+  for (const [name, page] of pages) {
+    const text = texts.get(page.id)
+    if (!text) continue
+    let uri: string
+    if (page.source !== null) {
+      const path = sources.get(page.source)
+      if (path === undefined) continue // its source was deleted since
+      uri = formatKbUri({ login: owner.login, segments: pathToSegments(path), directory: false })
+    } else {
+      const cited = /^Source: (\S+)$/m.exec(text)?.[1]
+      if (cited === undefined) continue
+      uri = cited
+    }
+    earlier.push({ name: name.replace(/\.md$/i, ''), uri, summary: summaryFromPage(text) })
+  }
+  return earlier
+}
+
+/**
+ * Each summary's page name in `summaries/`: its name with ".md", or — when that name is this
+ * batch's already, or another source's page — `<name>.summary.md`, then `<name>.2.summary.md`…
+ * A page is this source's when it records this source (or, written before sources were kept,
+ * records none); a person's own file keeps its name (publishing refuses it: `artifact_conflict`).
+ */
+export function summaryNames(summaries: ReadonlyArray<Pick<FileSummary, 'nodeId' | 'name'>>, published: ReadonlyMap<string, PublishedSummary> = new Map()): Map<string, string> {
+  const taken = new Set<string>()
+  const names = new Map<string, string>()
+  for (const summary of summaries) {
+    const base = summaryFileName(summary.name)
+    const candidates = function* () {
+      yield base
+      yield `${summary.name}.summary.md`
+      for (let n = 2; ; n++) yield `${summary.name}.${n}.summary.md`
+    }
+    for (const name of candidates()) {
+      if (taken.has(name)) continue
+      const page = published.get(name)
+      if (page && page.generated !== null && page.source !== null && page.source !== summary.nodeId) continue
+      taken.add(name)
+      names.set(summary.nodeId, name)
+      break
+    }
+  }
+  return names
 }
 
 interface PlannedPage {
   readonly segments: ReadonlyArray<string>
   readonly text: string
   readonly kind: GeneratedKind
+  /** A summary's source file (node id). */
+  readonly source?: string
 }
 
 /**
@@ -102,6 +170,7 @@ function plannedPages({
   summaries: fileSummaries,
   input,
   engine,
+  published,
 }: {
   owner: Owner
   parent: ReadonlyArray<string>
@@ -109,17 +178,14 @@ function plannedPages({
   summaries: ReadonlyArray<FileSummary>
   input: PublishInput
   engine: string
+  published: ReadonlyMap<string, PublishedSummary>
 }): PlannedPage[] {
   const uriOf = (segments: ReadonlyArray<string>) => formatKbUri({ login: owner.login, segments, directory: false })
-  const taken = new Set<string>()
-  const summaries = fileSummaries.map((summary) => {
-    const name = summaryFileName(summary.name, taken)
-    taken.add(name)
-    return { ...summary, segments: [...parent, SUMMARIES_DIR, name] }
-  })
+  const names = summaryNames(fileSummaries, published)
+  const summaries = fileSummaries.map((summary) => ({ ...summary, segments: [...parent, SUMMARIES_DIR, names.get(summary.nodeId)!] }))
   const overviewSegments = [...parent, OVERVIEW_FILE]
   return [
-    ...summaries.map((summary) => ({ segments: summary.segments, kind: 'summary' as const, text: summaryPage({ name: summary.name, uri: summary.uri, summary: summary.summary, engine }) })),
+    ...summaries.map((summary) => ({ segments: summary.segments, kind: 'summary' as const, source: summary.nodeId, text: summaryPage({ name: summary.name, uri: summary.uri, summary: summary.summary, engine }) })),
     {
       segments: overviewSegments,
       kind: 'overview',
@@ -157,7 +223,8 @@ export async function publishArtifacts({
     if (!job || job.status !== 'running') return failure('cancelled', 'the job was cancelled before it was published', false)
     const place = await currentPlace(trx, { owner, snapshot, summaries: input.summaries })
     if (!place.ok) return place
-    const pages = plannedPages({ owner, parent: place.parent, parentUri: place.parentUri, summaries: place.summaries, input, engine })
+    const published = await publishedSummaries(trx, owner, place.parent)
+    const pages = plannedPages({ owner, parent: place.parent, parentUri: place.parentUri, summaries: place.summaries, input, engine, published })
     for (const page of pages) {
       const existing = await findNode(trx, owner, page.segments)
       if (existing) {
@@ -171,7 +238,7 @@ export async function publishArtifacts({
     for (const page of pages) {
       const bytes = new TextEncoder().encode(page.text)
       const { node } = await putFileInTransaction(trx, { owner, segments: page.segments, bytes, parsed: { ok: true, mime: MARKDOWN, text: page.text } })
-      await trx.updateTable('nodes').set({ generated: page.kind }).where('id', '=', node.id).execute()
+      await trx.updateTable('nodes').set({ generated: page.kind, generated_from: page.source ?? null }).where('id', '=', node.id).execute()
       artifacts.push(node.uri)
     }
     const output: CompileJobOutput = { status: 'succeeded', progress: input.progress, artifacts, skipped: input.skipped }

@@ -347,6 +347,35 @@ export async function finishAttempt(db: Db, { jobId, queueJobId, attempt, output
   return true
 }
 
+/**
+ * A job whose stored configuration cannot be read (written by a newer or broken server, or over a
+ * limit it was never checked against) fails for good at its first claim, with a reason, instead
+ * of staying queued forever with its files locked to it.
+ */
+export async function failUnreadableJob(db: Db, { jobId, queueJobId }: { jobId: string; queueJobId: string }): Promise<boolean> {
+  const failure = {
+    stage: 'queued',
+    code: 'unreadable_configuration',
+    message: "the job's stored configuration could not be read; compile the files again",
+    attempt: 1,
+    retryable: false,
+    bodyReadable: false,
+  } satisfies typeof FailureSchema.Type
+  const updated = await db
+    .updateTable('jobs')
+    .set({ status: 'failed', stage: null, error: failure.message, failure: JSON.stringify(failure), dead_lettered_at: sql<Date>`now()`, finished_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where('id', '=', jobId)
+    .where('kind', '=', COMPILE_KIND)
+    .where('queue_job_id', '=', queueJobId)
+    .where('status', 'in', ACTIVE_STATUSES)
+    .returning(['owner_id'])
+    .executeTakeFirst()
+  if (!updated) return false
+  await deactivateFiles(db, jobId)
+  await notifyJob(db, { jobId, ownerId: updated.owner_id })
+  return true
+}
+
 /** A person cancels a queued or running job. `cancelled` only when this call cancelled it; otherwise the status it has. */
 export async function cancelCompileJob(db: Db, { id, ownerId }: { id: string; ownerId: string }): Promise<{ cancelled: boolean; status: JobStatus | undefined }> {
   const updated = await db
@@ -386,6 +415,7 @@ export async function requeueCompileJob(db: Db, { id, ownerId, queueJobId }: { i
       started_at: null,
       queue_job_id: queueJobId,
       queue_attempt: 0,
+      attempts: 0, // a retry starts its count again ("attempt 1 of 3", not "4 of 3")
       updated_at: sql<Date>`now()`,
     })
     .where('id', '=', id)

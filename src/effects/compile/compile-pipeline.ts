@@ -230,8 +230,17 @@ export function compileAttemptActors(deps: CompileAttemptDeps, inFlight: InFligh
 
   const abstract = actor<StepOutput, AbstractInput>(({ input }) => step(abstractRequest({ directoryName, overview: input.overview, skill }), input.callsLeft))
 
+  // Files deleted before this attempt began (their reference is gone: a retry after a delete) are
+  // not the machine's inputs, but the result still says they were skipped.
+  const goneBefore = deps.job.fileRefs.flatMap((file) =>
+    file.nodeId === null ? [{ nodeId: '', uri: file.uri, name: fileNameOf(file.uri, owner), readable: false, reason: 'deleted or moved since the job was queued' }] : [],
+  )
   const publish = actor<PublishOutput, PublishInput>(({ input }) =>
-    asOutput(fromDatabase('publishing', () => publishArtifacts({ db, owner, claim, snapshot, input, engine: channel?.engine ?? snapshot.modelId }))),
+    asOutput(
+      fromDatabase('publishing', () =>
+        publishArtifacts({ db, owner, claim, snapshot, input: { ...input, skipped: [...goneBefore, ...input.skipped] }, engine: channel?.engine ?? snapshot.modelId }),
+      ),
+    ),
   )
 
   return { begin, parse, summarise, overview, abstract, publish }

@@ -12,7 +12,7 @@ import type { ModelRegistry } from '../llm/model-registry.ts'
 import { resolveNode } from '../workspace/resolve.ts'
 import type { Owner, WorkspaceNode } from '../workspace/store.ts'
 import { getNode } from '../workspace/store.ts'
-import { pathToSegments } from '../workspace/uri.ts'
+import { MAX_URI_LENGTH, pathToSegments } from '../workspace/uri.ts'
 import {
   type CliProfile,
   type CliProfileInfo,
@@ -33,7 +33,7 @@ import {
   requeueCompileJob,
 } from './compile-jobs-store.ts'
 import { cancelQueueJob, type QueueHandle, sendCompileJob } from './compile-queue.ts'
-import { type CompileSnapshot, type PublicConfiguration, sameConfiguration, SNAPSHOT_VERSION, toPublicConfiguration } from './compile-snapshot.ts'
+import { type CompileSnapshot, decodeSnapshot, type PublicConfiguration, sameConfiguration, SNAPSHOT_VERSION, toPublicConfiguration } from './compile-snapshot.ts'
 import { listUserSkills, resolveSkill, type Skill, USER_SKILLS_DIR } from './skills.ts'
 
 export const MAX_COMPILE_FILES = 32
@@ -53,6 +53,7 @@ export type RefusalCode =
   | 'reasoning_not_allowed'
   | 'unknown_skill'
   | 'invalid_parent'
+  | 'invalid_configuration'
 
 export interface Refusal {
   readonly uri: string
@@ -245,6 +246,19 @@ async function screenUris(options: CompileServiceOptions, caller: Owner, uris: R
   return { candidates, directory, refused }
 }
 
+/** Why `snapshot` could not be stored as a job's configuration, or undefined when it can. */
+function unstorableSnapshot(snapshot: CompileSnapshot): string | undefined {
+  for (const [what, uri] of [['the source directory', snapshot.source.uri], ['the artifact directory', snapshot.artifactParent.uri]] as const) {
+    if (uri.length > MAX_URI_LENGTH) return `the URI of ${what} is ${uri.length} characters, over ${MAX_URI_LENGTH}: move or rename it to compile its files`
+  }
+  try {
+    decodeSnapshot(JSON.parse(JSON.stringify(snapshot)))
+    return undefined
+  } catch (error) {
+    return `the job's configuration is invalid: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`
+  }
+}
+
 export function makeCompileService(options: CompileServiceOptions): CompileService {
   const { db, queue } = options
 
@@ -263,6 +277,9 @@ export function makeCompileService(options: CompileServiceOptions): CompileServi
       source: { uri: directory.uri, path: directory.path },
       artifactParent: { uri: parent.uri, path: parent.path, id: parent.id },
     }
+    // Checked as every attempt will read it back (a URI over the limit once left a job queued forever).
+    const unstorable = unstorableSnapshot(snapshot)
+    if (unstorable) return { jobs: [], queued: [], refused: [...refused, ...screened.candidates.map((candidate) => ({ uri: candidate.uri, code: 'invalid_configuration' as const, message: unstorable }))] }
     const jobId = randomUUID()
     const outcome = await db.transaction().execute(async (trx) => {
       // Lock the files (in one order, so two requests cannot deadlock): concurrent requests for

@@ -17,7 +17,7 @@ import type { CompileJobOutput } from '../../machines/index.ts'
 import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { QueueSettings } from './compile-config.ts'
-import { findCompileJob } from './compile-jobs-store.ts'
+import { failUnreadableJob, findCompileJob } from './compile-jobs-store.ts'
 import { makeLocalCompileThread } from './local-compile-thread.ts'
 import { type AttemptStopReason, type CompileEngines, type CompileAttemptDeps, runCompileAttempt } from './compile-pipeline.ts'
 import { COMPILE_QUEUE, type CompileQueueData, type QueueHandle, startQueue } from './compile-queue.ts'
@@ -105,9 +105,14 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
   const runJob = async (job: Job<CompileQueueData>): Promise<QueueResult> => {
     const jobId = job.data?.jobId
     const stored = typeof jobId === 'string' ? await findCompileJob(options.db, { id: jobId }) : undefined
-    if (!stored || !stored.snapshot) {
-      logger?.warn('compile queue job without a readable job row', { queueJobId: job.id, jobId })
+    if (!stored) {
+      logger?.warn('compile queue job without a job row', { queueJobId: job.id, jobId })
       return { id: job.id, status: 'completed', output: { status: 'missing' } }
+    }
+    if (!stored.snapshot) {
+      const failed = await failUnreadableJob(options.db, { jobId: stored.view.id, queueJobId: job.id })
+      logger?.warn('compile job with an unreadable configuration', { queueJobId: job.id, jobId: stored.view.id, failed })
+      return { id: job.id, status: 'completed', output: { status: 'unreadable_configuration' } }
     }
     const owner = await options.db.selectFrom('users').select(['id', 'login']).where('id', '=', stored.ownerId).executeTakeFirst()
     if (!owner) return { id: job.id, status: 'completed', output: { status: 'owner_gone' } }
