@@ -1,7 +1,7 @@
 // `knowagent import <folder> <kb-uri>`: recursive and idempotent (unchanged content makes no
 // new version). Symlinks and dot-files are skipped, never followed.
 import { constants } from 'node:fs'
-import { access, lstat, readdir, readFile, stat } from 'node:fs/promises'
+import { access, lstat, readdir, readFile, realpath, stat } from 'node:fs/promises'
 import { join, relative, resolve as resolvePath, sep } from 'node:path'
 import type { Kysely } from 'kysely'
 import type { DB } from '../db/schema.ts'
@@ -23,12 +23,38 @@ export function emptyImportReport(): ImportReport {
   return { added: [], updated: [], unchanged: [], skipped: [], failed: [], unparsed: [] }
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
+
+/** A name from the disk as a terminal may show it: invalid UTF-8 bytes as \xNN, controls and bidi marks as \u{…}. */
+export function printableName(name: string | Uint8Array): string {
+  const text = typeof name === 'string' ? name : [...name].map((byte) => (byte < 0x80 ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`)).join('')
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]/g, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`)
+}
+
+/**
+ * The folder's files, depth first in name order. Names are read as bytes: one that is not valid
+ * UTF-8 cannot be a node name (nor be opened through a string path: Node would replace its bytes),
+ * so it is reported, shown with its bytes escaped, and the walk goes on.
+ */
 async function* walk(root: string, dir: string, report: ImportReport): AsyncGenerator<string> {
-  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  for (const entry of entries) {
-    const full = join(dir, entry.name)
+  const raw = await readdir(dir, { withFileTypes: true, encoding: 'buffer' })
+  const entries: Array<{ name: string; entry: (typeof raw)[number] }> = []
+  for (const entry of raw) {
+    let name: string
+    try {
+      name = UTF8.decode(entry.name)
+    } catch {
+      report.failed.push({ path: join(relative(root, dir), printableName(entry.name)), reason: 'name not allowed: it is not valid UTF-8 (rename it on disk)' })
+      continue
+    }
+    entries.push({ name, entry })
+  }
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  for (const { name, entry } of entries) {
+    const full = join(dir, name)
     const rel = relative(root, full)
-    if (entry.name.startsWith('.')) {
+    if (name.startsWith('.')) {
       report.skipped.push({ path: rel, reason: 'hidden file or directory' })
     } else if (entry.isSymbolicLink()) {
       report.skipped.push({ path: rel, reason: 'symbolic link (not followed)' })
@@ -78,8 +104,10 @@ export async function importFolder(
   }: { owner: Owner; folder: string; targetSegments: ReadonlyArray<string>; maxFileBytes: number; parser: DocumentParser; signal?: AbortSignal },
 ): Promise<ImportReport> {
   const report = emptyImportReport()
-  const info = await lstat(folder)
-  if (!info.isDirectory()) throw new Error(`${folder} is not a directory`)
+  // The folder named is followed if it is a link (that is the folder meant); links inside are not.
+  const root = await realpath(folder)
+  if (!(await stat(root)).isDirectory()) throw new Error(`${printableName(folder)} is not a folder`)
+  folder = root
   await makeDirectories(db, owner, targetSegments)
   const imported = new Set<string>()
   for await (const file of walk(folder, folder, report)) {
@@ -124,14 +152,16 @@ export async function importFolder(
   return report
 }
 
+/** The report as the CLI prints it: every path and reason through printableName (a file name can hold a terminal escape). */
 export function formatImportReport(report: ImportReport): string {
   const lines: string[] = []
-  for (const uri of report.added) lines.push(`added     ${uri}`)
-  for (const uri of report.updated) lines.push(`updated   ${uri}`)
-  for (const uri of report.unchanged) lines.push(`unchanged ${uri}`)
-  for (const { path, reason } of report.skipped) lines.push(`skipped   ${path} (${reason})`)
-  for (const { path, reason } of report.failed) lines.push(`failed    ${path} (${reason})`)
-  for (const { uri, reason } of report.unparsed) lines.push(`unparsed  ${uri} (raw bytes kept: ${reason})`)
+  const show = printableName
+  for (const uri of report.added) lines.push(`added     ${show(uri)}`)
+  for (const uri of report.updated) lines.push(`updated   ${show(uri)}`)
+  for (const uri of report.unchanged) lines.push(`unchanged ${show(uri)}`)
+  for (const { path, reason } of report.skipped) lines.push(`skipped   ${show(path)} (${show(reason)})`)
+  for (const { path, reason } of report.failed) lines.push(`failed    ${show(path)} (${show(reason)})`)
+  for (const { uri, reason } of report.unparsed) lines.push(`unparsed  ${show(uri)} (raw bytes kept: ${show(reason)})`)
   lines.push(
     `${report.added.length} added, ${report.updated.length} updated, ${report.unchanged.length} unchanged, ` +
       `${report.skipped.length} skipped, ${report.failed.length} failed`,
