@@ -118,6 +118,19 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
     expect((cjk.result as { hits: { uri: string; offset: number }[] }).hits[0]).toMatchObject({ uri: 'kb://users/tina/docs/cjk.md', offset: 4 })
   })
 
+  it('search reads large bodies a few at a time and ends a page early past its byte budget, saying where to go on', async () => {
+    // Three ~6.3 MB bodies: two fit the 16 MiB a call scans, the third starts the next page.
+    const big = (marker: string) => `${'lorem ipsum dolor sit amet '.repeat(240_000)}${marker} at the end`
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) await put(owner, ['large', name], big(`marker-${name}`))
+    const scope = scopeAt('kb://me/large/')
+    const first = (await run(scope, 'search', { query: 'marker-c.txt' })).result as { hits: unknown[]; files_scanned: number; next_offset: number | null; complete: boolean; note?: string }
+    expect(first).toMatchObject({ files_scanned: 2, next_offset: 2, complete: false, hits: [] })
+    expect(first.note).toBe('scanned files 1–2 only; call search again with offset=2 to continue')
+    const second = (await run(scope, 'search', { query: 'marker-c.txt', offset: 2 })).result as { hits: Array<{ uri: string }>; files_scanned: number; next_offset: number | null }
+    expect(second).toMatchObject({ files_scanned: 1, next_offset: null })
+    expect(second.hits.map((hit) => hit.uri)).toEqual(['kb://users/tina/large/c.txt'])
+  })
+
   it('a node deleted mid-turn is a tool error, not stale content', async () => {
     await put(owner, ['tmp', 'gone.md'], 'soon deleted')
     const scope = scopeAt('kb://me/tmp/')

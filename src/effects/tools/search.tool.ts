@@ -2,7 +2,7 @@
 // says whether the scan was complete; never claims a bounded scan is exhaustive (SPEC §4).
 import * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
-import { listFilesUnder, readCurrentBodies } from '../workspace/store.ts'
+import { currentBodySizes, listFilesUnder, readCurrentBodies } from '../workspace/store.ts'
 import { findAll, snippetAround } from '../workspace/text-paging.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
 import { searchTerms } from './search-terms.ts'
@@ -16,6 +16,30 @@ export const SearchArgs = Schema.Struct({
   uri: Schema.optionalKey(ToolUri.annotate({ description: 'kb:// URI of a directory or file in scope; defaults to the selected node' })),
   offset: Schema.optionalKey(ToolOffset.annotate({ description: 'file offset from a previous next_offset' })),
 })
+
+/** Body bytes (UTF-8) one call scans at most: a page ends before the file that would pass it (a first file alone may). */
+export const SEARCH_SCAN_BYTES = 16 * 1024 * 1024
+/** Body bytes read in one statement at most (a larger body alone). */
+const READ_BATCH_BYTES = 4 * 1024 * 1024
+
+/** `files` in order, cut into runs whose bodies total at most READ_BATCH_BYTES (a larger one alone). */
+function batchesOf<F extends { readonly id: string }>(files: ReadonlyArray<F>, sizes: ReadonlyMap<string, number>): F[][] {
+  const batches: F[][] = []
+  let current: F[] = []
+  let bytes = 0
+  for (const file of files) {
+    const size = sizes.get(file.id) ?? 0
+    if (current.length > 0 && bytes + size > READ_BATCH_BYTES) {
+      batches.push(current)
+      current = []
+      bytes = 0
+    }
+    current.push(file)
+    bytes += size
+  }
+  if (current.length > 0) batches.push(current)
+  return batches
+}
 
 const HITS_PER_FILE = 3
 const MAX_HITS = 30
@@ -52,7 +76,7 @@ function scanNote({ offset, scanned, nextOffset }: { offset: number; scanned: nu
 
 export const searchTool = defineTool({
   name: 'search',
-  description: `Case-insensitive text search over files in scope. Scans at most ${SEARCH_FILES_PER_PAGE} files per call in a stable order; "complete" says whether the whole scope was scanned. If not, call again with offset=next_offset.`,
+  description: `Case-insensitive text search over files in scope. Scans at most ${SEARCH_FILES_PER_PAGE} files per call (fewer when they are large) in a stable order; "complete" says whether the whole scope was scanned. If not, call again with offset=next_offset.`,
   args: SearchArgs,
   command: true,
   run: (args, context) =>
@@ -64,14 +88,31 @@ export const searchTool = defineTool({
       const files = yield* tryWorkspace(() =>
         listFilesUnder(context.db, { owner: context.caller, scope: node, offset, limit: SEARCH_FILES_PER_PAGE + 1 }),
       )
-      const page = files.slice(0, SEARCH_FILES_PER_PAGE)
-      const bodies = page.length > 0 ? yield* tryWorkspace(() => readCurrentBodies(context.db, context.caller, page)) : new Map<string, string | null>()
-      const scored = page.flatMap((file, order) => {
-        const body = bodies.get(file.id)
-        return body ? hitsInFile({ uri: file.uri, body, terms, order }) : []
-      })
+      const candidates = files.slice(0, SEARCH_FILES_PER_PAGE)
+      // Bodies are read a few megabytes at a time and scanned one file at a time, letting other
+      // turns' streams run in between; past SEARCH_SCAN_BYTES the page ends early (honestly: the
+      // next call goes on from there). Forty 5,000,000-character bodies were read at once before.
+      const sizes = candidates.length > 0 ? yield* tryWorkspace(() => currentBodySizes(context.db, context.caller, candidates)) : new Map<string, number>()
+      const page: typeof candidates = []
+      let scannedBytes = 0
+      for (const file of candidates) {
+        const size = sizes.get(file.id) ?? 0
+        if (page.length > 0 && scannedBytes + size > SEARCH_SCAN_BYTES) break
+        page.push(file)
+        scannedBytes += size
+      }
+      const scored: Array<SearchHit & { score: number; order: number }> = []
+      for (const batch of batchesOf(page, sizes)) {
+        const bodies = yield* tryWorkspace(() => readCurrentBodies(context.db, context.caller, batch))
+        for (const file of batch) {
+          const body = bodies.get(file.id)
+          if (body) scored.push(...hitsInFile({ uri: file.uri, body, terms, order: page.indexOf(file) }))
+          bodies.delete(file.id)
+          yield* Effect.yieldNow
+        }
+      }
       scored.sort((a, b) => b.score - a.score || a.order - b.order || a.offset - b.offset)
-      const nextOffset = files.length > SEARCH_FILES_PER_PAGE ? offset + page.length : null
+      const nextOffset = files.length > page.length ? offset + page.length : null
       return {
         query: args.query,
         uri: node.uri,
