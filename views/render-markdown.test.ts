@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { answerRenderer, renderMarkdown } from './render-markdown.ts'
+import { answerRenderer, previewHref, renderMarkdown } from './render-markdown.ts'
 
 describe('renderMarkdown', () => {
   it('renders markdown', () => {
@@ -37,8 +37,17 @@ describe('renderMarkdown', () => {
     expect(renderMarkdown('[docs](https://example.com)')).toContain('rel="noopener noreferrer"')
   })
 
+  it('links [text](kb://…) to the preview, and a percent-encoded URI (a compiled page\'s) as one link', () => {
+    expect(renderMarkdown('[the guide](kb://users/demo/guide.md "Guide")')).toContain(
+      '<a href="/workspace?uri=kb%3A%2F%2Fusers%2Fdemo%2Fguide.md" title="Guide" class="kb-link" target="_blank">the guide</a>',
+    )
+    const html = renderMarkdown('Source: kb://users/demo/meeting%20notes%20%28draft%29.md')
+    expect(html).toContain(`href="${previewHref('kb://users/demo/meeting%20notes%20%28draft%29.md')}"`)
+    expect(html).toContain('>kb://users/demo/meeting%20notes%20%28draft%29.md</a>')
+  })
+
   describe('answerRenderer (citations)', () => {
-    const readInTurn = new Set(['kb://users/demo/a.md'])
+    const readInTurn = new Set(['kb://users/demo/a.md', "kb://users/demo/meeting notes for Bob's team.md"])
     const render = answerRenderer((uri) => (readInTurn.has(uri) ? uri : undefined))
 
     it('links a citation of a file the turn read to the passage, in place (no new tab)', () => {
@@ -48,6 +57,27 @@ describe('renderMarkdown', () => {
       )
       expect(html).not.toContain('target=')
       expect(render('See kb://users/demo/a.md.')).toContain('<a href="/workspace?uri=kb%3A%2F%2Fusers%2Fdemo%2Fa.md" data-uri="kb://users/demo/a.md" class="kb-link kb-cite">kb://users/demo/a.md</a>.')
+    })
+
+    it('takes a name with spaces and apostrophes whole when it is a file the turn read, with its offset', () => {
+      const html = render("Per kb://users/demo/meeting notes for Bob's team.md @40, the plan holds.")
+      expect(html).toContain(
+        `<a href="/workspace?uri=${encodeURIComponent("kb://users/demo/meeting notes for Bob's team.md")}&amp;offset=40" data-uri="kb://users/demo/meeting notes for Bob's team.md" data-offset="40" class="kb-link kb-cite">kb://users/demo/meeting notes for Bob's team.md @40</a>, the plan holds.`,
+      )
+      // A name the turn did not read is not stretched over the words after a URI.
+      expect(render('See kb://users/demo/a.md and more words.')).toContain('kb://users/demo/a.md</a> and more words.')
+    })
+
+    it("links the local model's (offset N) and （偏移 N） citations at their offset", () => {
+      expect(render('> — kb://users/demo/a.md (offset 12)')).toContain('data-offset="12" class="kb-link kb-cite">kb://users/demo/a.md (offset 12)</a>')
+      expect(render('> — kb://users/demo/a.md （偏移 7）')).toContain('data-offset="7" class="kb-link kb-cite">kb://users/demo/a.md （偏移 7）</a>')
+    })
+
+    it('a markdown link to a file is a citation only when the turn read it', () => {
+      expect(render('[the notes](kb://users/demo/a.md)')).toContain('<a href="/workspace?uri=kb%3A%2F%2Fusers%2Fdemo%2Fa.md" data-uri="kb://users/demo/a.md" class="kb-link kb-cite">the notes</a>')
+      const unread = render('[made up](kb://users/demo/b.md)')
+      expect(unread).toContain('<span class="kb-ref">made up</span>')
+      expect(unread).not.toContain('<a')
     })
 
     it('leaves a citation of a file the turn never read as plain text', () => {

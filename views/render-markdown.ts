@@ -18,7 +18,13 @@ const ALLOWED_TAGS = [
 ]
 
 const KB_URI = /^kb:\/\/[^\s<>"'`)\]]+/
-const CITED_OFFSET = /^\s?@\s?(\d{1,9})/
+/** What may follow a URI in a name: a space or an apostrophe, then more of the name (`meeting notes.md`, `Bob's.md`). */
+const NAME_CONTINUES = /^[ '][^\s<>"`)\]]*/
+/** At most this many continuations are tried (a name of up to ~12 words). */
+const MAX_CONTINUATIONS = 12
+/** A citation's offset after its URI: `@120` (the system prompt's form), `(offset 120)` or `（偏移 120）` (the local model's). */
+const CITED_OFFSET = /^\s?(?:@\s?(\d{1,9})|\(offset (\d{1,9})\)|（偏移 (\d{1,9})）)/
+const trimPunctuation = (uri: string) => uri.replace(/[.,;:!?]+$/, '') // sentence punctuation is not part of the URI
 
 function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
@@ -45,10 +51,25 @@ function kbUriExtension(cite: CitationCheck | undefined): TokenizerAndRendererEx
     tokenizer(src) {
       const match = KB_URI.exec(src)
       if (!match) return undefined
-      const uri = match[0].replace(/[.,;:!?]+$/, '') // sentence punctuation is not part of the URI
-      const offset = uri === match[0] ? CITED_OFFSET.exec(src.slice(uri.length)) : null
+      let taken = match[0]
+      let uri = trimPunctuation(taken)
+      if (cite) {
+        // A file name with spaces or apostrophes: in an answer, the longest continuation that is a
+        // file the turn read is the URI (a model writes the URIs its tools gave, names and all).
+        let candidate = taken
+        for (let step = 0; step < MAX_CONTINUATIONS; step++) {
+          const more = NAME_CONTINUES.exec(src.slice(candidate.length))
+          if (!more || more[0].length === 1) break
+          candidate += more[0]
+          if (cite(trimPunctuation(candidate)) !== undefined) {
+            taken = candidate
+            uri = trimPunctuation(candidate)
+          }
+        }
+      }
+      const offset = uri === taken ? CITED_OFFSET.exec(src.slice(uri.length)) : null
       const raw = offset ? uri + offset[0] : uri
-      return { type: 'kbUri', raw, uri, offset: offset ? Number(offset[1]) : undefined }
+      return { type: 'kbUri', raw, uri, offset: offset ? Number(offset[1] ?? offset[2] ?? offset[3]) : undefined }
     },
     renderer: (token) => {
       const uri = String(token.uri)
@@ -107,6 +128,16 @@ const markdownOf = (cite: CitationCheck | undefined) => new Marked({
   async: false,
   renderer: {
     html: ({ text }) => escapeHtml(text),
+    // `[text](kb://…)`: a preview link (in an answer, a citation only of a file the turn read).
+    link(token) {
+      if (!/^kb:\/\//i.test(token.href)) return false // marked's own rendering, then the sanitiser
+      const text = this.parser.parseInline(token.tokens)
+      const title = token.title ? ` title="${escapeHtml(token.title)}"` : ''
+      if (!cite) return `<a class="kb-link" href="${escapeHtml(previewHref(token.href))}"${title}>${text}</a>`
+      const canonical = cite(token.href)
+      if (canonical === undefined) return `<span class="kb-ref">${text}</span>`
+      return `<a class="kb-link kb-cite" href="${escapeHtml(citationHref(canonical, undefined))}" data-uri="${escapeHtml(canonical)}"${title}>${text}</a>`
+    },
     image: ({ href, title, text }) => {
       const source = localImageSource(href, { baseUri: imageBaseUri })
       const titleAttr = title ? ` title="${escapeHtml(title)}"` : ''

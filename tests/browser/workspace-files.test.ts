@@ -224,6 +224,15 @@ describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
     await page.goBack()
     await assistantMessage(page, 2).locator('.answer', { hasText: 'Continuing.' }).waitFor()
 
+    // New chat in a folder above (the root) starts the root's conversation afresh and keeps the
+    // conversations of the folders below it (it cleared every one of them).
+    await page.goto(new URL(`/workspace?uri=${encodeURIComponent(root)}`, page.url()).href)
+    await page.locator('#chat-welcome').waitFor()
+    await page.getByRole('button', { name: 'New chat' }).click()
+    await page.locator('#chat-welcome').waitFor()
+    await page.goBack()
+    await assistantMessage(page, 2).locator('.answer', { hasText: 'Continuing.' }).waitFor()
+
     await page.getByRole('button', { name: 'New chat' }).click()
     await page.locator('#chat-welcome').waitFor()
     await page.reload()

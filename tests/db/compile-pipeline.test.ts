@@ -301,11 +301,28 @@ describe('compiling the sample corpus with the built-in local model', () => {
       expect((await compile(['kb://me/east/plan.md'])).status).toBe('succeeded')
       const overview = await overviewText()
       expect(overview).toContain('kb://users/demo/north-office/notes.md')
+      expect(overview).toContain('**notes.md** (kb://users/demo/north-office/notes.md)') // named as the source is, not as its page
       expect(overview).not.toContain('kb://users/demo/north/')
       expect(overview).not.toContain('kb://users/demo/south/notes\n')
       expect(overview).not.toMatch(/kb:\/\/users\/demo\/south\/notes(?!\.md)/)
       expect(overview).toContain('kb://users/demo/south/notes.md')
       expect(overview).toContain('kb://users/demo/east/plan.md')
+    })
+
+    it('pages write a name with spaces as one linkable URI, which the read tool opens', async () => {
+      await put(['spaced dir', "Bob's meeting notes.md"], '# Meeting\nThe team meets on Tuesdays.')
+      const result = await harness.service.enqueue({ caller: demo, params: { uris: ["kb://me/spaced dir/Bob's meeting notes.md"], channel: 'llm', modelId: 'local' } })
+      const job = await harness.waitForJob(result.jobs[0]!.id, (j) => j.status === 'succeeded' || j.status === 'failed', 'the end')
+      expect(job.status).toBe('succeeded')
+      const linkable = 'kb://users/demo/spaced%20dir/Bob%27s%20meeting%20notes.md'
+      const summary = await read('kb://me/spaced dir/', "kb://me/spaced dir/summaries/Bob's meeting notes.md")
+      expect(summary.result.text).toContain(`Source: ${linkable}\n`)
+      const overview = (await read('kb://me/spaced dir/', 'kb://me/spaced dir/.overview.md')).result.text
+      expect(overview).toContain(`${linkable} (summary: kb://users/demo/spaced%20dir/summaries/Bob%27s%20meeting%20notes.md)`)
+      expect(overview).not.toContain("spaced dir/Bob's")
+      const opened = await read('kb://me/spaced dir/', linkable)
+      expect(opened.ok).toBe(true)
+      expect(opened.result.text).toContain('The team meets on Tuesdays.')
     })
 
     it('a retry after a source was deleted says the file was skipped, and counts its attempts afresh', async () => {

@@ -77,17 +77,15 @@ export async function earlierSummaries({ db, owner, parentSegments, except }: { 
   for (const [name, page] of pages) {
     const text = texts.get(page.id)
     if (!text) continue
-    let uri: string
     if (page.source !== null) {
       const path = sources.get(page.source)
       if (path === undefined) continue // its source was deleted since
-      uri = formatKbUri({ login: owner.login, segments: pathToSegments(path), directory: false })
+      const segments = pathToSegments(path)
+      earlier.push({ name: segments.at(-1)!, uri: formatKbUri({ login: owner.login, segments, directory: false }), summary: summaryFromPage(text) })
     } else {
-      const cited = /^Source: (\S+)$/m.exec(text)?.[1]
-      if (cited === undefined) continue
-      uri = cited
+      const cited = /^Source: (\S+)$/m.exec(text)?.[1] // a page written before sources were kept
+      if (cited !== undefined) earlier.push({ name: name.replace(/\.md$/i, ''), uri: cited, summary: summaryFromPage(text) })
     }
-    earlier.push({ name: name.replace(/\.md$/i, ''), uri, summary: summaryFromPage(text) })
   }
   return earlier
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { fc, test } from '@fast-check/vitest'
-import { checkNodeName, formatKbUri, isWithin, parseKbUri, validateSegment } from './uri.ts'
+import { checkNodeName, formatKbUri, isWithin, linkableKbUri, parseKbUri, validateSegment } from './uri.ts'
 import { InvalidUri, OutsideScope } from './workspace-errors.ts'
 
 const me = 'alice'
@@ -156,4 +156,22 @@ describe('checkNodeName', () => {
     expect(parse('kb://me/cafe\u0301.md')).toEqual({ login: me, segments: ['caf\u00e9.md'] })
     expect(parse('kb://me/cafe%CC%81.md')).toEqual({ login: me, segments: ['caf\u00e9.md'] })
   })
+})
+
+describe('linkableKbUri', () => {
+  it('writes a name with spaces, quotes and brackets as one token that parses back to the same node', () => {
+    const uri = formatKbUri({ login: 'ana', segments: ['meeting notes', "Bob's (draft) [v2] \"final\".md"], directory: false })
+    const linkable = linkableKbUri(uri)
+    expect(linkable).toBe('kb://users/ana/meeting%20notes/Bob%27s%20%28draft%29%20%5Bv2%5D%20%22final%22.md')
+    expect(linkable).not.toMatch(/[\s'"()[\]<>`]/)
+    expect(parseKbUri({ uri: linkable, callerLogin: 'ana' }).segments).toEqual(['meeting notes', "Bob's (draft) [v2] \"final\".md"])
+  })
+
+  test.prop([fc.array(fc.string({ minLength: 1, maxLength: 12 }).filter((name) => { const checked = checkNodeName(name); return checked.ok && checked.name === name }), { minLength: 1, maxLength: 4 })])(
+    'round-trips every valid name',
+    (segments) => {
+      const uri = formatKbUri({ login: 'ana', segments, directory: false })
+      expect(parseKbUri({ uri: linkableKbUri(uri), callerLogin: 'ana' }).segments).toEqual(segments)
+    },
+  )
 })

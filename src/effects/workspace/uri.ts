@@ -147,6 +147,16 @@ export function formatKbUri({
   return `${URI_SCHEME}users/${login}/${path}${directory ? '/' : ''}`
 }
 
+/**
+ * A canonical URI as written into text (compiled pages, what models read): whitespace and the
+ * characters that end a URI in prose (quotes, brackets, `<`, `>`) percent-encoded, so the whole URI
+ * is one token a reader, a renderer or a model can take as it is. `parseKbUri` reads it back to
+ * the same node.
+ */
+export function linkableKbUri(uri: string): string {
+  return uri.replace(/[\s<>"'`()[\]]/gu, (c) => encodeURIComponent(c).replace(/[!'()*]/g, (d) => `%${d.charCodeAt(0).toString(16).toUpperCase()}`))
+}
+
 /** The store's path key for a set of segments ("" is the root). */
 export function segmentsToPath(segments: ReadonlyArray<string>): string {
   return segments.join('/')

@@ -155,6 +155,7 @@ export function initChat() {
     lastQuestion = typeof stored.lastQuestion === 'string' ? stored.lastQuestion : ''
     return true
   }
+  /** Forgets the conversations of a folder and every folder below it (it was deleted). */
   function forget(prefix) {
     const storage = session()
     if (!storage) return
@@ -367,7 +368,7 @@ export function initChat() {
     for (const bound of document.querySelectorAll('[data-bind="directory-uri"]')) bound.textContent = directoryUri
     byId('context-summary').innerHTML = initialMeter.summary
     byId('context-detail').innerHTML = initialMeter.detail
-    if (fresh) forget(directoryUri)
+    if (fresh) session()?.removeItem(storageKey(directoryUri)) // this folder's conversation only, not those of folders below it
     else if (restore(directoryUri)) return
     htmx.ajax('GET', `/workspace/chat/welcome?uri=${encodeURIComponent(directoryUri)}`, { source: log, target: '#chat-log', swap: 'innerHTML' })
   }
