@@ -7,7 +7,7 @@
 //   POST /api/v1/knowledge-agent/jobs/:id/cancel  GET  /tasks/stream                   live rows (SSE)
 //   POST /api/v1/knowledge-agent/jobs/:id/retry   POST /tasks/:id/cancel | /retry      a row
 // Both live streams are one loop (`streamJobs`) with two projections (JSON events, HTML rows).
-import { json, type Request, type Response, Router, urlencoded } from 'express'
+import { type Request, type Response, Router, urlencoded } from 'express'
 import * as Schema from 'effect/Schema'
 import { CREDENTIALS_CHANNEL, type User } from '../effects/auth/users.ts'
 import { MAX_CALL_BUDGET, MAX_TIMEOUT_SECONDS } from '../effects/compile/compile-config.ts'
@@ -30,6 +30,7 @@ import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { badRequest, HttpError } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'
+import { jsonBody } from './json-body.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
 const MAX_REQUEST_URIS = 256
@@ -308,7 +309,7 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
   }
 
   // ── JSON API ──────────────────────────────────────────────────────────────────────────
-  router.use([`${API_PREFIX}/compile`, `${API_PREFIX}/jobs`], requireAuth(), json({ limit: '1mb', strict: false }), requireCsrf())
+  router.use([`${API_PREFIX}/compile`, `${API_PREFIX}/jobs`], requireAuth(), ...jsonBody({ limit: '1mb', strict: false }), requireCsrf())
 
   router.post(`${API_PREFIX}/compile`, async (req, res) => {
     const body = decodeBody(CompileRequest, req.body)

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request } from 'express'
 import type { Logger } from '../effects/logging/logger.ts'
 import { HttpError, REVOKED_TOKEN_MESSAGE, unauthorized } from './http-errors.ts'
+import { NUL_MESSAGE } from './json-body.ts'
 
 export function wantsJson(req: Request): boolean {
   return req.originalUrl.startsWith('/api/') || (req.get('accept') ?? '').includes('application/json')
@@ -32,7 +33,6 @@ export function describeError(error: unknown): { status: number; code: string; m
   return { status: 500, code: 'internal_error', message: 'internal server error', headers: {} }
 }
 
-const NUL_MESSAGE = 'text must not contain the NUL character (U+0000)'
 
 /** PostgreSQL's character_not_in_repertoire (22021): "invalid byte sequence for encoding UTF8: 0x00". */
 function isUnstorableText(error: unknown): boolean {

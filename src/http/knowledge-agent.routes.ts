@@ -1,5 +1,5 @@
 // /api/v1/knowledge-agent/: options, command (explicit tools, no model), stream (SSE turn).
-import { Router, json } from 'express'
+import { Router } from 'express'
 import * as Schema from 'effect/Schema'
 import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
 import type { CompileOptions } from '../effects/compile/compile-service.ts'
@@ -10,6 +10,7 @@ import { HttpError } from './http-errors.ts'
 import { runExplicitCommand } from './explicit-command.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, jsonTurnProjector, streamTurn } from './turn-stream.ts'
+import { jsonBody } from './json-body.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
 
@@ -45,7 +46,7 @@ export function buildOptions(ctx: AppContext, compile: CompileOptions | null = n
 
 export function knowledgeAgentRoutes(ctx: AppContext): Router {
   const router = Router()
-  router.use(API_PREFIX, requireAuth(), json({ limit: '2mb', strict: false }), requireCsrf())
+  router.use(API_PREFIX, requireAuth(), ...jsonBody({ limit: '2mb', strict: false }), requireCsrf())
 
   router.get(`${API_PREFIX}/options`, async (req, res) => {
     const compile = ctx.compile ? await ctx.compile.service.options({ caller: req.auth!.user }) : null

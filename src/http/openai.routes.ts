@@ -4,7 +4,7 @@
 // one ordinary turn: admitted like the stream API (model, scope, rate limit — 4xx before any
 // byte), run and recorded by the same code, and projected by openai-turn-projector.ts. Errors
 // before the answer use OpenAI's shape `{"error":{message,type,code,param}}`.
-import { Router, json, type ErrorRequestHandler, type RequestHandler } from 'express'
+import { Router, type ErrorRequestHandler, type RequestHandler } from 'express'
 import * as Effect from 'effect/Effect'
 import { randomUUID } from 'node:crypto'
 import type { AppContext } from './app-context.ts'
@@ -19,6 +19,7 @@ import {
 } from './openai-chat-request.ts'
 import { createCompletionCollector, openAiErrorType, openAiTurnProjector, sseFrameWriter } from './openai-turn-projector.ts'
 import { admitTurnStream, runProjectedTurn, streamTurn, type TurnStreamInput } from './turn-stream.ts'
+import { jsonBody } from './json-body.ts'
 
 export const OPENAI_PREFIX = '/v1'
 const MODELS_HINT = `GET ${OPENAI_PREFIX}/models lists them`
@@ -52,7 +53,7 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
   const startedAt = Math.floor(Date.now() / 1000)
   const modelEntry = (id: string) => ({ id: `${OPENAI_MODEL_PREFIX}${id}`, object: 'model' as const, created: startedAt, owned_by: 'knowagent' })
 
-  router.use(OPENAI_PREFIX, requireBearerToken(), json({ limit: '2mb', strict: false }))
+  router.use(OPENAI_PREFIX, requireBearerToken(), ...jsonBody({ limit: '2mb', strict: false }))
 
   router.get(`${OPENAI_PREFIX}/models`, (_req, res) => {
     res.set('Cache-Control', 'no-store').json({ object: 'list', data: ctx.models.list().map((model) => modelEntry(model.id)) })

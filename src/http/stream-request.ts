@@ -51,9 +51,18 @@ export function checkStreamRequest(request: StreamRequest, { maxMessageChars }: 
 }
 
 /**
+ * Room kept beside the question for the turn's first tool exchange (the model's call and a default
+ * page of `read` — 3,000 code points — or a page of `search` hits):
+ * the latest observation is never compacted (SPEC §5), so a question that left no room for it was
+ * admitted only to end in `context.over_limit` at the first tool result.
+ */
+export const FIRST_OBSERVATION_RESERVE = 12_288
+
+/**
  * Refuses a message that cannot fit the model's input even with no history: its bytes (as the
- * turn counts them, SPEC §5) plus the system prompt and tool schemas over the model's input limit.
- * Without this the turn would start, stream, and end in `context.over_limit`.
+ * turn counts them, SPEC §5) plus the system prompt, the tool schemas and room for the first tool
+ * result, over the model's input limit. Without this the turn would start, stream,
+ * and end in `context.over_limit`.
  */
 export function checkMessageFitsModel({
   message,
@@ -67,14 +76,17 @@ export function checkMessageFitsModel({
   tools: ReadonlyArray<ToolSchema>
 }): void {
   const limit = inputLimit({ contextWindow: model.contextWindow, maxOutputTokens: model.maxOutputTokens, protocolReserve: DEFAULT_PROTOCOL_RESERVE })
-  const total = estimateInputBytes({ messages: [{ role: 'system', content: systemPrompt }, { role: 'user', content: message }], tools })
+  // The workspace tools are there, natively or in the prompt; a small model keeps half its input for the question.
+  const reserve = Math.min(FIRST_OBSERVATION_RESERVE, Math.floor(limit / 2))
+  const total = estimateInputBytes({ messages: [{ role: 'system', content: systemPrompt }, { role: 'user', content: message }], tools }) + reserve
   if (total <= limit) return
-  const fixed = estimateInputBytes({ messages: [{ role: 'system', content: systemPrompt }, { role: 'user', content: '' }], tools })
+  const fixed = estimateInputBytes({ messages: [{ role: 'system', content: systemPrompt }, { role: 'user', content: '' }], tools }) + reserve
   const messageBytes = total - fixed
   if (fixed >= limit) {
     // The question is not what is too long: the preferences (the OpenAI face's system messages) are.
     throw badRequest(
-      `the system prompt with this request's preferences (system messages) and the tool schemas take ${fixed} bytes as the model counts input; ` +
+      `the system prompt with this request's preferences (system messages) and the tool schemas take ${fixed - reserve} bytes as the model counts input, ` +
+        `and the first tool result needs ${reserve}; ` +
         `model "${model.id}" accepts at most ${limit} bytes of input: shorten the preferences or system messages`,
       'message_too_large',
     )
@@ -82,7 +94,8 @@ export function checkMessageFitsModel({
   throw badRequest(
     `"message" is ${messageBytes} bytes as the model counts input; model "${model.id}" accepts at most ${limit} bytes of input ` +
       `(window ${model.contextWindow} − output reserve ${model.maxOutputTokens} − ${DEFAULT_PROTOCOL_RESERVE}), ` +
-      `of which the system prompt and tool schemas take ${fixed}: shorten the message to at most ${Math.max(0, limit - fixed)} bytes`,
+      `of which the system prompt and tool schemas take ${fixed - reserve} and the first tool result needs ${reserve}: ` +
+      `shorten the message to at most ${Math.max(0, limit - fixed)} bytes`,
     'message_too_large',
   )
 }

@@ -9,7 +9,7 @@
 //   GET    /workspace/tree/whole?uri=                                  the whole tree down to a node (HTML)
 // Scoped like everything else (the caller's own tree; another user's URI is `outside_scope`);
 // cookie sessions send the CSRF token on every change; names follow the one name rule.
-import { json, Router, urlencoded, type Request, type Response } from 'express'
+import { Router, urlencoded, type Request, type Response } from 'express'
 import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
 import { createDirectory, deleteSubtree, listMoveDestinations, moveNode, subtreeCounts } from '../effects/workspace/manage.ts'
@@ -38,6 +38,7 @@ import { describeError } from './error-handler.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { badRequest } from './http-errors.ts'
 import { buildTree, directoryOf } from './workspace-listing.ts'
+import { jsonBody } from './json-body.ts'
 
 const MOVE_DESTINATIONS = 500
 const Uri = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096))
@@ -71,7 +72,7 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
   router.use(['/workspace/files', '/workspace/search', '/workspace/tree/whole'], redirectHtmxToSignIn())
   router.use(['/workspace/files', '/workspace/search', '/workspace/tree/whole', '/api/v1/workspace'], requireAuth())
   router.use('/workspace/files', urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
-  router.use(['/api/v1/workspace/directory', '/api/v1/workspace/move', '/api/v1/workspace/node'], json({ limit: '16kb', strict: false }), requireCsrf())
+  router.use(['/api/v1/workspace/directory', '/api/v1/workspace/move', '/api/v1/workspace/node'], ...jsonBody({ limit: '16kb', strict: false }), requireCsrf())
 
   const resolve = async (user: User, uri: string) => (await resolveNode(ctx.db, { caller: user, uri })).node
   const parentOf = (user: User, node: WorkspaceNode) => getNode(ctx.db, user, pathToSegments(node.path).slice(0, -1))

@@ -131,7 +131,7 @@ describe('message size against the chosen model', () => {
     expect(res.status).toBe(400)
     const { error } = await res.json()
     expect(error.code).toBe('message_too_large')
-    expect(error.message).toMatch(/^"message" is 28000 bytes as the model counts input; model "local" accepts at most 29696 bytes of input \(window 32768 − output reserve 2048 − 1024\), of which the system prompt and tool schemas take \d+: shorten the message to at most \d+ bytes$/)
+    expect(error.message).toMatch(/^"message" is 28000 bytes as the model counts input; model "local" accepts at most 29696 bytes of input \(window 32768 − output reserve 2048 − 1024\), of which the system prompt and tool schemas take \d+ and the first tool result needs 12288: shorten the message to at most \d+ bytes$/)
     const { turns } = await server.database.db.selectFrom('turns').select((eb) => eb.fn.countAll().as('turns')).executeTakeFirstOrThrow()
     expect(Number(turns)).toBe(0)
   })
@@ -166,6 +166,23 @@ describe('message size against the chosen model', () => {
     expect(terminal[0]!.data).toMatchObject({ turn_id: turnId }) // (this text-only model also gets the file's first page, which it cannot fit: an error event, after admission)
     expect([await slots(), await turns()]).toEqual([slotsBefore + 1, turnsBefore + 1])
     expect(await server.database.db.selectFrom('turns').select(['uri', 'error_code']).where('id', '=', turnId).executeTakeFirst()).toEqual({ uri: 'kb://me/docs/a.md', error_code: terminal[0]!.event === 'error' ? (terminal[0]!.data as { code: string }).code : null })
+  })
+
+  it('the largest message the refusal allows leaves room for the first tool result: the turn ends done, not context.over_limit', async () => {
+    const words = 'compaction keeps evidence and turn limits '
+    for (const [i, name] of ['one.md', 'two.md', 'three.md', 'four.md'].entries()) {
+      const text = `# Notes ${i}\n\n${Array.from({ length: 60 }, (_, k) => `Paragraph ${k}: ${words.repeat(6)}`).join('\n\n')}`
+      await putFile(server.database.db, { owner: alice.user, segments: ['fit', name], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    }
+    const refused = await (await stream({ uri: 'kb://me/fit/', message: words.repeat(700) })).json()
+    const room = Number(/shorten the message to at most (\d+) bytes/.exec(refused.error.message)![1])
+    const message = words.repeat(Math.ceil(room / words.length)).slice(0, room)
+    const res = await stream({ uri: 'kb://me/fit/', message })
+    expect(res.status).toBe(200)
+    const { events } = await readSseEvents(res)
+    expect(events.filter((e) => e.event === 'tool').length).toBeGreaterThan(0) // it searched or read
+    const terminal = events.filter((e) => e.event === 'done' || e.event === 'error')
+    expect(terminal.map((e) => e.event), JSON.stringify(terminal)).toEqual(['done'])
   })
 
   it('a history over 1.5 MB is 400 history_too_large', async () => {
@@ -226,6 +243,18 @@ describe('a NUL character (U+0000), which PostgreSQL cannot store', () => {
     )
     expect(logged()).toBe(before)
     expect((await api('/api/v1/workspace/search?q=a.md')).status).toBe(200) // the server goes on
+  })
+
+  it('is 400 in any field of a JSON body — a chat message, a history, a command query, an OpenAI-face message — before any turn starts', async () => {
+    const post = (path: string, body: unknown) => api(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const turns = async () => Number((await server.database.db.selectFrom('turns').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)
+    const before = await turns()
+    await nulRefused(await post('/api/v1/knowledge-agent/stream', { uri: 'kb://me/docs/', model_id: 'local', message: 'hi\u0000there' }))
+    await nulRefused(await post('/api/v1/knowledge-agent/stream', { uri: 'kb://me/docs/', model_id: 'local', message: 'hi', history: [{ role: 'user', content: 'a\u0000' }, { role: 'assistant', content: 'b' }] }))
+    await nulRefused(await post('/api/v1/knowledge-agent/command', { command: 'search', uri: 'kb://me/docs/', query: 'a\u0000b' }))
+    await nulRefused(await post('/v1/chat/completions', { model: 'knowagent/local', messages: [{ role: 'user', content: 'x\u0000y' }] }))
+    await nulRefused(await post('/api/v1/knowledge-agent/stream', { uri: 'kb://me/docs/', model_id: 'local', message: 'ok', ['k\u0000']: 1 }))
+    expect(await turns()).toBe(before)
   })
 })
 

@@ -1,0 +1,36 @@
+// JSON request bodies: express's parser, then one check of every string (keys too) for the NUL
+// character, which no field may hold (PostgreSQL cannot store it, and a message or query with it
+// would be echoed into a turn, a history or a model request). Refused as 400 invalid_request
+// before any handler runs, for every JSON route alike.
+import { json, type RequestHandler } from 'express'
+import { badRequest } from './http-errors.ts'
+
+export const NUL_MESSAGE = 'text must not contain the NUL character (U+0000)'
+
+/** Whether `value` (a parsed JSON body) holds a NUL character in any string or key. Iterative: a deeply nested body cannot overflow the stack. */
+export function holdsNul(value: unknown): boolean {
+  const pending: unknown[] = [value]
+  while (pending.length > 0) {
+    const next = pending.pop()
+    if (typeof next === 'string') {
+      if (next.includes('\u0000')) return true
+    } else if (Array.isArray(next)) {
+      pending.push(...next)
+    } else if (typeof next === 'object' && next !== null) {
+      for (const [key, inner] of Object.entries(next)) {
+        if (key.includes('\u0000')) return true
+        pending.push(inner)
+      }
+    }
+  }
+  return false
+}
+
+const refuseNul: RequestHandler = (req, _res, next) => {
+  next(holdsNul(req.body) ? badRequest(NUL_MESSAGE, 'invalid_request') : undefined)
+}
+
+/** express's `json()` with `options`, then the NUL check. */
+export function jsonBody(options: Parameters<typeof json>[0]): RequestHandler[] {
+  return [json(options), refuseNul]
+}
