@@ -140,7 +140,12 @@ export function requireSession(message: string): RequestHandler {
 /** Requires a signed-in caller: 401 JSON for API paths, a redirect to the login page otherwise. */
 export function requireAuth(): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    if (req.auth) return next()
+    if (req.auth) {
+      // A person's files, chats and jobs are never kept by a browser or proxy cache: after
+      // signing out, Back must not show them (a route may still set its own, e.g. SSE's no-cache).
+      res.set('Cache-Control', 'no-store')
+      return next()
+    }
     if (wantsJson(req) || req.method !== 'GET') return next(unauthorized())
     res.redirect(303, `/login?next=${encodeURIComponent(req.originalUrl)}`)
   }

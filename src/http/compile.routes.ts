@@ -343,7 +343,10 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
 
   router.post(`${API_PREFIX}/jobs/:id/retry`, async (req, res) => {
     const id = jobId(req)
-    await admitCompileRequest(ctx, req.auth!.user)
+    // Only a retry that can queue work counts against the compile rate limit: asking about a job
+    // that is not there (or not failed or cancelled) is answered without using it up.
+    const existing = await service.get({ caller: req.auth!.user, id })
+    if (existing?.status === 'failed' || existing?.status === 'cancelled') await admitCompileRequest(ctx, req.auth!.user)
     const outcome = await service.retry({ caller: req.auth!.user, id })
     if (!outcome.ok) {
       res.status(outcome.status).json({ error: { code: outcome.code, message: outcome.message, ...(outcome.job_id ? { job_id: outcome.job_id, configuration: outcome.configuration } : {}) } })

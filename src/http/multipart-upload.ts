@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { checkNodeName } from '../effects/workspace/uri.ts'
+import { quotedName } from '../effects/workspace/name-display.ts'
 import { HttpError } from './http-errors.ts'
 
 export interface SpooledFile {
@@ -149,11 +150,11 @@ export async function readMultipartUpload(req: Request, options: MultipartOption
         const sent = info.filename
         if (sent === undefined || sent === '') return stop(new HttpError(400, 'invalid_name', 'a file part needs a filename'))
         // busboy decodes the name as UTF-8, putting U+FFFD where the bytes were not: refused, never stored rewritten.
-        if (sent.includes('\uFFFD')) return stop(new HttpError(400, 'invalid_name', `file name ${JSON.stringify(sent.slice(0, 300))} is not valid UTF-8`))
+        if (sent.includes('\uFFFD')) return stop(new HttpError(400, 'invalid_name', `file name ${quotedName(sent)} is not valid UTF-8`))
         const raw = htmlFormFileName(sent)
         const checked = checkNodeName(raw)
-        if (!checked.ok) return stop(new HttpError(400, 'invalid_name', `file name ${JSON.stringify(raw.slice(0, 300))} is not allowed: ${checked.reason}`))
-        if (names.has(checked.name)) return stop(new HttpError(400, 'duplicate_name', `"${checked.name}" appears twice in one upload`))
+        if (!checked.ok) return stop(new HttpError(400, 'invalid_name', `file name ${quotedName(raw)} is not allowed: ${checked.reason}`))
+        if (names.has(checked.name)) return stop(new HttpError(400, 'duplicate_name', `${quotedName(checked.name)} appears twice in one upload`))
         names.add(checked.name)
         const path = join(directory, String(files.length))
         let size = 0

@@ -199,6 +199,15 @@ export function workspaceRoutes(ctx: AppContext): Router {
     return { uri: folderUri, segments: [...path.segments], nodeId: undefined, createParents }
   }
 
+  /** Whether the form's `uri` names the folder the query named (`kb://me/x/` and `kb://users/<login>/x` are one). */
+  const sameFolder = (user: User, formUri: string, target: UploadTarget): boolean => {
+    try {
+      return formatKbUri({ login: user.login, segments: parseKbUri({ uri: formUri, callerLogin: user.login }).segments, directory: true }) === formatKbUri({ login: user.login, segments: target.segments, directory: true })
+    } catch {
+      return false
+    }
+  }
+
   const missingFolder = (folderUri: string): HttpError =>
     new HttpError(404, 'not_found', `${folderUri} does not exist (it may have been deleted or moved); upload with create_parents=true to create it`)
 
@@ -241,7 +250,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
         csrfFirstPart,
         signal: client.signal,
       })
-      if (early && upload.uri !== undefined && upload.uri !== req.query.uri) {
+      if (early && upload.uri !== undefined && !sameFolder(user, upload.uri, early)) {
         throw badRequest(`the folder is given twice, as ${JSON.stringify(req.query.uri)} in the query and ${JSON.stringify(upload.uri.slice(0, 300))} in the form; give it once`, 'invalid_request')
       }
       const target = early ?? (await uploadTarget(user, upload.uri ?? '', createParents))

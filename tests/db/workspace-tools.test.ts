@@ -131,6 +131,13 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
     expect(second.hits.map((hit) => hit.uri)).toEqual(['kb://users/tina/large/c.txt'])
   })
 
+  it('read at or past the end of a file says how long it is, never a backwards range', async () => {
+    const outcome = await run(scopeAt('kb://me/docs/'), 'read', { uri: 'kb://me/docs/limits.md', offset: 99_999_999 })
+    expect(outcome.ok).toBe(true)
+    expect(outcome.result).toMatchObject({ offset: 99_999_999, next_offset: null, total: 66, text: '', past_end: true, note: 'offset 99999999 is past the end of the file: its text is 66 code points (read from an offset below 66)' })
+    expect(outcome.summary).toBe('kb://users/tina/docs/limits.md: offset 99999999 is past the end of the file: its text is 66 code points (read from an offset below 66)')
+  })
+
   it('a node deleted mid-turn is a tool error, not stale content', async () => {
     await put(owner, ['tmp', 'gone.md'], 'soon deleted')
     const scope = scopeAt('kb://me/tmp/')

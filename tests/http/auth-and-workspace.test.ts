@@ -23,6 +23,17 @@ describe('auth and workspace over HTTP', () => {
     await server?.close()
   })
 
+  it("never lets a cache keep a person's pages or data: every signed-in answer is Cache-Control: no-store", async () => {
+    const { cookie } = await signIn(server, 'alice', alice.password)
+    for (const path of ['/workspace', '/workspace?uri=kb%3A%2F%2Fme%2F', '/workspace/content?uri=kb%3A%2F%2Fme%2F', '/workspace/search?q=x', '/settings']) {
+      const res = await fetch(`${server.url}${path}`, { headers: { cookie } })
+      expect(res.status, path).toBe(200)
+      expect(res.headers.get('cache-control'), path).toBe('no-store')
+    }
+    const api = await fetch(`${server.url}/api/v1/workspace/node?uri=kb://me/`, { headers: { authorization: `Bearer ${alice.token}` } })
+    expect(api.headers.get('cache-control')).toBe('no-store')
+  })
+
   it('answers health and readiness without auth', async () => {
     expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ ok: true })
     const ready = await fetch(`${server.url}/readyz`)

@@ -258,6 +258,23 @@ describe('a NUL character (U+0000), which PostgreSQL cannot store', () => {
   })
 })
 
+describe('a refused name is quoted so that it cannot reverse or hide the message', () => {
+  it('writes bidi overrides and invisible characters as code points, for a new folder and an upload alike', async () => {
+    const name = 'invoice\u202Efdp.md'
+    const folder = await api('/api/v1/workspace/directory', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ uri: 'kb://me/', name }) })
+    expect(folder.status).toBe(400)
+    const folderMessage = (await folder.json()).error.message as string
+    expect(folderMessage).toBe('the name "invoice\\u{202E}fdp.md" is not allowed: invisible or control character U+202E is not allowed in a name')
+    const body = new FormData()
+    body.append('file', new Blob(['x']), 'zero\u200Bwidth.md')
+    const upload = await api('/api/v1/workspace/upload?uri=kb://me/docs/', { method: 'POST', body })
+    expect(upload.status).toBe(400)
+    const uploadMessage = (await upload.json()).error.message as string
+    expect(uploadMessage).toContain('file name "zero\\u{200B}width.md" is not allowed')
+    for (const message of [folderMessage, uploadMessage]) expect(message).not.toMatch(/[\u200B\u202E]/)
+  })
+})
+
 describe('the search page', () => {
   it('refuses a query over 200 characters with a message, as the API does (it was cut to 200 silently)', async () => {
     const res = await fetch(`${server.url}/workspace/search?q=${'x'.repeat(201)}`, { headers: { cookie: session.cookie } })

@@ -88,6 +88,19 @@ describe('an upload whose folder changes while its files are parsed', () => {
     expect(await exists('kb://me/elsewhere/new/n.md')).toBe(200)
   })
 
+  it('one folder named two ways (kb://me/… in the query, kb://users/<login>/… in the form) is one folder', async () => {
+    await makeFolder('kb://me/', 'twice')
+    const body = form('t.md', '# t')
+    body.append('uri', 'kb://users/ulla/twice')
+    const res = await api('upload?uri=kb://me/twice/', { method: 'POST', body })
+    expect(res.status).toBe(201)
+    const other = form('u.md', '# u')
+    other.append('uri', 'kb://me/elsewhere/')
+    const refused = await api('upload?uri=kb://me/twice/', { method: 'POST', body: other })
+    expect(refused.status).toBe(400)
+    expect((await refused.json()).error.message).toContain('the folder is given twice')
+  })
+
   it('the upload form goes back to the folder the files went to: the form field’s, or where it moved', async () => {
     const { cookie, csrf } = await signIn(server, 'ulla', password)
     await makeFolder('kb://me/', 'formdir')

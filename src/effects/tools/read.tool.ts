@@ -37,8 +37,14 @@ export const readTool = defineTool({
       if (page.total === 0) {
         return { uri: node.uri, offset: 0, next_offset: null, total: 0, text: '', empty: true, note: 'the file is empty' } satisfies ReadResult
       }
+      if (page.offset >= page.total) {
+        return {
+          uri: node.uri, ...page, text: '', next_offset: null, past_end: true,
+          note: `offset ${page.offset} is past the end of the file: its text is ${page.total} code points (read from an offset below ${page.total})`,
+        } satisfies ReadResult
+      }
       return { uri: node.uri, ...page } satisfies ReadResult
     }),
   summarise: (result: ReadResult) =>
-    result.empty ? `${result.uri}: ${result.note}` : `read ${result.uri} [${result.offset}–${result.next_offset ?? result.total}) of ${result.total}`,
+    result.empty || result.past_end ? `${result.uri}: ${result.note}` : `read ${result.uri} [${result.offset}–${result.next_offset ?? result.total}) of ${result.total}`,
 })

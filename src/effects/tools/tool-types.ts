@@ -26,6 +26,8 @@ export interface ReadResult {
   readonly text: string
   /** Set when the file has no parsed body (empty, or not parseable). */
   readonly empty?: boolean
+  /** Set when `offset` is at or past the end of the text (the note says how long it is). */
+  readonly past_end?: boolean
   readonly note?: string
 }
 

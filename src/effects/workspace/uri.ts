@@ -2,6 +2,7 @@
 // normalise to the caller's own root. A URI is never a disk path: anything that could be read
 // as traversal or an escape is refused with a clear reason.
 import { InvalidUri, OutsideScope } from './workspace-errors.ts'
+import { INVISIBLE } from './name-display.ts'
 
 export const URI_SCHEME = 'kb://'
 export const MAX_URI_LENGTH = 4096
@@ -40,13 +41,6 @@ export function validateSegment(name: string): string | undefined {
   if (Buffer.byteLength(name, 'utf8') > MAX_SEGMENT_BYTES) return `names are at most ${MAX_SEGMENT_BYTES} bytes`
   return undefined
 }
-
-// Characters that render as nothing (or reorder what follows) let one name pose as another:
-// "invoice\u202Efdp.exe" shows as "invoiceexe.pdf". Refused in every name a user creates:
-// controls (Cc), format characters (Cf: bidi overrides and isolates U+202A–U+202E and
-// U+2066–U+2069, zero-width U+200B–U+200D, U+2060, U+FEFF, soft hyphen, tags), line and
-// paragraph separators, and the Hangul fillers that display as blank.
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u115F\u1160\u3164\uFFA0]/u
 
 const codePointLabel = (ch: string): string => `U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`
 

@@ -1,6 +1,7 @@
 // Workspace failures. Each carries its public `code` and HTTP `status`: the tools, the turn's
 // prepare step and the HTTP error handler all report the same code (docs/api.md lists each once).
 import * as Data from 'effect/Data'
+import { quotedName } from './name-display.ts'
 
 /** A logical URI that is malformed or tries to escape (`..`, encoded dots/slashes, NUL, …). HTTP 400. */
 export class InvalidUri extends Data.TaggedError('InvalidUri')<{ readonly uri: string; readonly reason: string }> {
@@ -43,7 +44,7 @@ export class InvalidName extends Data.TaggedError('InvalidName')<{ readonly name
   readonly code = 'invalid_name'
   readonly status = 400
   override get message() {
-    return `the name ${JSON.stringify(this.name.slice(0, 300))} is not allowed: ${this.reason}`
+    return `the name ${quotedName(this.name)} is not allowed: ${this.reason}`
   }
 }
 
