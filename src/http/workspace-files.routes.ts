@@ -238,7 +238,7 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
     const node = await resolve(user, queryString(req, 'uri', { required: false }) ?? 'kb://me/')
     const directory = await directoryOf(ctx, user, node)
     const root = await getNode(ctx.db, user, [])
-    await html(res, WorkspaceTree({ rootUri: root.uri, entries: await buildTree(ctx, user, directory) }))
+    await html(res, WorkspaceTree({ rootUri: root.uri, ...(await buildTree(ctx, user, directory)) }))
   })
 
   router.use('/workspace/files', fragmentErrorHandler(ctx.logger, ({ message }) => FilesError({ message })))

@@ -3,11 +3,11 @@
 import type { User } from '../effects/auth/users.ts'
 import { getNode, listChildren, type WorkspaceNode } from '../effects/workspace/store.ts'
 import type { ModelOption } from '../../views/partials/chat-panel.tsx'
-import type { TreeEntry } from '../../views/partials/tree.tsx'
+import { type TreeEntry, type TreeMore, TREE_PAGE_SIZE as TREE_PAGE } from '../../views/partials/tree.tsx'
+import { LISTING_PAGE_SIZE } from '../../views/partials/content-pane.tsx'
 import type { AppContext } from './app-context.ts'
 
-export const LISTING_PAGE = 500
-const TREE_PAGE = 200
+export const LISTING_PAGE = LISTING_PAGE_SIZE
 
 export function toEntry(node: WorkspaceNode, children?: ReadonlyArray<TreeEntry>): TreeEntry {
   return { id: node.id, name: node.name, uri: node.uri, kind: node.kind, size: node.size, updated: node.updatedAt.toISOString(), children }
@@ -26,20 +26,40 @@ export async function directoryOf(ctx: AppContext, user: User, node: WorkspaceNo
 }
 
 export async function listDirectory(ctx: AppContext, user: User, directory: WorkspaceNode, limit = LISTING_PAGE): Promise<TreeEntry[]> {
-  const page = await listChildren(ctx.db, { owner: user, parent: directory, offset: 0, limit })
-  return page.entries.map((node) => toEntry(node))
+  return (await listDirectoryPage(ctx, user, directory, { limit })).entries
 }
 
-/** The tree from the root down to `directory`, each level listing its children (first page). */
-export async function buildTree(ctx: AppContext, user: User, directory: WorkspaceNode): Promise<TreeEntry[]> {
+/** One page of a directory's entries, with where it starts and how many there are in all. */
+export interface DirectoryPage {
+  readonly entries: TreeEntry[]
+  readonly offset: number
+  readonly total: number
+}
+
+export async function listDirectoryPage(ctx: AppContext, user: User, directory: WorkspaceNode, { offset = 0, limit = LISTING_PAGE }: { offset?: number; limit?: number } = {}): Promise<DirectoryPage> {
+  const page = await listChildren(ctx.db, { owner: user, parent: directory, offset, limit })
+  return { entries: page.entries.map((node) => toEntry(node)), offset, total: page.total }
+}
+
+/** Where a list of children goes on past the entries shown: the next page's offset (tree.tsx's "Show more"). */
+export function moreOf(uri: string, page: DirectoryPage): TreeMore | undefined {
+  const next = page.offset + page.entries.length
+  return next < page.total ? { uri, offset: next, total: page.total } : undefined
+}
+
+/** The tree from the root down to `directory`, each level listing its children (first page, and whether there are more). */
+export async function buildTree(ctx: AppContext, user: User, directory: WorkspaceNode): Promise<{ entries: TreeEntry[]; more: TreeMore | undefined }> {
   const segments = segmentsOf(directory)
-  let levelEntries: TreeEntry[] | undefined
+  let level: { entries: TreeEntry[]; more: TreeMore | undefined } | undefined
   for (let depth = segments.length; depth >= 0; depth--) {
     const node = await getNode(ctx.db, user, segments.slice(0, depth))
     const page = await listChildren(ctx.db, { owner: user, parent: node, offset: 0, limit: TREE_PAGE })
     const childName = segments[depth]
-    const below = levelEntries
-    levelEntries = page.entries.map((child) => toEntry(child, child.name === childName && child.kind === 'directory' ? below : undefined))
+    const below = level
+    const entries = page.entries.map((child) =>
+      child.name === childName && child.kind === 'directory' && below ? { ...toEntry(child, below.entries), more: below.more } : toEntry(child),
+    )
+    level = { entries, more: moreOf(node.uri, { entries, offset: 0, total: page.total }) }
   }
-  return levelEntries ?? []
+  return level ?? { entries: [], more: undefined }
 }

@@ -16,11 +16,11 @@ import { NodeConflict } from '../effects/workspace/workspace-errors.ts'
 import { safeEqual } from '../effects/auth/tokens.ts'
 import { WorkspacePage } from '../../views/pages/workspace.tsx'
 import { ContentPane, type ContentPaneProps, type Preview } from '../../views/partials/content-pane.tsx'
-import { TreeError, TreeItems } from '../../views/partials/tree.tsx'
+import { TREE_PAGE_SIZE, TreeError, TreeItems } from '../../views/partials/tree.tsx'
 import { renderMarkdown } from '../../views/render-markdown.ts'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
-import { buildTree, directoryOf, LISTING_PAGE, listDirectory, modelOptions } from './workspace-listing.ts'
+import { buildTree, directoryOf, LISTING_PAGE, listDirectory, listDirectoryPage, modelOptions, moreOf } from './workspace-listing.ts'
 import { contentProblemHandler, pageProblemHandler } from './node-problems.ts'
 import { requireAuth } from './authenticate.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
@@ -42,7 +42,6 @@ interface UploadTarget {
 }
 
 const PREVIEW_CHARS = 200_000
-const TREE_PAGE = 200
 
 const UriParam = Schema.String.check(Schema.isMaxLength(4096))
 const UriQuery = Schema.Struct({ uri: Schema.optional(UriParam) })
@@ -51,12 +50,15 @@ const WorkspaceQuery = Schema.Struct({
   uri: Schema.optional(UriParam),
   /** A citation's or a search hit's code-point offset: the preview opens there, the passage highlighted. */
   offset: Schema.optional(QueryInt({ minimum: 0, maximum: 999_999_999 })),
+  /** A directory listing's first entry shown (its pages are LISTING_PAGE entries). */
+  from: Schema.optional(QueryInt({ minimum: 0, maximum: 1_000_000 })),
   notice: Schema.optional(Schema.Literals(NOTICE_CODES)),
   added: Count,
   updated: Count,
   unchanged: Count,
   unparsed: Count,
 })
+const TreeQuery = Schema.Struct({ uri: Schema.optional(UriParam), offset: Schema.optional(QueryInt({ minimum: 0, maximum: 1_000_000 })) })
 const NodeQuery = Schema.Struct({
   uri: Schema.optional(UriParam),
   offset: Schema.optional(QueryInt({ minimum: 0 })),
@@ -117,13 +119,14 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const user = req.auth!.user
     const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, rootUriOf(user)) })
     const directory = await directoryOf(ctx, user, node)
-    const listing = node.kind === 'directory' ? await listDirectory(ctx, user, directory) : []
     const query = decodeQuery(WorkspaceQuery, req)
+    const page = node.kind === 'directory' ? await listDirectoryPage(ctx, user, directory, { offset: query.from ?? 0 }) : { entries: [], offset: 0, total: 0 }
+    const listing = page.entries
     const notice = query.notice
       ? noticeText({ code: query.notice, counts: { added: query.added ?? 0, updated: query.updated ?? 0, unchanged: query.unchanged ?? 0, unparsed: query.unparsed ?? 0 } })
       : undefined
     const preview = node.kind === 'file' ? await previewOf(ctx, user, node, query.offset) : undefined
-    return { directory, props: { directoryUri: directory.uri, nodeUri: node.uri, listing, preview, csrfToken: req.auth!.csrfToken, notice } }
+    return { directory, props: { directoryUri: directory.uri, nodeUri: node.uri, listing, listingOffset: page.offset, listingTotal: page.total, preview, csrfToken: req.auth!.csrfToken, notice } }
   }
 
   router.get('/workspace', async (req, res) => {
@@ -161,9 +164,11 @@ export function workspaceRoutes(ctx: AppContext): Router {
   /** One directory's children for the lazily expanded tree. */
   router.get('/workspace/tree', async (req, res) => {
     const user = req.auth!.user
-    const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, rootUriOf(user)) })
+    const query = decodeQuery(TreeQuery, req)
+    const { node } = await resolveNode(ctx.db, { caller: user, uri: query.uri ?? rootUriOf(user) })
     if (node.kind !== 'directory') throw new NodeConflict({ uri: node.uri, reason: 'only directories have children' })
-    res.type('html').send(await renderFragment(TreeItems({ entries: await listDirectory(ctx, user, node, TREE_PAGE) })))
+    const page = await listDirectoryPage(ctx, user, node, { offset: query.offset ?? 0, limit: TREE_PAGE_SIZE })
+    res.type('html').send(await renderFragment(TreeItems({ entries: page.entries, more: moreOf(node.uri, page), offset: page.offset })))
   })
 
   router.use('/workspace/content', contentProblemHandler(ctx))

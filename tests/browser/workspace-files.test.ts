@@ -376,6 +376,31 @@ describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
     await expect(fits()).resolves.toBe(true)
     expect(workspace.problems()).toEqual([])
   })
+
+  it('a folder of 520 files: the tree shows more in place, the listing pages through them; nothing is cut off unsaid', async () => {
+    const names = Array.from({ length: 520 }, (_, i) => `${tag}-${String(i).padStart(4, '0')}.txt`)
+    for (const name of names) await ui.app.putText([`big-${tag}`, name], 'x\n')
+    const page = await open({ uri: `${root}big-${tag}/` })
+    const files = page.locator('#tree li.node.file .name', { hasText: `${tag}-` })
+    await expect(files.count()).resolves.toBe(200)
+    await page.getByRole('button', { name: 'Show 200 more (200 of 520 shown)' }).click()
+    await page.getByRole('button', { name: 'Show 120 more (400 of 520 shown)' }).waitFor()
+    await expect(files.count()).resolves.toBe(400)
+    await page.getByRole('button', { name: 'Show 120 more (400 of 520 shown)' }).click()
+    await page.locator('#tree .name', { hasText: names.at(-1)! }).waitFor()
+    await expect(files.count()).resolves.toBe(520)
+    await expect(page.locator('#tree .tree-more').count()).resolves.toBe(0)
+
+    await expect(page.locator('#content .listing .meta').textContent()).resolves.toBe('1–500 of 520 entries')
+    await page.getByRole('link', { name: 'Next 20 ›' }).click()
+    await page.locator('#content .listing .meta', { hasText: '501–520 of 520 entries' }).waitFor()
+    await expect(page.locator('#content table.entries .entry-link').count()).resolves.toBe(20)
+    expect(new URL(page.url()).searchParams.get('from')).toBe('500')
+    await screenshot(page, `desktop-big-folder-${tag}`)
+    await page.getByRole('link', { name: '‹ Previous 500' }).click()
+    await page.locator('#content .listing .meta', { hasText: '1–500 of 520 entries' }).waitFor()
+    expect(workspace.problems()).toEqual([])
+  })
 })
 
 /** Drops files on an element the way a file manager does (a DataTransfer with Files). */

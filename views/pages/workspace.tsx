@@ -3,7 +3,7 @@ import { ChatPanel, type ChatPanelProps } from '../partials/chat-panel.tsx'
 import { ContentPane, type ContentPaneProps } from '../partials/content-pane.tsx'
 import { FILES_DIALOG_BODY } from '../partials/file-dialogs.tsx'
 import { SearchDialog } from '../partials/search-box.tsx'
-import { WorkspaceTree, type TreeEntry } from '../partials/tree.tsx'
+import { WorkspaceTree, type TreeEntry, type TreeMore } from '../partials/tree.tsx'
 
 export type { Preview } from '../partials/content-pane.tsx'
 export type { TreeEntry } from '../partials/tree.tsx'
@@ -14,7 +14,7 @@ export interface WorkspacePageProps {
   readonly nav?: ReadonlyArray<NavLink> | undefined
   readonly csrfToken: string | undefined
   readonly rootUri: string
-  readonly tree: ReadonlyArray<TreeEntry>
+  readonly tree: { readonly entries: ReadonlyArray<TreeEntry>; readonly more?: TreeMore | undefined }
   readonly content: ContentPaneProps
   readonly chat: ChatPanelProps
 }
@@ -25,7 +25,7 @@ export function WorkspacePage(props: WorkspacePageProps) {
     <Layout title="Workspace" csrfToken={props.csrfToken} login={props.login} nav={props.nav} bodyClass="page-workspace" interactive>
       <div class="workspace" id="workspace">
         <div class="browser-pane">
-          <WorkspaceTree rootUri={props.rootUri} entries={props.tree} />
+          <WorkspaceTree rootUri={props.rootUri} entries={props.tree.entries} more={props.tree.more} />
           <ContentPane {...props.content} />
         </div>
         <div

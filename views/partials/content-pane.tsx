@@ -33,10 +33,16 @@ export interface ContentPaneProps {
   readonly directoryUri: string
   readonly nodeUri: string
   readonly listing: ReadonlyArray<TreeEntry>
+  /** Where the listing's page starts, and how many entries the directory has (default: the page is all of them). */
+  readonly listingOffset?: number | undefined
+  readonly listingTotal?: number | undefined
   readonly preview?: Preview | undefined
   readonly csrfToken: string | undefined
   readonly notice?: string | undefined
 }
+
+/** Entries per page of a directory listing (the server lists this many, workspace-listing.ts). */
+export const LISTING_PAGE_SIZE = 500
 
 export function formatSize(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`
@@ -164,16 +170,49 @@ function FilePreview({ preview }: { preview: Preview }) {
   )
 }
 
-function DirectoryListing({ directoryUri, listing, csrfToken }: { directoryUri: string; listing: ReadonlyArray<TreeEntry>; csrfToken: string | undefined }) {
+/** A link to another page of a directory's listing (in place, with the page URL pushed). */
+function ListingPageLink({ uri, from, rel, children }: { uri: string; from: number; rel: 'prev' | 'next'; children: string }) {
+  const query = `uri=${encodeURIComponent(uri)}${from > 0 ? `&from=${from}` : ''}`
+  return (
+    <a class={`listing-page ${rel}`} rel={rel} href={`/workspace?${query}`} hx-get={`/workspace/content?${query}`} hx-target="#content" hx-swap="outerHTML" hx-push-url={`/workspace?${query}`}>
+      {children}
+    </a>
+  )
+}
+
+function DirectoryListing({
+  directoryUri,
+  listing,
+  offset,
+  total,
+  csrfToken,
+}: {
+  directoryUri: string
+  listing: ReadonlyArray<TreeEntry>
+  offset: number
+  total: number
+  csrfToken: string | undefined
+}) {
   const name = directoryUri.replace(/\/$/, '').split('/').pop() ?? directoryUri
   const isRoot = /^kb:\/\/users\/[^/]+\/$/.test(directoryUri)
+  const paged = offset > 0 || listing.length < total
+  const pager = paged ? (
+    <nav class="listing-pager" aria-label="Listing pages">
+      {offset > 0 ? <ListingPageLink uri={directoryUri} from={Math.max(0, offset - LISTING_PAGE_SIZE)} rel="prev">{`‹ Previous ${LISTING_PAGE_SIZE}`}</ListingPageLink> : null}
+      {offset + listing.length < total ? (
+        <ListingPageLink uri={directoryUri} from={offset + listing.length} rel="next">{`Next ${Math.min(LISTING_PAGE_SIZE, total - offset - listing.length)} ›`}</ListingPageLink>
+      ) : null}
+    </nav>
+  ) : null
   return (
     <article class="listing" aria-label="Directory listing">
       <header class="pane-head">
         <Breadcrumbs uri={directoryUri} />
         <h1 class="title">{name}/</h1>
         <p class="meta">
-          {listing.length} {listing.length === 1 ? 'entry' : 'entries'}
+          {paged
+            ? `${offset + 1}–${offset + listing.length} of ${total} entries`
+            : `${listing.length} ${listing.length === 1 ? 'entry' : 'entries'}`}
         </p>
         <NodeActions uri={directoryUri} name={name} kind="directory" isRoot={isRoot} />
       </header>
@@ -204,6 +243,7 @@ function DirectoryListing({ directoryUri, listing, csrfToken }: { directoryUri: 
           </tbody>
         </table>
       )}
+      {pager}
       <form class="upload" method="post" action={`/workspace/upload?uri=${encodeURIComponent(directoryUri)}`} enctype="multipart/form-data" data-upload-form={directoryUri}>
         <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
         <label>
@@ -227,7 +267,13 @@ export function ContentPane(props: ContentPaneProps) {
       {props.preview ? (
         <FilePreview preview={props.preview} />
       ) : (
-        <DirectoryListing directoryUri={props.directoryUri} listing={props.listing} csrfToken={props.csrfToken} />
+        <DirectoryListing
+          directoryUri={props.directoryUri}
+          listing={props.listing}
+          offset={props.listingOffset ?? 0}
+          total={props.listingTotal ?? (props.listingOffset ?? 0) + props.listing.length}
+          csrfToken={props.csrfToken}
+        />
       )}
     </section>
   )

@@ -13,11 +13,22 @@ export interface TreeEntry {
   readonly updated: string
   /** Pre-rendered children (the path to the current node); undefined = not loaded yet. */
   readonly children?: ReadonlyArray<TreeEntry> | undefined
+  /** With `children`: where they go on past the first page. */
+  readonly more?: TreeMore | undefined
 }
+
+/** A directory's children go on past those shown: the next page starts at `offset`, of `total`. */
+export interface TreeMore {
+  readonly uri: string
+  readonly offset: number
+  readonly total: number
+}
+
+export const TREE_PAGE_SIZE = 200
 
 export const pageHref = (uri: string) => `/workspace?uri=${encodeURIComponent(uri)}`
 export const contentHref = (uri: string) => `/workspace/content?uri=${encodeURIComponent(uri)}`
-export const treeChildrenHref = (uri: string) => `/workspace/tree?uri=${encodeURIComponent(uri)}`
+export const treeChildrenHref = (uri: string, offset = 0) => `/workspace/tree?uri=${encodeURIComponent(uri)}${offset > 0 ? `&offset=${offset}` : ''}`
 
 /** A link that swaps the content pane and pushes the page URL (a plain link without JS). */
 export function NodeLink({ uri, class: className, title, children }: { uri: string; class?: string; title?: string; children?: unknown }) {
@@ -60,7 +71,7 @@ function DirectoryItem({ entry }: { entry: TreeEntry }) {
         </NodeLink>
       </div>
       <ul class="tree" id={groupId} hidden={!loaded}>
-        {loaded ? <TreeItems entries={entry.children!} /> : null}
+        {loaded ? <TreeItems entries={entry.children!} more={entry.more} /> : null}
       </ul>
     </li>
   )
@@ -85,13 +96,28 @@ export function extensionOf(name: string): string {
   return match ? match[1]!.toLowerCase() : 'none'
 }
 
-/** The items of one directory: what GET /workspace/tree returns into the directory's group. */
-export function TreeItems({ entries }: { entries: ReadonlyArray<TreeEntry> }) {
-  if (entries.length === 0) return <li class="node empty">empty</li>
-  return <>{entries.map((entry) => (entry.kind === 'directory' ? <DirectoryItem entry={entry} /> : <FileItem entry={entry} />))}</>
+/**
+ * The items of one directory: what GET /workspace/tree returns into the directory's group. Past
+ * the first page a "Show more" item loads the next page in its own place (`offset`: a later page,
+ * which is never "empty").
+ */
+export function TreeItems({ entries, more, offset = 0 }: { entries: ReadonlyArray<TreeEntry>; more?: TreeMore | undefined; offset?: number }) {
+  if (entries.length === 0 && offset === 0) return <li class="node empty">empty</li>
+  return (
+    <>
+      {entries.map((entry) => (entry.kind === 'directory' ? <DirectoryItem entry={entry} /> : <FileItem entry={entry} />))}
+      {more ? (
+        <li class="node more">
+          <button type="button" class="tree-more" hx-get={treeChildrenHref(more.uri, more.offset)} hx-target="closest li" hx-swap="outerHTML">
+            Show {Math.min(TREE_PAGE_SIZE, more.total - more.offset)} more ({more.offset} of {more.total} shown)
+          </button>
+        </li>
+      ) : null}
+    </>
+  )
 }
 
-export function WorkspaceTree({ rootUri, entries }: { rootUri: string; entries: ReadonlyArray<TreeEntry> }) {
+export function WorkspaceTree({ rootUri, entries, more }: { rootUri: string; entries: ReadonlyArray<TreeEntry>; more?: TreeMore | undefined }) {
   return (
     <nav class="sidebar" id="tree" aria-label="Workspace tree" data-drop-uri={rootUri}>
       <SearchButton />
@@ -100,7 +126,7 @@ export function WorkspaceTree({ rootUri, entries }: { rootUri: string; entries: 
         <span class="name">{rootUri}</span>
       </NodeLink>
       <ul class="tree tree-root" id="tree-root">
-        <TreeItems entries={entries} />
+        <TreeItems entries={entries} more={more} />
       </ul>
     </nav>
   )
