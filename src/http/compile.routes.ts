@@ -31,6 +31,7 @@ import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts
 import { badRequest, HttpError } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'
 import { jsonBody } from './json-body.ts'
+import { retrievalNav } from './retrieval.routes.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
 const MAX_REQUEST_URIS = 256
@@ -420,6 +421,7 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
           directory: filter.directoryUri,
           status: filter.statuses?.join(','),
           streamUrl: `/tasks/stream${query.size > 0 ? `?${query}` : ''}`,
+          nav: retrievalNav(ctx.retrieval),
         }),
       ),
     )

@@ -14,8 +14,10 @@ import { renderPage } from '../../views/render.ts'
 import { retrievalNav } from './retrieval.routes.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf, requireSession } from './authenticate.ts'
-import { HttpError } from './http-errors.ts'
+import { badRequest, HttpError } from './http-errors.ts'
 import { decodeBody, decodeQuery } from './decode-request.ts'
+import { INVISIBLE, quotedName } from '../effects/workspace/name-display.ts'
+import { NUL_MESSAGE } from './json-body.ts'
 
 const SettingsQuery = Schema.Struct({ notice: Schema.optional(Schema.Literals(NOTICE_CODES)) })
 const CreateTokenForm = Schema.Struct({ label: Schema.optional(Schema.String.check(Schema.isMaxLength(MAX_TOKEN_LABEL_CHARS))) })
@@ -44,6 +46,10 @@ export function settingsRoutes(ctx: AppContext): Router {
 
   router.post('/settings/tokens', ...guard, async (req, res) => {
     const { label } = decodeBody(CreateTokenForm, req.body)
+    // A label is shown in the tokens table: nothing in it may hide or reverse text (as in a file name).
+    if (label?.includes('\u0000')) throw badRequest(NUL_MESSAGE, 'invalid_request')
+    const invisible = label === undefined ? null : INVISIBLE.exec(label)
+    if (invisible) throw badRequest(`the label ${quotedName(label!)} holds an invisible or control character (U+${invisible[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}); write it without`, 'invalid_request')
     const user = req.auth!.user
     const created = await createApiToken(ctx.db, { secret: ctx.secret, userId: user.id, label })
     ctx.logger.info('API token created', { login: user.login, tokenId: created.id })

@@ -374,6 +374,17 @@ describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
     await page.keyboard.press('Shift+Tab')
     await page.keyboard.press('Tab') // focus by keyboard: :focus-visible
     await expect(fits()).resolves.toBe(true)
+    // An unbreakable name wraps in the listing: the table stays inside its pane, Size and Updated visible.
+    const unbreakable = `${tag}-${'x'.repeat(180)}.md`
+    await ui.app.putText(['long', unbreakable], 'long\n')
+    await page.reload()
+    const fitsPane = () =>
+      page.locator('#content').evaluate((pane) => {
+        const table = pane.querySelector('table.entries')!
+        const updated = table.querySelector('th:nth-child(3)')!.getBoundingClientRect()
+        return table.getBoundingClientRect().right <= pane.getBoundingClientRect().right + 1 && updated.right <= pane.getBoundingClientRect().right + 1
+      })
+    await expect(fitsPane()).resolves.toBe(true)
     expect(workspace.problems()).toEqual([])
   })
 

@@ -258,6 +258,37 @@ describe('a NUL character (U+0000), which PostgreSQL cannot store', () => {
   })
 })
 
+describe('pages that show a problem or a label', () => {
+  it('a problem page shows at most 300 characters of a very long requested URI, then says how long it was', async () => {
+    const uri = `kb://me/${'a'.repeat(5000)}`
+    const res = await fetch(`${server.url}/workspace?uri=${encodeURIComponent(uri)}`, { headers: { cookie: session.cookie } })
+    const html = await res.text()
+    expect(res.status).toBeGreaterThanOrEqual(400)
+    expect(html).not.toContain('a'.repeat(700))
+    expect(html).toMatch(/… \(\d{4} characters\)/)
+  })
+
+  it('refuses a token label with a bidi override or an invisible character', async () => {
+    const res = await fetch(`${server.url}/settings/tokens`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ _csrf: session.csrf, label: 'ci\u202Eyek' }),
+    })
+    expect(res.status).toBe(400)
+    const html = await res.text()
+    expect(html).toContain('U+202E')
+    expect(html).not.toContain('\u202E')
+  })
+
+  it("a file whose text could not be extracted says its raw bytes are kept once, not twice", async () => {
+    await putFile(server.database.db, { owner: alice.user, segments: ['docs', 'blob.bin'], bytes: new Uint8Array([0, 1, 2]), parsed: { ok: false, mime: 'application/octet-stream', error: 'unsupported file type (.bin, application/octet-stream); raw bytes kept' } })
+    const html = await (await fetch(`${server.url}/workspace/content?uri=${encodeURIComponent('kb://me/docs/blob.bin')}`, { headers: { cookie: session.cookie } })).text()
+    expect(html).toContain('unsupported file type (.bin, application/octet-stream). Its raw bytes are kept')
+    expect(html.match(/raw bytes (are )?kept/g)).toHaveLength(1)
+  })
+})
+
 describe('a refused name is quoted so that it cannot reverse or hide the message', () => {
   it('writes bidi overrides and invisible characters as code points, for a new folder and an upload alike', async () => {
     const name = 'invoice\u202Efdp.md'

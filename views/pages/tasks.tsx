@@ -1,7 +1,7 @@
 // The task center (SPEC §7, §8): the caller's compile jobs, filtered by directory and status,
 // with their running stage and progress, failure reason, cancel and retry — updated live.
 import type { CompileJobView } from '../../src/effects/compile/compile-jobs-store.ts'
-import { Layout } from '../layout.tsx'
+import { Layout, type NavLink } from '../layout.tsx'
 import { JobTable } from '../partials/compile-jobs.tsx'
 
 export const JOB_STATUS_FILTERS = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const
@@ -14,11 +14,13 @@ export interface TasksPageProps {
   readonly directory: string | undefined
   readonly status: string | undefined
   readonly streamUrl: string
+  /** The top bar's extra links (the retrieval settings when that feature runs), as every page has them. */
+  readonly nav?: ReadonlyArray<NavLink> | undefined
 }
 
-export function TasksPage({ login, csrfToken, jobs, total, directory, status, streamUrl }: TasksPageProps) {
+export function TasksPage({ login, csrfToken, jobs, total, directory, status, streamUrl, nav }: TasksPageProps) {
   return (
-    <Layout title="Task center" csrfToken={csrfToken} login={login} interactive moduleScript="/static/js/tasks.js">
+    <Layout title="Task center" csrfToken={csrfToken} login={login} nav={nav} interactive moduleScript="/static/js/tasks.js">
       <div class="tasks-page">
         <header class="tasks-head">
           <h1>Task center</h1>

@@ -156,7 +156,7 @@ function FilePreview({ preview }: { preview: Preview }) {
       </header>
       {preview.parseError ? (
         <p class="error" role="alert">
-          This file's text could not be extracted: {preview.parseError}. Its raw bytes are kept: <a href={rawHref(preview.uri)}>download the original</a>.
+          This file's text could not be extracted: {preview.parseError.replace(/[;,]?\s*raw bytes kept\.?$/, '')}. Its raw bytes are kept: <a href={rawHref(preview.uri)}>download the original</a>.
         </p>
       ) : preview.cited ? (
         <CitedPassage preview={preview} cited={preview.cited} />
@@ -305,6 +305,9 @@ export function problemTitle(code: string): string {
  * A node that cannot be shown: what was asked for, what happened, and a way back. In the page the
  * way back loads the folder in place; on a page of its own it is a plain link.
  */
+/** At most `max` characters of `text`, an ellipsis saying more was cut (a 5,000-character URI pushed the page's message out of sight). */
+const shortened = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}… (${text.length} characters)` : text)
+
 export function NodeProblemPanel({ problem, standalone = false }: { problem: NodeProblem; standalone?: boolean }) {
   const back = `Back to ${problem.nearestFolder}`
   return (
@@ -312,10 +315,10 @@ export function NodeProblemPanel({ problem, standalone = false }: { problem: Nod
       <h1 class="title">{problemTitle(problem.code)}</h1>
       {problem.requested ? (
         <p class="dialog-uri">
-          <code>{problem.requested}</code>
+          <code>{shortened(problem.requested, 300)}</code>
         </p>
       ) : null}
-      <p class="problem-message">{problem.message}</p>
+      <p class="problem-message">{shortened(problem.message, 600)}</p>
       {problem.code === 'internal_error' ? <p class="meta">The details are in the server log. Try again, or go back to a folder.</p> : null}
       <p>
         {standalone ? (
