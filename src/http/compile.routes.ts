@@ -130,6 +130,10 @@ const matches = (filter: JobListFilter, job: CompileJobView) =>
   (filter.directoryUri === undefined || job.directory_uri === filter.directoryUri) && (filter.statuses === undefined || filter.statuses.length === 0 || filter.statuses.includes(job.status))
 
 function toParams(body: typeof CompileRequest.Type): CompileParams {
+  // A field the channel does not use is a mistake to say, not to drop: the job would not run as asked.
+  if (body.channel === 'llm' && body.profile_id !== undefined) {
+    throw badRequest('"profile_id" is for channel "cli"; with channel "llm" give model_id alone (or use channel "cli")', 'invalid_request')
+  }
   return {
     uris: body.uris,
     channel: body.channel,
@@ -313,9 +317,9 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
   router.use([`${API_PREFIX}/compile`, `${API_PREFIX}/jobs`], requireAuth(), ...jsonBody({ limit: '1mb', strict: false }), requireCsrf())
 
   router.post(`${API_PREFIX}/compile`, async (req, res) => {
-    const body = decodeBody(CompileRequest, req.body)
+    const params = toParams(decodeBody(CompileRequest, req.body)) // a request that does not decode costs nothing
     await admitCompileRequest(ctx, req.auth!.user)
-    const result = await service.enqueue({ caller: req.auth!.user, params: toParams(body) })
+    const result = await service.enqueue({ caller: req.auth!.user, params })
     res.status(result.jobs.some((job) => job.created) ? 201 : 200).json(result)
   })
 

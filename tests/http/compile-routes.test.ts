@@ -57,6 +57,7 @@ describe('compile jobs over HTTP', () => {
     ['a tiny timeout', { uris: ['kb://me/docs/a.md'], channel: 'llm', timeout_seconds: 1 }],
     ['an unknown field', { uris: ['kb://me/docs/a.md'], channel: 'llm', command: ['/bin/sh'] }],
     ['a string for uris', { uris: 'kb://me/docs/a.md', channel: 'llm' }],
+    ['a CLI profile with channel llm (it would be dropped)', { uris: ['kb://me/docs/a.md'], channel: 'llm', profile_id: 'fake' }],
   ])('refuses %s with 400', async (_, body) => {
     const res = await call(other, alice.token, 'POST', `${API}/compile`, body)
     expect(res.status).toBe(400)
