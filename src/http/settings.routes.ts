@@ -7,7 +7,7 @@
 // these routes only: /settings/retrieval (retrieval.routes.ts) has its own.
 import { Router, urlencoded, type Request, type Response } from 'express'
 import * as Schema from 'effect/Schema'
-import { createApiToken, listApiTokens, MAX_TOKEN_LABEL_CHARS, revokeApiTokens, UserError } from '../effects/auth/users.ts'
+import { createApiTokenOnce, listApiTokens, MAX_TOKEN_LABEL_CHARS, revokeApiTokens, UserError } from '../effects/auth/users.ts'
 import { AccountSettingsPage, SETTINGS_SECTIONS, type AccountSettingsProps } from '../../views/pages/settings.tsx'
 import { NOTICE_CODES, noticeText } from '../../views/partials/notices.ts'
 import { renderPage } from '../../views/render.ts'
@@ -20,7 +20,8 @@ import { INVISIBLE, quotedName } from '../effects/workspace/name-display.ts'
 import { NUL_MESSAGE } from './json-body.ts'
 
 const SettingsQuery = Schema.Struct({ notice: Schema.optional(Schema.Literals(NOTICE_CODES)) })
-const CreateTokenForm = Schema.Struct({ label: Schema.optional(Schema.String.check(Schema.isMaxLength(MAX_TOKEN_LABEL_CHARS))) })
+const FormNonce = Schema.String.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected the form\'s one-time value' }))
+const CreateTokenForm = Schema.Struct({ label: Schema.optional(Schema.String.check(Schema.isMaxLength(MAX_TOKEN_LABEL_CHARS))), _once: Schema.optional(FormNonce) })
 const TokenId = Schema.String.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected a token id' }))
 
 export function settingsRoutes(ctx: AppContext): Router {
@@ -45,13 +46,17 @@ export function settingsRoutes(ctx: AppContext): Router {
   })
 
   router.post('/settings/tokens', ...guard, async (req, res) => {
-    const { label } = decodeBody(CreateTokenForm, req.body)
+    const { label, _once } = decodeBody(CreateTokenForm, req.body)
     // A label is shown in the tokens table: nothing in it may hide or reverse text (as in a file name).
     if (label?.includes('\u0000')) throw badRequest(NUL_MESSAGE, 'invalid_request')
     const invisible = label === undefined ? null : INVISIBLE.exec(label)
     if (invisible) throw badRequest(`the label ${quotedName(label!)} holds an invisible or control character (U+${invisible[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}); write it without`, 'invalid_request')
     const user = req.auth!.user
-    const created = await createApiToken(ctx.db, { secret: ctx.secret, userId: user.id, label })
+    const created = await createApiTokenOnce(ctx.db, { secret: ctx.secret, userId: user.id, label, formNonce: _once })
+    if (!created) {
+      // The same form sent again (a reload of the page that showed the token): nothing new is made.
+      return page(req, res, { notice: 'This form already created its token, which was shown once when it was made. If you did not copy it, revoke it below and create another.' })
+    }
     ctx.logger.info('API token created', { login: user.login, tokenId: created.id })
     await page(req, res, { newToken: { label: label?.trim() || null, token: created.token } }, 201)
   })

@@ -118,6 +118,28 @@ describe('the settings page', () => {
     expect(after).not.toContain(id)
   })
 
+  it('the create form sent twice (a reload re-POSTs it) makes one token, and says so; a fresh form makes another', async () => {
+    const { cookie, csrf } = await signIn(server, 'alice', alice.password)
+    const onceOf = (html: string) => /name="_once" value="([0-9a-f-]{36})"/.exec(html)![1]!
+    const count = async () => (await server.database.db.selectFrom('api_tokens').select('id').where('user_id', '=', alice.user.id).where('revoked_at', 'is', null).execute()).length
+    const pageHtml = await (await fetch(`${server.url}/settings`, { headers: { cookie } })).text()
+    const once = onceOf(pageHtml)
+    const before = await count()
+    const first = await fetch(`${server.url}/settings/tokens`, { method: 'POST', headers: { cookie }, ...form({ _csrf: csrf, _once: once, label: 'reloaded' }) })
+    expect(first.status).toBe(201)
+    const firstHtml = await first.text()
+    expect(firstHtml).toMatch(/<code class="token-value"[^>]*>ka_/)
+    const again = await fetch(`${server.url}/settings/tokens`, { method: 'POST', headers: { cookie }, ...form({ _csrf: csrf, _once: once, label: 'reloaded' }) })
+    expect(again.status).toBe(200)
+    const againHtml = await again.text()
+    expect(againHtml).toContain('This form already created its token')
+    expect(againHtml).not.toMatch(/<code class="token-value"/)
+    expect(await count()).toBe(before + 1)
+    expect(onceOf(firstHtml)).not.toBe(once) // the page it answers has a fresh form
+    expect((await fetch(`${server.url}/settings/tokens`, { method: 'POST', headers: { cookie }, ...form({ _csrf: csrf, _once: onceOf(firstHtml) }) })).status).toBe(201)
+    expect(await count()).toBe(before + 2)
+  })
+
   it('cannot revoke another user\'s token, and a bearer token cannot reach the settings at all', async () => {
     const carol = await addUserWithToken(server, 'carol')
     const carolId = (await cli('token', 'list', 'carol')).out.split('\n')[1]!.split(/\s+/)[0]!

@@ -2,6 +2,7 @@
 // that feature is on) beside the section.
 import type { Child } from 'hono/jsx'
 import { Layout, type NavLink } from '../layout.tsx'
+import { randomUUID } from 'node:crypto'
 
 export interface SettingsSection {
   readonly id: string
@@ -154,6 +155,8 @@ export function AccountSettingsPage(props: AccountSettingsProps) {
         )}
         <form class="create-token" method="post" action="/settings/tokens">
           <input type="hidden" name="_csrf" value={props.csrfToken ?? ''} />
+          {/* One-time: the same form sent twice (a reload re-POSTs it) makes one token. */}
+          <input type="hidden" name="_once" value={randomUUID()} />
           <label>
             Token name
             <input name="label" maxlength={100} placeholder="e.g. laptop script" />

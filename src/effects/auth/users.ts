@@ -115,15 +115,30 @@ export async function createApiToken(
   db: Db,
   { secret, userId, label }: { secret: string; userId: string; label?: string | undefined },
 ): Promise<{ id: string; token: string }> {
+  const created = await createApiTokenOnce(db, { secret, userId, label, formNonce: undefined })
+  if (!created) throw new Error('unreachable: a token without a form nonce is always created')
+  return created
+}
+
+/**
+ * `createApiToken` for a form that may be sent twice: with `formNonce`, a second request carrying the
+ * same value creates nothing and answers undefined (the first token was shown once; it is not shown again).
+ */
+export async function createApiTokenOnce(
+  db: Db,
+  { secret, userId, label, formNonce }: { secret: string; userId: string; label?: string | undefined; formNonce: string | undefined },
+): Promise<{ id: string; token: string } | undefined> {
   const trimmed = label?.trim()
   if (trimmed && trimmed.length > MAX_TOKEN_LABEL_CHARS) throw new UserError(`a token label is at most ${MAX_TOKEN_LABEL_CHARS} characters`)
   const token = generateApiToken()
   const id = randomUUID()
-  await db
+  const inserted = await db
     .insertInto('api_tokens')
-    .values({ id, user_id: userId, token_hash: hashToken({ secret, token }), label: trimmed || null })
-    .execute()
-  return { id, token }
+    .values({ id, user_id: userId, token_hash: hashToken({ secret, token }), label: trimmed || null, form_nonce: formNonce ?? null })
+    .onConflict((oc) => oc.columns(['user_id', 'form_nonce']).where('form_nonce', 'is not', null).doNothing())
+    .returning('id')
+    .executeTakeFirst()
+  return inserted ? { id, token } : undefined
 }
 
 /** What is shown of a token: never the token itself (only its keyed hash is stored anyway). */

@@ -20,6 +20,8 @@ export interface ApiTokensTable {
   created_at: Timestamp
   last_used_at: NullableTimestamp
   revoked_at: NullableTimestamp
+  /** The settings form's one-time value that created it (a form sent twice makes one token); null otherwise. */
+  form_nonce: ColumnType<string | null, string | null | undefined, string | null>
 }
 export interface SessionsTable {
   id_hash: string
