@@ -164,6 +164,16 @@ function compactableUnits(units: ReadonlyArray<CompactionUnit>): CompactionUnit[
   return units.filter((_, position) => position !== latestExchange)
 }
 
+/**
+ * The messages no compaction can take away: the system messages, the current question and the
+ * latest tool exchange of the turn (everything `compactableUnits` leaves). Their size is the floor
+ * of the input however much is compacted.
+ */
+export function incompressibleMessages({ messages, questionIndex }: { readonly messages: ReadonlyArray<ChatMessage>; readonly questionIndex: number }): ChatMessage[] {
+  const compactable = new Set(compactableUnits(groupCompactionUnits({ messages, questionIndex })).flatMap((unit) => unit.indices))
+  return messages.filter((_, index) => !compactable.has(index))
+}
+
 /** Bytes one summarising call can take for its batch: the input limit minus the instruction. */
 export function compactionCallBudget(limit: number): number {
   return Math.max(1, limit - estimateMessagesBytes([{ role: 'system', content: COMPACTION_INSTRUCTION }]))

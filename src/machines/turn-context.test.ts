@@ -8,6 +8,7 @@ import {
   boundToolOutput,
   buildTurnOutput,
   contextReport,
+  fitToolOutput,
   initialTurnContext,
   machineErrorMessage,
   measureContext,
@@ -44,6 +45,33 @@ describe('boundToolOutput', () => {
     const over = boundToolOutput({ output: { ...ok, content: '😀'.repeat(11) }, maxChars: 10 })
     expect(over.ok).toBe(false)
     expect(JSON.parse(over.content).error).toContain('11 characters, the limit is 10')
+  })
+})
+
+describe('fitToolOutput', () => {
+  // Input limit 10,000 − 1,000 − 1,024 = 7,976 bytes. Earlier history (compactable) is big; the
+  // question and the current step's call are what no compaction removes.
+  const question: ChatMessage = { role: 'user', content: 'q' }
+  const call: ChatMessage = { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{}' } }] }
+  const history: ChatMessage[] = [
+    { role: 'user', content: 'old question' },
+    { role: 'assistant', content: null, tool_calls: [{ id: 'h1', type: 'function', function: { name: 'read', arguments: '{}' } }] },
+    { role: 'tool', tool_call_id: 'h1', content: 'e'.repeat(5_000) },
+  ]
+  const context = base({ messages: [{ role: 'system', content: 'sys' }, ...history, question, call], questionMessage: question })
+  const output = (chars: number) => ({ ok: true, content: 'x'.repeat(chars), summary: 'page' })
+
+  it('keeps a result that is over the limit now but fits once the earlier history is compacted', () => {
+    const kept = output(4_000)
+    expect(measureContext({ ...context, messages: [...context.messages, { role: 'tool', tool_call_id: 'c1', content: kept.content }] }).contextUsed).toBeGreaterThan(7_976)
+    expect(fitToolOutput(context, 'c1', kept)).toBe(kept)
+  })
+
+  it('turns a result that cannot fit beside the question even with everything compacted into a tool error with the room', () => {
+    const refused = fitToolOutput(context, 'c1', output(7_900))
+    expect(refused.ok).toBe(false)
+    expect(JSON.parse(refused.content).error).toMatch(/^tool output too large for the context left \(\d+ bytes as the model counts input; \d+ bytes of room beside the system prompt, the question and this step's other results\)/)
+    expect(refused.summary).toMatch(/^output too large for the context left/)
   })
 })
 

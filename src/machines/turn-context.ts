@@ -8,6 +8,7 @@ import {
   type CompactionPlan,
   ensureUrisKept,
   findQuestionIndex,
+  incompressibleMessages,
   pickMessages,
   planCompactionBatch,
 } from './compaction-plan.ts'
@@ -220,6 +221,31 @@ export function boundToolOutput({ output, maxChars }: { readonly output: RunTool
         'request a smaller page with the offset/limit arguments (or a narrower query).',
     ),
     summary: `output too large (${size} characters)`,
+  }
+}
+
+/**
+ * A tool result as it may join the turn's messages: within `maxToolOutputChars` (boundToolOutput),
+ * and small enough that the input can still fit once everything compactable is compacted — the
+ * latest tool exchange never is, so a result that does not fit beside the system prompt, the
+ * question and this step's other results would end the turn in `context.over_limit`. Such a result
+ * becomes a tool error saying how much room there is, which the model can act on (a smaller page).
+ */
+export function fitToolOutput(context: TurnContext, callId: string, output: RunToolOutput): RunToolOutput {
+  const bounded = boundToolOutput({ output, maxChars: context.input.maxToolOutputChars })
+  const withResult: ChatMessage[] = [...context.messages, { role: 'tool', tool_call_id: callId, content: bounded.content }]
+  const floor = estimateInputBytes({ messages: incompressibleMessages({ messages: withResult, questionIndex: questionIndexOf(context) }), tools: context.tools })
+  const limit = turnInputLimit(context)
+  if (floor <= limit) return bounded
+  const size = estimateMessagesBytes([{ role: 'tool', tool_call_id: callId, content: bounded.content }])
+  const room = Math.max(0, limit - (floor - size))
+  return {
+    ok: false,
+    content: toolErrorContent(
+      `tool output too large for the context left (${size} bytes as the model counts input; ${room} bytes of room beside the system prompt, ` +
+        "the question and this step's other results); request a smaller page with the offset/limit arguments (or a narrower query).",
+    ),
+    summary: `output too large for the context left (${size} bytes, room ${room})`,
   }
 }
 

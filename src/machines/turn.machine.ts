@@ -59,6 +59,7 @@ import {
   answerRejectedCall,
   applyCompaction,
   boundToolOutput,
+  fitToolOutput,
   buildTurnOutput,
   contextReport,
   crashError,
@@ -398,7 +399,7 @@ export const turnMachine = setup({
               actions: enqueueActions(({ context, event, enqueue }) => {
                 const call = context.plannedCalls[context.answeredCalls]
                 if (call?.kind !== 'run') return
-                const result = boundToolOutput({ output: event.output, maxChars: context.input.maxToolOutputChars })
+                const result = fitToolOutput(context, call.id, event.output)
                 enqueue.emit({
                   type: 'tool',
                   phase: 'end',
