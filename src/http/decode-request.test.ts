@@ -46,3 +46,24 @@ describe('decodeBody', () => {
     expect(() => decodeBody(Body, [])).toThrow(expect.objectContaining({ code: 'invalid_body' }))
   })
 })
+
+describe('what a refusal says', () => {
+  const Query = Schema.Struct({ notice: Schema.optional(Schema.Literals(['uploaded', 'token_revoked'])), limit: Schema.optional(QueryInt({ minimum: 1, maximum: 500 })) })
+  const Body = Schema.Struct({ name: Schema.String, items: Schema.Array(Schema.Struct({ n: Schema.Number })) })
+  const messageOf = (run: () => unknown) => {
+    try {
+      run()
+    } catch (error) {
+      return (error as Error).message
+    }
+    throw new Error('it decoded')
+  }
+
+  it('names each field and what it must be, in words, not the schema', () => {
+    expect(messageOf(() => decodeQuery(Query, query({ notice: 'x' })))).toBe('invalid request: "notice" must be one of "uploaded", "token_revoked"')
+    expect(messageOf(() => decodeQuery(Query, query({ limit: '-1' })))).toBe('invalid request: "limit": expected a whole number from 1 to 500')
+    expect(messageOf(() => decodeBody(Body, { extra: 1, items: [{ n: 'x' }] }))).toBe(
+      'invalid request: "extra" is not a field this request takes; "name" is required; "items[0].n": expected number',
+    )
+  })
+})

@@ -3,6 +3,7 @@
 // (`limit=-1` is not 1) and never a 500 (`offset=1e400` is not a database error).
 import * as Schema from 'effect/Schema'
 import * as SchemaGetter from 'effect/SchemaGetter'
+import * as SchemaIssue from 'effect/SchemaIssue'
 import type { Request } from 'express'
 import { badRequest } from './http-errors.ts'
 
@@ -23,11 +24,40 @@ export function QueryInt({ minimum, maximum = Number.MAX_SAFE_INTEGER }: { minim
 
 type Decodable = Schema.Top & { readonly DecodingServices: never }
 
+const standardIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** A field's path as a person reads it: `messages[0].content`. */
+function fieldName(path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined): string | undefined {
+  if (!path || path.length === 0) return undefined
+  return path
+    .map((part) => (typeof part === 'object' && part !== null ? part.key : part))
+    .reduce<string>((name, key) => (typeof key === 'number' ? `${name}[${key}]` : name === '' ? String(key) : `${name}.${String(key)}`), '')
+}
+
+/** One issue in words: `"notice" must be one of "uploaded", "token_revoked"` rather than the schema's `Expected "uploaded" | … at ["notice"]`. */
+function issueInWords(name: string | undefined, message: string): string {
+  const field = name === undefined ? 'the request' : JSON.stringify(name)
+  if (message === 'Missing key') return `${field} is required`
+  if (message === 'Expected no excess property') return `${field} is not a field this request takes`
+  const choices = /^Expected ((?:"[^"]*"(?: \| )?)+)$/.exec(message)
+  if (choices) return `${field} must be one of ${choices[1]!.split(' | ').join(', ')}`
+  return `${field}: ${message.charAt(0).toLowerCase()}${message.slice(1)}`
+}
+
+/** What did not decode, in words: each field and what it must be (at most five). */
+export function describeDecodeError(error: unknown): string {
+  const issue = (error as { readonly issue?: SchemaIssue.Issue } | null)?.issue
+  if (issue === undefined) return (error as Error).message.replace(/\n\s*/g, ' ')
+  const { issues } = standardIssues(issue)
+  const words = issues.slice(0, 5).map(({ path, message }) => issueInWords(fieldName(path), message.replace(/\n\s*/g, ' ')))
+  return `${words.join('; ')}${issues.length > 5 ? `; and ${issues.length - 5} more` : ''}`
+}
+
 function decode<S extends Decodable>(schema: S, input: unknown, onExcessProperty: 'error' | 'ignore'): S['Type'] {
   try {
     return Schema.decodeUnknownSync(schema as never)(input, { errors: 'all', onExcessProperty }) as S['Type']
   } catch (error) {
-    throw badRequest(`invalid request: ${(error as Error).message.replace(/\n\s*/g, ' ')}`, 'invalid_request')
+    throw badRequest(`invalid request: ${describeDecodeError(error)}`, 'invalid_request')
   }
 }
 
