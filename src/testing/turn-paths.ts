@@ -164,7 +164,10 @@ export function serializeTurnState(snapshot: TurnSnapshot, detail: TurnDetail): 
     value: snapshot.value,
     status: snapshot.status,
     stepsLeft: context.counters.modelSteps < context.input.limits.maxModelSteps,
-    callsLeft: Math.min(2, context.input.limits.maxModelCalls - context.counters.modelCalls),
+    // Capped where sizes do not matter; exact where they do: there a long path (observations that
+    // are turned into errors, compactions) can reach one vertex with different counts, and a capped
+    // count would let the graph continue from the wrong one.
+    callsLeft: detail === 'sizes' ? context.input.limits.maxModelCalls - context.counters.modelCalls : Math.min(2, context.input.limits.maxModelCalls - context.counters.modelCalls),
     toolsLeft: context.counters.toolCalls < context.input.limits.maxToolCalls,
     compacting: context.compactionCycleBefore !== undefined,
     pendingCalls: context.plannedCalls.length - context.answeredCalls,
@@ -192,6 +195,10 @@ const ROOMY_MODEL = { ...SCRIPTED_MODEL_INFO, contextWindow: 1_000_000 }
 
 /** A window whose input limit is 3000 bytes. */
 const SMALL_MODEL = { ...SCRIPTED_MODEL_INFO, contextWindow: 3_000 + 500 + 1_024, maxOutputTokens: 500 }
+
+const QUESTION_REPEATS = 172
+/** An observation that fits beside the question, but not with a summary of the earlier ones too. */
+const TIGHT_OUTPUT = 2_000
 
 function earlierExchange(n: number): ChatMessage[] {
   return [
@@ -226,8 +233,25 @@ export const TURN_PROFILES: ReadonlyArray<TurnProfile> = [
   {
     name: 'growing observations in a small window',
     detail: 'sizes',
-    input: baseInput({ model: SMALL_MODEL }),
-    alphabet: { ...NO_FAILURES, toolOutputs: [900, 2_300] },
+    // Six model calls: room for steps and compactions to interleave, while an observation too large
+    // for the window (2,300 bytes: turned into a tool error, the turn goes on) keeps the graph finite.
+    input: baseInput({ model: SMALL_MODEL, limits: { maxModelCalls: 6, maxModelSteps: 12 } }),
+    alphabet: { ...NO_FAILURES, toolOutputs: [900, TIGHT_OUTPUT, 2_300] },
+  },
+  {
+    // The question alone fills the window: context.over_limit before any call.
+    name: 'a question over a small window',
+    detail: 'sizes',
+    input: baseInput({ model: SMALL_MODEL, question: `About ${TURN_SCOPE}: ${'a long question '.repeat(200)}` }),
+    alphabet: NO_FAILURES,
+  },
+  {
+    // Earlier history to compact beside a question that nearly fills the window: once the history
+    // is a summary there is nothing left to compact and it is still over (compaction.not_converging).
+    name: 'a large question with history over a small window',
+    detail: 'sizes',
+    input: baseInput({ model: SMALL_MODEL, question: `About ${TURN_SCOPE}: ${'a long question '.repeat(QUESTION_REPEATS)}`, history: [1, 2, 3].flatMap(earlierExchange) }),
+    alphabet: NO_FAILURES,
   },
   {
     name: 'growing observations, three model calls',

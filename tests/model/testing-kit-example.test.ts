@@ -11,9 +11,9 @@ describe('the testing kit example', () => {
     expect(diverged).toBeGreaterThan(0)
     expect(diverged).toBeLessThan(paths / 2)
     expect(coverage.stateNodes.missing).toEqual([])
-    // what a tool that never crashes and never returns a big page cannot reach
+    // what a tool that never crashes and never returns a big page cannot reach (context.over_limit
+    // is reached by a question alone too large for its window, whatever the tool)
     expect(coverage.transitions.missing).toEqual([
-      'turn.checkingContext —(always)#1',
       'turn.checkingContext —(always)#2',
       'turn.checkingContext —(always)#3',
       'turn.runningTools.executing —xstate.error.actor.runTool#0',
