@@ -119,6 +119,15 @@ describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
     await expect(panel.locator('.upload-file').allTextContents()).resolves.toEqual(['one.mdadded', 'seed.mdunchanged (same bytes)'])
     await page.locator('#content .entry-link', { hasText: /^one\.md$/ }).waitFor()
     await screenshot(page, `phone-upload-outcome-${tag}`)
+    // A file stored without its text is a warning in the panel, not a success.
+    const binary = page.waitForEvent('filechooser')
+    await action(page, 'Upload files').click()
+    await (await binary).setFiles([{ name: 'blob.bin', mimeType: 'application/octet-stream', buffer: Buffer.from([0, 1, 2, 3, 0, 255]) }])
+    const unparsed = panel.locator('.upload-file.is-unparsed', { hasText: 'blob.bin' })
+    await unparsed.waitFor()
+    await expect(unparsed.locator('.upload-outcome').textContent()).resolves.toMatch(/^added — text not extracted: /)
+    const colour = (selector: string) => page.evaluate((s) => getComputedStyle(document.querySelector(s)!).color, selector)
+    await expect(colour('.upload-file.is-unparsed .upload-outcome')).resolves.toBe(await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--warn').trim()).then((hex) => `rgb(${[1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)).join(', ')})`))
 
     // Files dropped on a folder's row in the tree go into that folder.
     await dropFiles(treeRow(page, 'gone'), [{ name: 'dropped.txt', text: 'dropped text' }])

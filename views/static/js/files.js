@@ -75,9 +75,10 @@ function showStatus(text) {
 
 const OUTCOME_TEXT = { added: 'added', updated: 'new version', unchanged: 'unchanged (same bytes)', failed: 'not stored', pending: 'waiting' }
 
-function fileRow(name, outcome, detail) {
+/** One file's line in the upload panel; `unparsed`: stored, but its text could not be extracted (a warning, not a success). */
+function fileRow(name, outcome, detail, unparsed = false) {
   const item = document.createElement('li')
-  item.className = `upload-file is-${outcome}`
+  item.className = `upload-file is-${outcome}${unparsed ? ' is-unparsed' : ''}`
   const label = document.createElement('span')
   label.className = 'upload-name'
   label.textContent = name
@@ -139,7 +140,7 @@ function initUploads() {
       if (xhr.status === 201) {
         const stored = JSON.parse(xhr.responseText).files
         list.replaceChildren(
-          ...stored.map((file, index) => fileRow(names[index] ?? file.uri, file.outcome, file.parse_error ? `text not extracted: ${file.parse_error}` : '')),
+          ...stored.map((file, index) => fileRow(names[index] ?? file.uri, file.outcome, file.parse_error ? `text not extracted: ${file.parse_error}` : '', Boolean(file.parse_error))),
         )
         title.textContent = `Uploaded to ${directoryUri}: ${stored.length} file${stored.length === 1 ? '' : 's'}`
         refreshTree(directoryUri)
