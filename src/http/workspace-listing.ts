@@ -1,7 +1,7 @@
 // Listings the workspace page, the tree and the chat share: a directory's entries, a file's
 // directory, the models offered (safe metadata only).
 import type { User } from '../effects/auth/users.ts'
-import { getNode, listChildren, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { childPosition, getNode, listChildren, type WorkspaceNode } from '../effects/workspace/store.ts'
 import type { ModelOption } from '../../views/partials/chat-panel.tsx'
 import { type TreeEntry, type TreeMore, TREE_PAGE_SIZE as TREE_PAGE } from '../../views/partials/tree.tsx'
 import { LISTING_PAGE_SIZE } from '../../views/partials/content-pane.tsx'
@@ -47,13 +47,26 @@ export function moreOf(uri: string, page: DirectoryPage): TreeMore | undefined {
   return next < page.total ? { uri, offset: next, total: page.total } : undefined
 }
 
-/** The tree from the root down to `directory`, each level listing its children (first page, and whether there are more). */
-export async function buildTree(ctx: AppContext, user: User, directory: WorkspaceNode): Promise<{ entries: TreeEntry[]; more: TreeMore | undefined }> {
+/** At most this many children of one folder are listed to show the current node (10 pages of the tree). */
+const MAX_TREE_REACH = 10 * TREE_PAGE
+
+/**
+ * The tree from the root down to `directory`, each level listing its children (first page, and
+ * whether there are more). A level whose child on the way (or `current`, a file in `directory`)
+ * lies past the first page lists as many pages as it takes to show it, up to MAX_TREE_REACH.
+ */
+export async function buildTree(ctx: AppContext, user: User, directory: WorkspaceNode, current?: WorkspaceNode): Promise<{ entries: TreeEntry[]; more: TreeMore | undefined }> {
   const segments = segmentsOf(directory)
   let level: { entries: TreeEntry[]; more: TreeMore | undefined } | undefined
   for (let depth = segments.length; depth >= 0; depth--) {
     const node = await getNode(ctx.db, user, segments.slice(0, depth))
-    const page = await listChildren(ctx.db, { owner: user, parent: node, offset: 0, limit: TREE_PAGE })
+    const onTheWay =
+      depth < segments.length ? { kind: 'directory' as const, name: segments[depth]! } : current && current.kind === 'file' && current.parentId === directory.id ? current : undefined
+    let page = await listChildren(ctx.db, { owner: user, parent: node, offset: 0, limit: TREE_PAGE })
+    if (onTheWay && page.total > TREE_PAGE && !page.entries.some((child) => child.kind === onTheWay.kind && child.name === onTheWay.name)) {
+      const position = await childPosition(ctx.db, { owner: user, parent: node, child: onTheWay })
+      if (position < MAX_TREE_REACH) page = await listChildren(ctx.db, { owner: user, parent: node, offset: 0, limit: Math.ceil((position + 1) / TREE_PAGE) * TREE_PAGE })
+    }
     const childName = segments[depth]
     const below = level
     const entries = page.entries.map((child) =>

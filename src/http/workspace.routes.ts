@@ -115,7 +115,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
   router.use('/workspace', redirectHtmxToSignIn()) // every htmx request under /workspace, the chat's too
   router.use(['/workspace', '/api/v1/workspace'], requireAuth())
 
-  async function contentProps(req: Request): Promise<{ props: ContentPaneProps; directory: WorkspaceNode }> {
+  async function contentProps(req: Request): Promise<{ props: ContentPaneProps; directory: WorkspaceNode; node: WorkspaceNode }> {
     const user = req.auth!.user
     const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, rootUriOf(user)) })
     const directory = await directoryOf(ctx, user, node)
@@ -126,12 +126,12 @@ export function workspaceRoutes(ctx: AppContext): Router {
       ? noticeText({ code: query.notice, counts: { added: query.added ?? 0, updated: query.updated ?? 0, unchanged: query.unchanged ?? 0, unparsed: query.unparsed ?? 0 } })
       : undefined
     const preview = node.kind === 'file' ? await previewOf(ctx, user, node, query.offset) : undefined
-    return { directory, props: { directoryUri: directory.uri, nodeUri: node.uri, listing, listingOffset: page.offset, listingTotal: page.total, preview, csrfToken: req.auth!.csrfToken, notice } }
+    return { directory, node, props: { directoryUri: directory.uri, nodeUri: node.uri, listing, listingOffset: page.offset, listingTotal: page.total, preview, csrfToken: req.auth!.csrfToken, notice } }
   }
 
   router.get('/workspace', async (req, res) => {
     const user = req.auth!.user
-    const { props, directory } = await contentProps(req)
+    const { props, directory, node } = await contentProps(req)
     const models = modelOptions(ctx)
     const entries = props.preview ? await listDirectory(ctx, user, directory) : props.listing
     res.type('html').send(
@@ -141,7 +141,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
           nav: retrievalNav(ctx.retrieval),
           csrfToken: req.auth!.csrfToken,
           rootUri: rootUriOf(user),
-          tree: await buildTree(ctx, user, directory),
+          tree: await buildTree(ctx, user, directory, node),
           content: props,
           chat: {
             directoryUri: directory.uri,

@@ -44,6 +44,13 @@ describe('paging a big folder in the page', () => {
     expect(await get(`/workspace/tree?uri=${encodeURIComponent('kb://users/pia/big/')}&offset=520`)).toBe('')
   })
 
+  it('a file past the tree\'s first page is shown when it is the one open: the tree lists the pages up to it', async () => {
+    const page = await get(`/workspace?uri=${encodeURIComponent(`kb://me/big/${name(250)}`)}`)
+    const tree = page.slice(page.indexOf('id="tree"'), page.indexOf('id="content"'))
+    expect(treeNames(tree)).toEqual(Array.from({ length: 400 }, (_, i) => name(i)))
+    expect(tree).toContain('Show 120 more (400 of 520 shown)')
+  })
+
   it('the listing says which entries of how many it shows, and pages through all of them', async () => {
     const first = await get(`/workspace/content?uri=${encodeURIComponent('kb://me/big/')}`)
     expect(listingNames(first)).toEqual(Array.from({ length: 500 }, (_, i) => name(i)))

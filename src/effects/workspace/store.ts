@@ -284,6 +284,19 @@ export const childrenPageQuery = preparedQuery(
       .compile(),
 )
 
+/** Where a child stands in its folder's listing order (folders first, then by name in C order): how many come before it. */
+export async function childPosition(db: Db, { owner, parent, child }: { owner: Owner; parent: WorkspaceNode; child: Pick<WorkspaceNode, 'kind' | 'name'> }): Promise<number> {
+  const order = child.kind === 'directory' ? 0 : 1
+  const row = await db
+    .selectFrom('nodes')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('owner_id', '=', owner.id)
+    .where('parent_id', '=', parent.id)
+    .where(sql<boolean>`(case when kind = 'directory' then 0 else 1 end, name collate "C") < (${order}::int, ${child.name} collate "C")`)
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
 /** A page of the children and their total in one query (every `ls`, every turn on a directory); a page past the end counts apart. */
 export async function listChildren(
   db: Db,
