@@ -6,12 +6,12 @@
 //   GET  /api/v1/knowledge-agent/jobs/:id         GET  /tasks                          the task center
 //   POST /api/v1/knowledge-agent/jobs/:id/cancel  GET  /tasks/stream                   live rows (SSE)
 //   POST /api/v1/knowledge-agent/jobs/:id/retry   POST /tasks/:id/cancel | /retry      a row
-// Both live streams are one loop (`streamJobs`) with two projections (JSON events, HTML rows).
+// Both live streams are one loop (`streamJobs`, job-streams.ts) with two projections (JSON events, HTML rows).
 import { type Request, type Response, Router, urlencoded } from 'express'
 import * as Schema from 'effect/Schema'
-import { CREDENTIALS_CHANNEL, type User } from '../effects/auth/users.ts'
+import type { User } from '../effects/auth/users.ts'
 import { MAX_CALL_BUDGET, MAX_TIMEOUT_SECONDS } from '../effects/compile/compile-config.ts'
-import { type CompileJobView, type JobListFilter } from '../effects/compile/compile-jobs-store.ts'
+import type { JobListFilter } from '../effects/compile/compile-jobs-store.ts'
 import { type CompileFeature, type CompileParams, MIN_TIMEOUT_SECONDS } from '../effects/compile/compile-service.ts'
 import { renderSkillFile, SKILL_NAME_PATTERN, userSkillSegments } from '../effects/compile/skills.ts'
 import type { JobStatus } from '../effects/db/schema.ts'
@@ -20,18 +20,18 @@ import { getNode, listChildren, putFile, type WorkspaceNode } from '../effects/w
 import { formatKbUri, parseKbUri, pathToSegments } from '../effects/workspace/uri.ts'
 import { TasksPage, JOB_STATUS_FILTERS } from '../../views/pages/tasks.tsx'
 import { CompileError, CompileForm, type CompileFileEntry, CompileResult, SkillField } from '../../views/partials/compile-form.tsx'
-import { JOB_STREAM_REVOKED_EVENT, JobRow, JobRowNotice, JobRows, jobRowId } from '../../views/partials/compile-jobs.tsx'
-import { renderFragment, renderFragmentSync, renderPage } from '../../views/render.ts'
+import { JobRow, JobRowNotice } from '../../views/partials/compile-jobs.tsx'
+import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { credentialStillLive, requireAuth, requireCsrf } from './authenticate.ts'
-import { whenClientGone } from './client-gone.ts'
 import { admitCompileRequest, createStreamCap } from './compile-limits.ts'
 import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { badRequest, HttpError } from './http-errors.ts'
-import { openSse, type SseWriter } from './sse.ts'
+import type { SseWriter } from './sse.ts'
 import { jsonBody } from './json-body.ts'
 import { retrievalNav } from './retrieval.routes.ts'
+import { htmlJobProjector, jsonJobProjector, type JobStreamProjector, streamJobs } from './job-streams.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
 const MAX_REQUEST_URIS = 256
@@ -126,9 +126,6 @@ function listFilter(req: Request, user: User, limitMax = 100): JobListFilter {
   }
 }
 
-const matches = (filter: JobListFilter, job: CompileJobView) =>
-  (filter.directoryUri === undefined || job.directory_uri === filter.directoryUri) && (filter.statuses === undefined || filter.statuses.length === 0 || filter.statuses.includes(job.status))
-
 function toParams(body: typeof CompileRequest.Type): CompileParams {
   // A field the channel does not use is a mistake to say, not to drop: the job would not run as asked.
   if (body.channel === 'llm' && body.profile_id !== undefined) {
@@ -155,132 +152,7 @@ export function decodeEngine(engine: string): Pick<CompileParams, 'channel' | 'm
   throw badRequest('choose an engine and model from the list', 'invalid_engine')
 }
 
-// ── the live job stream: one loop, two projections ────────────────────────────────────────
-
-export interface JobStreamProjector {
-  /** The jobs the filter selects, on connect (and again after a LISTEN reconnect). */
-  readonly snapshot: (jobs: ReadonlyArray<CompileJobView>) => void
-  /** One job changed; `visible` says whether it still matches the filter. */
-  readonly changed: (job: CompileJobView, visible: boolean) => void
-  /** The stream's session or token no longer holds: the last message before the stream ends. */
-  readonly revoked: () => void
-}
-
-/** How often a job stream re-checks the credential it was opened with (AppContext.credentialRecheckMs). */
-export const CREDENTIAL_RECHECK_MS = 15_000
-const REVOKED_STREAM_MESSAGE = 'the session or token this stream was opened with is no longer valid (signed out, revoked or expired)'
-
-export function jsonJobProjector(sse: SseWriter): JobStreamProjector {
-  return {
-    snapshot: (jobs) => void sse.send('jobs', { jobs }),
-    changed: (job, visible) => void sse.send('job', { job, visible }),
-    revoked: () => void sse.send('error', { code: 'unauthorized', message: REVOKED_STREAM_MESSAGE }),
-  }
-}
-
-/** HTML rows for htmx: the first message replaces the table body; later ones replace, add or drop one row out of band. */
-export function htmlJobProjector(sse: SseWriter): JobStreamProjector {
-  const shown = new Set<string>()
-  return {
-    snapshot: (jobs) => {
-      shown.clear()
-      for (const job of jobs) shown.add(job.id)
-      sse.sendText(renderFragmentSync(JobRows({ jobs })) || '<!-- no jobs -->')
-    },
-    changed: (job, visible) => {
-      if (shown.has(job.id)) {
-        if (visible) sse.sendText(renderFragmentSync(JobRow({ job, oob: 'outerHTML' })))
-        else {
-          shown.delete(job.id)
-          sse.sendText(`<tr id="${jobRowId(job.id)}" hx-swap-oob="delete"></tr>`)
-        }
-      } else if (visible) {
-        shown.add(job.id)
-        sse.sendText(renderFragmentSync(JobRow({ job, oob: 'afterbegin target:#job-rows strip:false' })))
-      }
-    },
-    // the table closes its stream on this event instead of reopening it (hx-sse:close, compile-jobs.tsx)
-    revoked: () => void sse.send(JOB_STREAM_REVOKED_EVENT, {}),
-  }
-}
-
-/**
- * Streams the caller's jobs matching `filter` until the client goes away, the server shuts down,
- * or the credential the stream was opened with no longer holds (`stillAuthorized`, asked as soon
- * as the change feed says one of the user's credentials ended, and every `credentialRecheckMs`):
- * then its last message says so (`projector.revoked`).
- */
-export async function streamJobs(
-  ctx: AppContext,
-  {
-    res,
-    user,
-    filter,
-    feature,
-    project,
-    stillAuthorized,
-  }: {
-    res: Response
-    user: User
-    filter: JobListFilter
-    feature: CompileFeature
-    project: (sse: SseWriter) => JobStreamProjector
-    stillAuthorized: () => Promise<boolean>
-  },
-): Promise<void> {
-  const sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
-  const projector = project(sse)
-  let revoked = false
-  let end: () => void = () => {}
-  const ended = new Promise<void>((resolve) => (end = resolve))
-  let work = Promise.resolve()
-  // Updates and checks run one after another; nothing is sent once the credential is found gone.
-  const enqueue = (task: () => Promise<void>) => {
-    work = work
-      .then(() => (revoked ? undefined : task()))
-      .catch((error: unknown) => ctx.logger.warn('job stream update failed', { error: error instanceof Error ? error.message : String(error) }))
-  }
-  const check = () =>
-    enqueue(async () => {
-      if (await stillAuthorized()) return
-      revoked = true
-      projector.revoked()
-      end()
-    })
-  // At once when one of the user's sessions or tokens ended (any process; or the feed reconnected,
-  // when such a notice may have been missed), and on a timer for what sends none (expiry).
-  const stopFollowing = [ctx.feed?.on(CREDENTIALS_CHANNEL, (userId) => void (userId === user.id && check())), ctx.feed?.onReset(check)]
-  const recheck = setInterval(check, ctx.credentialRecheckMs ?? CREDENTIAL_RECHECK_MS)
-  recheck.unref()
-  // Once now, before anything is sent: a credential that ended between this request's sign-in
-  // check and the subscription above announced it to nobody.
-  check()
-  const snapshot = () => enqueue(async () => projector.snapshot((await feature.service.list({ caller: user, filter })).jobs))
-  // Subscribed before the first snapshot: a change in between is sent after it, never lost.
-  const unsubscribe = feature.events.subscribe((event) => {
-    if (event.type === 'resync') return snapshot()
-    if (event.ownerId !== user.id) return
-    enqueue(async () => {
-      const job = await feature.service.get({ caller: user, id: event.jobId })
-      if (job) projector.changed(job, matches(filter, job))
-    })
-  })
-  snapshot()
-  const unwatch = whenClientGone(res, end)
-  ctx.shutdownSignal.addEventListener('abort', end, { once: true })
-  if (ctx.shutdownSignal.aborted) end()
-  await ended
-  clearInterval(recheck)
-  for (const unfollow of stopFollowing) unfollow?.()
-  unwatch()
-  ctx.shutdownSignal.removeEventListener('abort', end)
-  unsubscribe()
-  await work
-  sse.close()
-}
-
 // ── the form ─────────────────────────────────────────────────────────────────────────────
-
 async function formEntries(ctx: AppContext, user: User, directory: WorkspaceNode): Promise<CompileFileEntry[]> {
   const page = await listChildren(ctx.db, { owner: user, parent: directory, offset: 0, limit: FORM_LISTING })
   const files = page.entries.filter((node) => node.kind === 'file')

@@ -15,7 +15,7 @@ export function holdsNul(value: unknown): boolean {
     if (typeof next === 'string') {
       if (next.includes('\u0000')) return true
     } else if (Array.isArray(next)) {
-      pending.push(...next)
+      for (const item of next) pending.push(item) // not push(...next): a long array would overflow the call's arguments
     } else if (typeof next === 'object' && next !== null) {
       for (const [key, inner] of Object.entries(next)) {
         if (key.includes('\u0000')) return true

@@ -4,7 +4,7 @@
 // or the number of downloads at once (a whole 50 MB value read in one query held ~2–3× its size,
 // and twelve at once had taken the server past 1.3 GB and the pool dry).
 import type { ServerResponse } from 'node:http'
-import { readRawSlice, type RawVersion } from '../effects/workspace/store.ts'
+import { readRawSlice, type RawVersion } from '../effects/workspace/file-contents.ts'
 import type { Db } from '../effects/workspace/store.ts'
 import { whenClientGone } from './client-gone.ts'
 

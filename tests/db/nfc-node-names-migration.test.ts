@@ -5,7 +5,8 @@ import { sql } from 'kysely'
 import { up } from '../../migrations/20261201010000_nfc_node_names.ts'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { resolveNode } from '../../src/effects/workspace/resolve.ts'
-import { putFile, readRaw } from '../../src/effects/workspace/store.ts'
+import { putFile } from '../../src/effects/workspace/store.ts'
+import { readRaw } from '../../src/effects/workspace/file-contents.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 const text = (s: string) => new TextEncoder().encode(s)

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'kysely'
 import { down, up } from '../../migrations/20261202100000_raw_uncompressed.ts'
 import { createUser } from '../../src/effects/auth/users.ts'
-import { putFile, readRaw } from '../../src/effects/workspace/store.ts'
+import { putFile } from '../../src/effects/workspace/store.ts'
+import { readRaw } from '../../src/effects/workspace/file-contents.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 describe('raw bytes uncompressed migration', () => {

@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { listUserSkills, MAX_SKILL_BODY_CHARS, userSkillSegments } from '../../src/effects/compile/skills.ts'
-import { findNode, putFile, readSmallCurrentBodies } from '../../src/effects/workspace/store.ts'
+import { findNode, putFile } from '../../src/effects/workspace/store.ts'
+import { readSmallCurrentBodies } from '../../src/effects/workspace/file-contents.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 const skillText = (name: string, body: string) => `---\nname: ${name}\ndescription: ${name} notes\n---\n${body}\n`

@@ -1,16 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { resolveNode, resolveWithinScope } from '../../src/effects/workspace/resolve.ts'
-import {
-  deleteNode,
-  getNode,
-  listChildren,
-  listFilesUnder,
-  makeDirectories,
-  putFile,
-  readCurrent,
-  readRaw,
-} from '../../src/effects/workspace/store.ts'
+import { deleteNode, getNode, listChildren, listFilesUnder, makeDirectories, putFile } from '../../src/effects/workspace/store.ts'
+import { readCurrent, readRaw } from '../../src/effects/workspace/file-contents.ts'
 import { parseKbUri } from '../../src/effects/workspace/uri.ts'
 import { InvalidUri, NodeConflict, NodeNotFound, OutsideScope } from '../../src/effects/workspace/workspace-errors.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'

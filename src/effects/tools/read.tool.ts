@@ -1,7 +1,7 @@
 // `read {uri, offset?, limit?}`: one page of a file's parsed body, counted in code points (SPEC §4).
 import * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
-import { readCurrent } from '../workspace/store.ts'
+import { readCurrent } from '../workspace/file-contents.ts'
 import { PAGE_DEFAULT_LIMIT, PAGE_MAX_LIMIT, pageText } from '../workspace/text-paging.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
 import { ToolOffset, ToolUri } from './tool-arguments.ts'

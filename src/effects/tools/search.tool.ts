@@ -2,7 +2,8 @@
 // says whether the scan was complete; never claims a bounded scan is exhaustive (SPEC §4).
 import * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
-import { currentBodySizes, listFilesUnder, readCurrentBodies } from '../workspace/store.ts'
+import { listFilesUnder } from '../workspace/store.ts'
+import { currentBodySizes, readCurrentBodies } from '../workspace/file-contents.ts'
 import { findAll, snippetAround } from '../workspace/text-paging.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
 import { searchTerms } from './search-terms.ts'
@@ -102,11 +103,13 @@ export const searchTool = defineTool({
         scannedBytes += size
       }
       const scored: Array<SearchHit & { score: number; order: number }> = []
+      let order = 0
       for (const batch of batchesOf(page, sizes)) {
         const bodies = yield* tryWorkspace(() => readCurrentBodies(context.db, context.caller, batch))
         for (const file of batch) {
           const body = bodies.get(file.id)
-          if (body) scored.push(...hitsInFile({ uri: file.uri, body, terms, order: page.indexOf(file) }))
+          if (body) scored.push(...hitsInFile({ uri: file.uri, body, terms, order }))
+          order += 1
           bodies.delete(file.id)
           yield* Effect.yieldNow
         }

@@ -3,7 +3,8 @@
 import * as Effect from 'effect/Effect'
 import type { ChatMessage, PrepareInput, PrepareOutput, ToolSchema } from '../../machines/index.ts'
 import { resolveNode } from '../workspace/resolve.ts'
-import { listChildren, readCurrent, type Db, type Owner, type WorkspaceNode } from '../workspace/store.ts'
+import { listChildren, type Db, type Owner, type WorkspaceNode } from '../workspace/store.ts'
+import { readCurrent } from '../workspace/file-contents.ts'
 import { PAGE_DEFAULT_LIMIT, pageText } from '../workspace/text-paging.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
 

@@ -1,0 +1,152 @@
+// A file's contents as the store keeps them: the current version's parsed body (whole, several at
+// once, or only when small), its size, and its raw bytes (whole or a slice at a time). The tree and
+// the versioning that writes them are store.ts.
+import { sql } from 'kysely'
+import type { Db, Owner, WorkspaceNode } from './store.ts'
+import { NodeNotFound } from './workspace-errors.ts'
+
+export interface FileContent {
+  readonly node: WorkspaceNode
+  readonly versionId: string
+  readonly versionNo: number
+  readonly body: string | null
+  readonly parseStatus: 'parsed' | 'failed'
+  readonly parseError: string | null
+  readonly mime: string
+  readonly size: number
+}
+
+/** The current version of a file, read in one statement (never a mix of two versions). */
+export async function readCurrent(db: Db, owner: Owner, node: WorkspaceNode): Promise<FileContent> {
+  const row = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select([
+      'file_versions.id as version_id',
+      'file_versions.version_no',
+      'file_versions.body',
+      'file_versions.parse_status',
+      'file_versions.parse_error',
+      'file_versions.mime',
+      'file_versions.size',
+    ])
+    .where('nodes.id', '=', node.id)
+    .where('nodes.owner_id', '=', owner.id)
+    .executeTakeFirst()
+  if (!row) throw new NodeNotFound({ uri: node.uri })
+  return {
+    node,
+    versionId: row.version_id,
+    versionNo: row.version_no,
+    body: row.body,
+    parseStatus: row.parse_status,
+    parseError: row.parse_error,
+    mime: row.mime,
+    size: Number(row.size),
+  }
+}
+
+/** The current parsed bodies of several files (by node id) in one statement; null where none could be parsed. */
+export async function readCurrentBodies(db: Db, owner: Owner, nodes: ReadonlyArray<Pick<WorkspaceNode, 'id'>>): Promise<Map<string, string | null>> {
+  if (nodes.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select(['nodes.id', 'file_versions.body'])
+    .where('nodes.id', 'in', nodes.map((node) => node.id))
+    .where('nodes.owner_id', '=', owner.id)
+    .execute()
+  return new Map(rows.map((row) => [row.id, row.body]))
+}
+
+/** The size in bytes (UTF-8) of several files' current bodies, read from the values' headers (nothing is fetched); absent where none. */
+export async function currentBodySizes(db: Db, owner: Owner, nodes: ReadonlyArray<Pick<WorkspaceNode, 'id'>>): Promise<Map<string, number>> {
+  if (nodes.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select(['nodes.id', sql<string | null>`octet_length(file_versions.body)`.as('bytes')])
+    .where('nodes.id', 'in', nodes.map((node) => node.id))
+    .where('nodes.owner_id', '=', owner.id)
+    .execute()
+  return new Map(rows.flatMap((row) => (row.bytes === null ? [] : [[row.id, Number(row.bytes)] as const])))
+}
+
+/** A body over the size asked for: only its size was read. */
+export interface BodyTooLarge {
+  readonly tooLarge: true
+  readonly bytes: number
+}
+
+/**
+ * `readCurrentBodies` for small texts: a body over `maxBytes` (UTF-8) is not read at all — its size
+ * comes from the value's header (`octet_length` does not fetch or decompress it) — so a caller that
+ * can only use small texts never holds a large one.
+ */
+export async function readSmallCurrentBodies(
+  db: Db,
+  owner: Owner,
+  nodes: ReadonlyArray<WorkspaceNode>,
+  { maxBytes }: { maxBytes: number },
+): Promise<Map<string, string | null | BodyTooLarge>> {
+  if (nodes.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select([
+      'nodes.id',
+      sql<string | null>`case when octet_length(file_versions.body) <= ${maxBytes}::int then file_versions.body end`.as('body'),
+      sql<string | null>`octet_length(file_versions.body)`.as('bytes'),
+    ])
+    .where('nodes.id', 'in', nodes.map((node) => node.id))
+    .where('nodes.owner_id', '=', owner.id)
+    .execute()
+  return new Map(rows.map((row) => [row.id, row.bytes !== null && row.body === null ? { tooLarge: true, bytes: Number(row.bytes) } : row.body]))
+}
+
+/** What a download of a file's current version needs first: that version (immutable), its media type and byte length. */
+export interface RawVersion {
+  readonly versionId: string
+  readonly mime: string
+  readonly length: number
+}
+
+export async function findRawVersion(db: Db, owner: Owner, node: WorkspaceNode): Promise<RawVersion> {
+  const row = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select(['file_versions.id', 'file_versions.mime', sql<string>`octet_length(file_versions.raw)`.as('length')])
+    .where('nodes.id', '=', node.id)
+    .where('nodes.owner_id', '=', owner.id)
+    .executeTakeFirst()
+  if (!row) throw new NodeNotFound({ uri: node.uri })
+  return { versionId: row.id, mime: row.mime, length: Number(row.length) }
+}
+
+/**
+ * `length` bytes of a version's raw content from byte `offset` (fewer at the end); undefined when
+ * the version is gone (its file deleted since). The raw column is stored uncompressed (migration
+ * 20261202100000), so PostgreSQL reads only the TOAST chunks of the slice: a download costs a
+ * slice of memory at a time, whatever the file's size.
+ */
+export async function readRawSlice(db: Db, { versionId, offset, length }: { versionId: string; offset: number; length: number }): Promise<Uint8Array | undefined> {
+  const row = await db
+    .selectFrom('file_versions')
+    .select(sql<Uint8Array>`substring(raw from ${offset + 1}::int for ${length}::int)`.as('slice'))
+    .where('id', '=', versionId)
+    .executeTakeFirst()
+  return row?.slice
+}
+
+/** The whole raw content of a file's current version, in memory (small files and tests; a download streams it: readRawSlice). */
+export async function readRaw(db: Db, owner: Owner, node: WorkspaceNode): Promise<Uint8Array> {
+  const row = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select('file_versions.raw')
+    .where('nodes.id', '=', node.id)
+    .where('nodes.owner_id', '=', owner.id)
+    .executeTakeFirst()
+  if (!row) throw new NodeNotFound({ uri: node.uri })
+  return row.raw
+}
