@@ -6,6 +6,13 @@ export interface NavLink {
   readonly label: string
 }
 
+export const RETRIEVAL_SETTINGS_PATH = '/settings/retrieval'
+
+/** The top bar's links to the optional areas the server runs (the retrieval settings when that feature runs). */
+export function siteNav({ retrieval }: { readonly retrieval: boolean }): NavLink[] {
+  return retrieval ? [{ href: RETRIEVAL_SETTINGS_PATH, label: 'Retrieval services' }] : []
+}
+
 /** htmx and its SSE extension, served as one script (src/http/create-app.ts says why). */
 export const HTMX_SCRIPT_PATH = '/static/htmx-sse.min.js'
 

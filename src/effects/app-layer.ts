@@ -21,7 +21,7 @@ import { CREDENTIALS_CHANNEL } from './auth/users.ts'
 import { type Logger, LoggerService } from './logging/logger.ts'
 import { makeToolRegistry, type ToolRegistry, ToolRegistryService } from './tools/tool-registry.ts'
 import { type RetrievalFeature, RetrievalFeatureService } from './retrieval/retrieval-feature.ts'
-import { CompileFeatureService, compileFeatureOptionsOf, type RunningCompileFeature, startCompileFeature } from './compile/compile-feature.ts'
+import { type CompileFeatureOptions, CompileFeatureService, type RunningCompileFeature, startCompileFeature } from './compile/compile-feature.ts'
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
@@ -165,6 +165,24 @@ const serviceValuesBeforeFeatures = Effect.gen(function* () {
 export const coreServiceValues = Effect.gen(function* () {
   return { ...(yield* serviceValuesBeforeFeatures), compile: yield* CompileFeatureService } satisfies CoreServiceValues
 })
+
+/**
+ * The feature's options from the runtime's services (serve and the test server): a CLI profile's
+ * subprocess sees its owner's resolved Bailian workspace id when the retrieval feature runs.
+ */
+export function compileFeatureOptionsOf(services: Omit<CoreServiceValues, 'compile'>): CompileFeatureOptions {
+  const { config, logger, database, feed, models, parser, retrieval } = services
+  return {
+    config,
+    logger,
+    feed,
+    db: database.db,
+    connection: database.connection,
+    models,
+    parser,
+    extraEnv: retrieval ? (owner) => retrieval.subprocessEnvFor(owner.id) : undefined,
+  }
+}
 
 /** Builds the runtime and reads the services out of it; `dispose` releases everything. */
 export async function startCoreRuntime(options: CoreLayerOptions): Promise<{ services: CoreServiceValues; dispose: () => Promise<void> }> {

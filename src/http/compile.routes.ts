@@ -23,6 +23,7 @@ import { CompileError, CompileForm, type CompileFileEntry, CompileResult, SkillF
 import { JobRow, JobRowNotice } from '../../views/partials/compile-jobs.tsx'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
+import { siteNav } from '../../views/layout.tsx'
 import { credentialStillLive, requireAuth, requireCsrf } from './authenticate.ts'
 import { admitCompileRequest, createStreamCap } from './compile-limits.ts'
 import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
@@ -30,7 +31,6 @@ import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts
 import { badRequest, HttpError } from './http-errors.ts'
 import type { SseWriter } from './sse.ts'
 import { jsonBody } from './json-body.ts'
-import { retrievalNav } from './retrieval.routes.ts'
 import { htmlJobProjector, jsonJobProjector, type JobStreamProjector, streamJobs } from './job-streams.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
@@ -297,7 +297,7 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
           directory: filter.directoryUri,
           status: filter.statuses?.join(','),
           streamUrl: `/tasks/stream${query.size > 0 ? `?${query}` : ''}`,
-          nav: retrievalNav(ctx.retrieval),
+          nav: siteNav({ retrieval: ctx.retrieval !== undefined }),
         }),
       ),
     )

@@ -2,15 +2,15 @@
 // or failed on the server is answered inside the app — the content pane in place, or a page in
 // the layout — with what was asked for, what happened and a link to the nearest existing folder.
 import type { ErrorRequestHandler, Request } from 'express'
-import type { Owner } from '../effects/workspace/store.ts'
+import type { Owner } from '../effects/db/schema.ts'
 import { findNode } from '../effects/workspace/store.ts'
 import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
 import { ErrorPage } from '../../views/pages/error-page.tsx'
 import { ContentError, type NodeProblem } from '../../views/partials/content-pane.tsx'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
+import { siteNav } from '../../views/layout.tsx'
 import { describeError } from './error-handler.ts'
-import { retrievalNav } from './retrieval.routes.ts'
 
 /** The deepest existing folder on the way to `uri` (the caller's root when none is, or the URI is not theirs). */
 export async function nearestFolder(ctx: Pick<AppContext, 'db'>, caller: Owner, uri: string | undefined): Promise<string> {
@@ -74,7 +74,7 @@ export function pageProblemHandler(ctx: AppContext): ErrorRequestHandler {
           .status(problem.status)
           .set(headers)
           .type('html')
-          .send(await renderPage(ErrorPage({ login: req.auth?.user.login, csrfToken: req.auth?.csrfToken, nav: retrievalNav(ctx.retrieval), problem }))),
+          .send(await renderPage(ErrorPage({ login: req.auth?.user.login, csrfToken: req.auth?.csrfToken, nav: siteNav({ retrieval: ctx.retrieval !== undefined }), problem }))),
       )
       .catch(next)
   }

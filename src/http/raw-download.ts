@@ -5,7 +5,7 @@
 // and twelve at once had taken the server past 1.3 GB and the pool dry).
 import type { ServerResponse } from 'node:http'
 import { readRawSlice, type RawVersion } from '../effects/workspace/file-contents.ts'
-import type { Db } from '../effects/workspace/store.ts'
+import type { Db } from '../effects/db/schema.ts'
 import { whenClientGone } from './client-gone.ts'
 
 export const RAW_SLICE_BYTES = 1 << 20

@@ -11,19 +11,13 @@ import { type BailianSettingsSnapshot, connectionOf, InvalidSettings } from '../
 import { sortByRecency } from '../effects/retrieval/catalog-message.ts'
 import type { RetrievalFeature } from '../effects/retrieval/retrieval-feature.ts'
 import { describeSource, type EditableKey } from '../effects/retrieval/retrieval-settings.ts'
-import type { NavLink } from '../../views/layout.tsx'
+import { RETRIEVAL_SETTINGS_PATH, siteNav } from '../../views/layout.tsx'
 import { CacheSection, type CacheView, RetrievalSettingsPage, type SettingField } from '../../views/pages/retrieval-settings.tsx'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf, requireSession } from './authenticate.ts'
 import { redirectHtmxToSignIn } from './fragment-errors.ts'
 
-export const RETRIEVAL_SETTINGS_PATH = '/settings/retrieval'
-
-/** The top-bar link to this page (empty when the feature is off). */
-export function retrievalNav(feature: RetrievalFeature | undefined): NavLink[] {
-  return feature === undefined ? [] : [{ href: RETRIEVAL_SETTINGS_PATH, label: 'Retrieval services' }]
-}
 
 const NOTICES: Record<string, string> = {
   saved: 'Saved.',
@@ -120,7 +114,7 @@ export function retrievalRoutes(ctx: AppContext, feature: RetrievalFeature): Rou
           RetrievalSettingsPage({
             login: user.login,
             csrfToken: req.auth!.csrfToken,
-            nav: retrievalNav(feature),
+            nav: siteNav({ retrieval: true }),
             apiKeyStatus: apiKey === 'credential-store' ? 'configured' : apiKey === 'environment' ? 'environment' : 'unset',
             apiKeyUnreadable: snapshot.unreadableCredentials.includes('DASHSCOPE_API_KEY'),
             fields,

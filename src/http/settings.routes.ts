@@ -11,8 +11,8 @@ import { createApiTokenOnce, listApiTokens, MAX_TOKEN_LABEL_CHARS, revokeApiToke
 import { AccountSettingsPage, SETTINGS_SECTIONS, type AccountSettingsProps } from '../../views/pages/settings.tsx'
 import { NOTICE_CODES, noticeText } from '../../views/partials/notices.ts'
 import { renderPage } from '../../views/render.ts'
-import { retrievalNav } from './retrieval.routes.ts'
 import type { AppContext } from './app-context.ts'
+import { siteNav } from '../../views/layout.tsx'
 import { requireAuth, requireCsrf, requireSession } from './authenticate.ts'
 import { badRequest, HttpError } from './http-errors.ts'
 import { decodeBody, decodeQuery } from './decode-request.ts'
@@ -27,7 +27,7 @@ const TokenId = Schema.String.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[
 export function settingsRoutes(ctx: AppContext): Router {
   const router = Router()
   const guard = [requireAuth(), requireSession('settings need a browser session; API tokens cannot manage tokens'), urlencoded({ extended: false, limit: '16kb' }), requireCsrf()]
-  const nav = retrievalNav(ctx.retrieval)
+  const nav = siteNav({ retrieval: ctx.retrieval !== undefined })
   const sections = [...SETTINGS_SECTIONS, ...nav.map((link) => ({ id: 'retrieval', ...link }))]
 
   async function page(req: Request, res: Response, extra: Partial<AccountSettingsProps> = {}, status = 200) {

@@ -21,6 +21,7 @@ import { TREE_PAGE_SIZE, TreeError, TreeItems } from '../../views/partials/tree.
 import { renderMarkdown } from '../../views/render-markdown.ts'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
+import { siteNav } from '../../views/layout.tsx'
 import { buildTree, directoryOf, LISTING_PAGE, listDirectory, listDirectoryPage, modelOptions, moreOf } from './workspace-listing.ts'
 import { contentProblemHandler, pageProblemHandler } from './node-problems.ts'
 import { requireAuth } from './authenticate.ts'
@@ -32,7 +33,6 @@ import { whenClientGone } from './client-gone.ts'
 import { streamRawVersion } from './raw-download.ts'
 import { decodeQuery, QueryInt } from './decode-request.ts'
 import { NOTICE_CODES, noticeText, uploadNoticeQuery } from '../../views/partials/notices.ts'
-import { retrievalNav } from './retrieval.routes.ts'
 
 /** Where an upload's files go, as found before its body was read (`nodeId` absent: to be created). */
 interface UploadTarget {
@@ -139,7 +139,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
       await renderPage(
         WorkspacePage({
           login: user.login,
-          nav: retrievalNav(ctx.retrieval),
+          nav: siteNav({ retrieval: ctx.retrieval !== undefined }),
           csrfToken: req.auth!.csrfToken,
           rootUri: rootUriOf(user),
           tree: await buildTree(ctx, user, directory, node),

@@ -1,7 +1,7 @@
 // The workspace-wide search (Ctrl+K / ⌘K): a dialog whose input asks GET /workspace/search as you
 // type; each result opens the node in place — a file at the passage that matched, highlighted.
 import type { WorkspaceSearchPage } from '../../src/effects/workspace/search-index.ts'
-import { extensionOf } from './tree.tsx'
+import { fileIconClass } from './file-icon.ts'
 
 export const SEARCH_RESULTS_ID = 'search-results'
 
@@ -77,7 +77,7 @@ export function SearchResults({ page }: { page: WorkspaceSearchPage }) {
         {page.hits.map((hit) => (
           <li>
             <a class="search-hit" href={passageHref(hit.uri, hit.offset)} data-node-uri={hit.uri} data-offset={hit.offset === null ? undefined : String(hit.offset)}>
-              <span class={hit.kind === 'directory' ? 'icon folder' : `icon file ext-${extensionOf(hit.name)}`} aria-hidden="true"></span>
+              <span class={fileIconClass(hit)} aria-hidden="true"></span>
               <span class="hit-main">
                 <span class="hit-name">
                   {hit.name}

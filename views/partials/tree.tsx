@@ -3,6 +3,7 @@
 // name shows in full on hover (title) and on hover or focus (CSS). Files dropped on a folder's row
 // are uploaded into it, dropped elsewhere on the tree into the root.
 import { SearchButton } from './search-box.tsx'
+import { fileIconClass } from './file-icon.ts'
 
 export interface TreeEntry {
   readonly id: string
@@ -83,17 +84,12 @@ function FileItem({ entry }: { entry: TreeEntry }) {
       <div class="row">
         <span class="twisty-spacer" aria-hidden="true"></span>
         <NodeLink uri={entry.uri} class="node-link" title={entry.name}>
-          <span class={`icon file ext-${extensionOf(entry.name)}`} aria-hidden="true"></span>
+          <span class={fileIconClass(entry)} aria-hidden="true"></span>
           <span class="name">{entry.name}</span>
         </NodeLink>
       </div>
     </li>
   )
-}
-
-export function extensionOf(name: string): string {
-  const match = /\.([a-z0-9]{1,8})$/i.exec(name)
-  return match ? match[1]!.toLowerCase() : 'none'
 }
 
 /**

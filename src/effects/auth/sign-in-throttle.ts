@@ -7,7 +7,7 @@
 // takes back its own count on the address.
 import { isIPv4, isIPv6 } from 'node:net'
 import { sql } from 'kysely'
-import type { Db } from '../workspace/store.ts'
+import type { Db } from '../db/schema.ts'
 
 export interface SignInPolicy {
   /** Failures per login before lock-outs start. */

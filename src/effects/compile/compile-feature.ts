@@ -8,7 +8,6 @@ import * as Effect from 'effect/Effect'
 import * as Layer from 'effect/Layer'
 import type { Kysely } from 'kysely'
 import type pg from 'pg'
-import type { CoreServiceValues } from '../app-layer.ts'
 import type { AppConfig } from '../config/app-config.ts'
 import type { DB } from '../db/schema.ts'
 import type { ModelRegistry } from '../llm/model-registry.ts'
@@ -43,24 +42,6 @@ export interface CompileFeatureOptions {
   readonly extraEnv?: CompileEnvironmentProvider | undefined
   /** The server's document parser: a job parses again a file whose parse had failed. */
   readonly parser?: DocumentParser | undefined
-}
-
-/**
- * The feature's options from the runtime's services (serve and the test server): a CLI profile's
- * subprocess sees its owner's resolved Bailian workspace id when the retrieval feature runs.
- */
-export function compileFeatureOptionsOf(services: Omit<CoreServiceValues, 'compile'>): CompileFeatureOptions {
-  const { config, logger, database, feed, models, parser, retrieval } = services
-  return {
-    config,
-    logger,
-    feed,
-    db: database.db,
-    connection: database.connection,
-    models,
-    parser,
-    extraEnv: retrieval ? (owner) => retrieval.subprocessEnvFor(owner.id) : undefined,
-  }
 }
 
 export async function startCompileFeature(options: CompileFeatureOptions): Promise<RunningCompileFeature> {

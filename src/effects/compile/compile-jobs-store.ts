@@ -7,7 +7,7 @@ import * as Schema from 'effect/Schema'
 import { sql } from 'kysely'
 import type { CompileFailure, CompileJobOutput, CompileProgress } from '../../machines/index.ts'
 import type { JobStatus } from '../db/schema.ts'
-import type { Db, Owner } from '../workspace/store.ts'
+import type { Db, Owner } from '../db/schema.ts'
 import { type CompileSnapshot, decodeSnapshot, type PublicConfiguration, toPublicConfiguration } from './compile-snapshot.ts'
 
 export const COMPILE_KIND = 'compile'

@@ -6,7 +6,7 @@
 // adapter), so a job is queued exactly when its row exists.
 import { fromKysely, PgBoss, type Clock, type ConstructorOptions } from 'pg-boss'
 import type pg from 'pg'
-import type { Db } from '../workspace/store.ts'
+import type { Db } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { QueueSettings } from './compile-config.ts'
 

@@ -4,7 +4,7 @@
 // once, with a placeholder standing for each parameter; every run reuses its SQL and puts the
 // real values where the placeholders were. The SQL is exactly what kysely builds (tests compare).
 import { createQueryId, type CompiledQuery, type QueryResult } from 'kysely'
-import type { Db } from '../workspace/store.ts'
+import type { Db } from './schema.ts'
 import { registerNamedStatement } from './named-statements.ts'
 
 /** A parameter's place in the compiled SQL: a named value of the call, or a constant of the query. */

@@ -1,5 +1,5 @@
 // Table interfaces for kysely; Selectable/Insertable types are derived from these.
-import type { ColumnType, Generated, Insertable, Selectable } from 'kysely'
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely'
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
@@ -224,3 +224,12 @@ export type NodeRow = Selectable<NodesTable>
 export type FileVersionRow = Selectable<FileVersionsTable>
 export type JobRow = Selectable<JobsTable>
 export type NewJob = Insertable<JobsTable>
+
+/** What repositories take: the database or a transaction on it. */
+export type Db = Kysely<DB> | Transaction<DB>
+
+/** The owner of a workspace row: a user as the store needs them. */
+export interface Owner {
+  readonly id: string
+  readonly login: string
+}

@@ -5,7 +5,7 @@
 // `limit` remain.
 import { sql, type RawBuilder } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
-import type { Db } from '../workspace/store.ts'
+import type { Db } from '../db/schema.ts'
 
 export interface RateLimiter {
   /** Takes one slot for `key`; resolves to how long to wait (ms) when the limit is reached, else 0. */

@@ -7,7 +7,24 @@ import { truncateForDisplay } from '../llm/provider-error-payload.ts'
 import { createRedactor, type Redact } from '../llm/redact-secrets.ts'
 import { createBailianChatStreamParser, type BailianChatEvent, type BailianChatResult, type BailianChatState } from './bailian-chat-stream.ts'
 import { BAILIAN_PATHS, bailianUrl } from './bailian-endpoint.ts'
-import { decodeListPage, decodeSearch, failure, httpErrorFrom, NOT_JSON, type Outcome, parseJson, refusalOf, success } from './bailian-wire.ts'
+import {
+  type CatalogEntry,
+  decodeListPage,
+  decodeSearch,
+  failure,
+  httpErrorFrom,
+  NOT_JSON,
+  type Outcome,
+  parseJson,
+  refusalOf,
+  type Scene,
+  type SceneListing,
+  SCENES,
+  type SearchChunk,
+  type SearchResult,
+  success,
+} from './bailian-wire.ts'
+export { type CatalogEntry, type Scene, type SceneListing, SCENES, type SearchChunk, type SearchResult } from './bailian-wire.ts'
 import {
   BailianConnectionError,
   BailianHttpError,
@@ -15,11 +32,10 @@ import {
   BailianProtocolError,
   BailianStreamError,
   BailianStreamIncomplete,
+  type BailianClientError,
   BailianTimeout,
 } from './bailian-errors.ts'
-
-export type Scene = 'search' | 'chat'
-export const SCENES: ReadonlyArray<Scene> = ['search', 'chat']
+export type { BailianClientError } from './bailian-errors.ts'
 
 /** Everything one call needs, resolved per call from the settings chain. */
 export interface BailianConnection {
@@ -28,42 +44,6 @@ export interface BailianConnection {
   readonly endpointHost: string
   /** Sent as `agent_version` on search and chat when set. */
   readonly agentVersion?: string | undefined
-}
-
-/** One deployed service, reduced to what routing needs (never `pipeline_list`). */
-export interface CatalogEntry {
-  readonly agentId: string
-  readonly agentName: string
-  readonly scene: Scene
-  readonly status: string
-  readonly modifyTime: string | undefined
-  /** Reserved: the list endpoint does not return descriptions yet. */
-  readonly description: string | undefined
-}
-
-export interface SceneListing {
-  readonly scene: Scene
-  readonly entries: ReadonlyArray<CatalogEntry>
-  /** The server-reported total, which exceeds `entries` when truncated. */
-  readonly total: number
-  /** More rows exist than the pages fetched. */
-  readonly truncated: boolean
-}
-
-export interface SearchChunk {
-  readonly text: string
-  readonly score: number
-  readonly doc_id?: string | undefined
-  readonly doc_name?: string | undefined
-  readonly title?: string | undefined
-}
-
-export interface SearchResult {
-  readonly chunks: ReadonlyArray<SearchChunk>
-  /** How many nodes the service returned before the client-side top_k cut. */
-  readonly returned: number
-  readonly total: number
-  readonly requestId: string | undefined
 }
 
 export interface BailianClient {
@@ -85,14 +65,6 @@ export interface BailianClient {
     },
   ) => Effect.Effect<BailianChatResult, BailianClientError>
 }
-
-export type BailianClientError =
-  | BailianHttpError
-  | BailianTimeout
-  | BailianConnectionError
-  | BailianStreamError
-  | BailianStreamIncomplete
-  | BailianProtocolError
 
 export type FetchFunction = (input: string, init: RequestInit) => Promise<Response>
 

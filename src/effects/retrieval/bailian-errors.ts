@@ -130,11 +130,7 @@ export class BailianProtocolError extends Data.TaggedError('BailianProtocolError
 
 export type BailianOperation = 'list' | 'search' | 'chat'
 
-export type BailianError =
-  | BailianMissingCredentials
-  | BailianHttpError
-  | BailianTimeout
-  | BailianConnectionError
-  | BailianStreamError
-  | BailianStreamIncomplete
-  | BailianProtocolError
+/** Every expected failure of a call to the service (what the HTTP client can fail with). */
+export type BailianClientError = BailianHttpError | BailianTimeout | BailianConnectionError | BailianStreamError | BailianStreamIncomplete | BailianProtocolError
+
+export type BailianError = BailianMissingCredentials | BailianClientError

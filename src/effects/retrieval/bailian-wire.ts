@@ -6,8 +6,47 @@ import * as Option from 'effect/Option'
 import * as Schema from 'effect/Schema'
 import { truncateForDisplay } from '../llm/provider-error-payload.ts'
 import type { Redact } from '../llm/redact-secrets.ts'
-import type { BailianClientError, CatalogEntry, Scene, SearchChunk, SearchResult } from './bailian-client.ts'
-import { BailianHttpError, type BailianOperation, BailianProtocolError } from './bailian-errors.ts'
+import { type BailianClientError, BailianHttpError, type BailianOperation, BailianProtocolError } from './bailian-errors.ts'
+
+export type Scene = 'search' | 'chat'
+export const SCENES: ReadonlyArray<Scene> = ['search', 'chat']
+
+/** One deployed service, reduced to what routing needs (never `pipeline_list`). */
+export interface CatalogEntry {
+  readonly agentId: string
+  readonly agentName: string
+  readonly scene: Scene
+  readonly status: string
+  readonly modifyTime: string | undefined
+  /** Reserved: the list endpoint does not return descriptions yet. */
+  readonly description: string | undefined
+}
+
+export interface SceneListing {
+  readonly scene: Scene
+  readonly entries: ReadonlyArray<CatalogEntry>
+  /** The server-reported total, which exceeds `entries` when truncated. */
+  readonly total: number
+  /** More rows exist than the pages fetched. */
+  readonly truncated: boolean
+}
+
+export interface SearchChunk {
+  readonly text: string
+  readonly score: number
+  readonly doc_id?: string | undefined
+  readonly doc_name?: string | undefined
+  readonly title?: string | undefined
+}
+
+export interface SearchResult {
+  readonly chunks: ReadonlyArray<SearchChunk>
+  /** How many nodes the service returned before the client-side top_k cut. */
+  readonly returned: number
+  readonly total: number
+  readonly requestId: string | undefined
+}
+
 
 export type Outcome<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly error: BailianClientError }
 export const success = <A>(value: A): Outcome<A> => ({ ok: true, value })

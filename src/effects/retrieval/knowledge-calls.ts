@@ -8,7 +8,7 @@
 // Without an `agent_id` (programmatic calls only: the tools require it) the configured default
 // service is used, else the only deployed service of that scene, else it is an error.
 import * as Effect from 'effect/Effect'
-import type { Owner } from '../workspace/store.ts'
+import type { Owner } from '../db/schema.ts'
 import { ToolError } from '../tools/tool-definition.ts'
 import type { BailianChatEvent } from './bailian-chat-stream.ts'
 import { type BailianClient, type BailianClientError, type Scene, type SearchChunk } from './bailian-client.ts'

@@ -5,7 +5,7 @@ import * as Data from 'effect/Data'
 import type * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
 import type { ToolSchema } from '../../machines/index.ts'
-import type { Db, Owner } from '../workspace/store.ts'
+import type { Db, Owner } from '../db/schema.ts'
 import type { WorkspacePath } from '../workspace/uri.ts'
 import type { WorkspaceError } from '../workspace/workspace-errors.ts'
 

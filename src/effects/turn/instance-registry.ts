@@ -7,7 +7,7 @@ import pg from 'pg'
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { Logger } from '../logging/logger.ts'
-import type { Db } from '../workspace/store.ts'
+import type { Db } from '../db/schema.ts'
 import { failTurnsOfDeadInstances, INSTANCE_LOCK_CLASS } from './turn-records.ts'
 
 export interface InstanceRegistration {

@@ -4,7 +4,7 @@
 import * as Cause from 'effect/Cause'
 import * as Effect from 'effect/Effect'
 import type { ContextBlockChange, PreStepInput, PreStepOutput } from '../../machines/index.ts'
-import type { Owner } from '../workspace/store.ts'
+import type { Owner } from '../db/schema.ts'
 
 export type PreStepHook = (args: { readonly caller: Owner; readonly turnId: string; readonly input: PreStepInput }) => Effect.Effect<PreStepOutput>
 

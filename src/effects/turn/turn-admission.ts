@@ -12,7 +12,8 @@ import { sql } from 'kysely'
 import type { NodeRow } from '../db/schema.ts'
 import { preparedQuery } from '../db/prepared-query.ts'
 import { ASYNC_COMMIT, slotWaitMs, takeSlotUpsert } from '../limits/rate-limiter.ts'
-import { nodeAtPath, toNode, type Db, type Owner, type WorkspaceNode } from '../workspace/store.ts'
+import { nodeAtPath, toNode, type WorkspaceNode } from '../workspace/store.ts'
+import type { Db, Owner } from '../db/schema.ts'
 
 export interface TurnAdmissionInput {
   readonly caller: Owner

@@ -3,7 +3,7 @@
 // failed or cancelled turn into a completed one, nor overwrite an earlier turn's error.
 import { sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
-import type { Db } from '../workspace/store.ts'
+import type { Db } from '../db/schema.ts'
 
 /** A turn's row as it starts (compiled once: every turn writes one). */
 export const insertRunningTurnQuery = preparedQuery(

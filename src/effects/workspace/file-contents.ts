@@ -2,7 +2,8 @@
 // once, or only when small), its size, and its raw bytes (whole or a slice at a time). The tree and
 // the versioning that writes them are store.ts.
 import { sql } from 'kysely'
-import type { Db, Owner, WorkspaceNode } from './store.ts'
+import type { WorkspaceNode } from './store.ts'
+import type { Db, Owner } from '../db/schema.ts'
 import { NodeNotFound } from './workspace-errors.ts'
 
 export interface FileContent {

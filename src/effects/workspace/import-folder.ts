@@ -7,7 +7,8 @@ import type { Kysely } from 'kysely'
 import type { DB } from '../db/schema.ts'
 import type { DocumentParser } from './parse/document-parser.ts'
 import { checkNodeName, formatKbUri } from './uri.ts'
-import { makeDirectories, type Owner, putFile } from './store.ts'
+import { makeDirectories, putFile } from './store.ts'
+import type { Owner } from '../db/schema.ts'
 
 export interface ImportReport {
   readonly added: string[]

@@ -1,5 +1,6 @@
 // Resolves a logical URI for a caller to a real node, re-reading visibility on every call.
-import type { Db, Owner, WorkspaceNode } from './store.ts'
+import type { WorkspaceNode } from './store.ts'
+import type { Db, Owner } from '../db/schema.ts'
 import { getNode } from './store.ts'
 import { isWithin, parseKbUri, type WorkspacePath } from './uri.ts'
 import { OutsideScope } from './workspace-errors.ts'

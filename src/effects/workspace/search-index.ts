@@ -4,7 +4,7 @@
 // together. It answers from the index, never by reading files; the agent's `search` tool and the
 // `/search` command keep their scoped, paged scan. See search-text.ts for what a word is.
 import { sql } from 'kysely'
-import type { Db, Owner } from './store.ts'
+import type { Db, Owner } from '../db/schema.ts'
 import { formatKbUri, pathToSegments } from './uri.ts'
 import { findAll, snippetAround } from './text-paging.ts'
 import { highlightTerms, passagesOf, queryWords, searchableText, tsQueryOf } from './search-text.ts'

@@ -3,18 +3,12 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { type Kysely, type Transaction, sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
-import type { DB, NodeKind, NodeRow } from '../db/schema.ts'
+import type { DB, Db, NodeKind, NodeRow, Owner } from '../db/schema.ts'
 import { checkNodeName, formatKbUri, MAX_DEPTH, MAX_URI_LENGTH, pathToSegments, segmentsToPath } from './uri.ts'
 import { InvalidUri, NodeConflict, NodeNotFound } from './workspace-errors.ts'
 import { indexVersionText } from './search-index.ts'
 import { shareTree } from './tree-lock.ts'
 
-export type Db = Kysely<DB> | Transaction<DB>
-
-export interface Owner {
-  readonly id: string
-  readonly login: string
-}
 
 export interface WorkspaceNode {
   readonly id: string

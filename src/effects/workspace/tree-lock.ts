@@ -9,7 +9,7 @@
 // Take it first in the transaction, before any row lock (a row lock held while waiting for it
 // could close a cycle with a move that holds it and waits for that row).
 import { sql } from 'kysely'
-import type { Db } from './store.ts'
+import type { Db } from '../db/schema.ts'
 
 /** The lock's class (first key): "know" in ASCII, so no other advisory lock collides with it. */
 const TREE_LOCK_CLASS = 0x6b6e6f77

@@ -16,7 +16,7 @@ import { runTurn } from '../../../src/effects/turn/run-turn.ts'
 import { bootstrapDemo } from '../../../src/effects/workspace/bootstrap-demo.ts'
 import { importFolder } from '../../../src/effects/workspace/import-folder.ts'
 import { makeDocumentParser, type DocumentParser } from '../../../src/effects/workspace/parse/document-parser.ts'
-import type { Db, Owner } from '../../../src/effects/workspace/store.ts'
+import type { Db, Owner } from '../../../src/effects/db/schema.ts'
 import type { ChatMessage } from '../../../src/machines/index.ts'
 
 export const EVAL_CORPUS_DIR = fileURLToPath(new URL('../../fixtures/eval-corpus/', import.meta.url))
