@@ -16,8 +16,9 @@ describe('a pool with no connection free', () => {
   })
 
   it('is 503 busy with Retry-After', async () => {
-    const pool = new pg.Pool({ connectionString: database.url, max: 1, connectionTimeoutMillis: 50 })
-    const held = await pool.connect()
+    const pool = new pg.Pool({ connectionString: database.url, max: 1, connectionTimeoutMillis: 10_000 })
+    const held = await pool.connect() // the one connection, opened with time to spare on a loaded machine
+    pool.options.connectionTimeoutMillis = 50 // pg-pool reads it per wait: the next query waits 50 ms for a free one
     try {
       const failure = await pool.query('select 1').then(
         () => undefined,

@@ -1,10 +1,9 @@
-// Opens a fresh, migrated database for a test file: a new database on the real PostgreSQL server
-// that the global setup started (tests/support/postgres-global-setup.ts).
+// Opens a fresh, migrated database for a test file: a copy of the run's template database on the
+// real PostgreSQL server that the global setup started (tests/support/postgres-global-setup.ts).
 import { inject } from 'vitest'
 import pg from 'pg'
 import { randomBytes } from 'node:crypto'
 import { openPostgres, type DatabaseHandle } from '../../src/effects/db/database.ts'
-import { migrateToLatest } from '../../src/effects/db/migrate.ts'
 import { sql, type Kysely } from 'kysely'
 import type { DB } from '../../src/effects/db/schema.ts'
 
@@ -16,13 +15,20 @@ export interface TestDatabase extends DatabaseHandle {
   readonly url: string
 }
 
-export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/**
+ * A new database on the run's server: a copy of the template, migrated to the latest schema, or
+ * with `empty: true` a database with no table at all (for tests of the migrations themselves).
+ */
+export async function createPostgresDatabase({ empty = false }: { empty?: boolean } = {}): Promise<{ url: string; drop: () => Promise<void> }> {
   const adminUrl = inject('postgresUrl')
   const name = `t_${randomBytes(6).toString('hex')}`
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
-  await admin.query(`create database ${name}`)
-  await admin.end()
+  try {
+    await admin.query(empty ? `create database ${name}` : `create database ${name} template ${inject('postgresTemplate')}`)
+  } finally {
+    await admin.end()
+  }
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   return {
@@ -39,7 +45,6 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop: () 
 export async function openTestDatabase(_kind: DatabaseKind = 'postgres'): Promise<TestDatabase> {
   const { url, drop } = await createPostgresDatabase()
   const handle = await openPostgres({ url, max: 5 })
-  await migrateToLatest(handle.db)
   return {
     ...handle,
     url,
