@@ -1,6 +1,8 @@
 import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
+  // the project's own `knowagent/*` imports (docs/examples) load the sources, not dist/ (package.json `exports`)
+  ssr: { resolve: { conditions: ['knowagent-source'] } },
   test: {
     reporters: ['default', './tests/support/summary-reporter.ts'],
     testTimeout: 20_000,
