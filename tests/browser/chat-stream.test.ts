@@ -3,7 +3,7 @@
 import { beforeEach, describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
-import { ask, assistantMessage, keyPatternOf, screenshot, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { ask, assistantMessage, keyPatternOf, screenshot, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace, TEXT_ONLY_MODEL } from '../support/chat-workspace.ts'
 import { chatCompletionSse, splitBytes, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
 import { betweenCrAndLf, insideCodePoints, toCrlf, withoutTerminal } from '../support/stream-proxy.ts'
@@ -11,10 +11,11 @@ import { betweenCrAndLf, insideCodePoints, toCrlf, withoutTerminal } from '../su
 const DIRECTORY = 'kb://users/alice/docs/'
 
 // One app, one scripted provider, one stream proxy and one browser for the whole file; each
-// scenario runs in both UUID modes in a fresh browser context.
+// scenario runs in a fresh browser context (the page without crypto.randomUUID: lan-page.test.ts).
 const ui = useBrowserFixture({ start: startChatWorkspace, proxy: true })
 
-describe.each(UUID_MODES)('chat streaming ($name)', (mode) => {
+describe('chat streaming', () => {
+  const mode = SECURE_PAGE
   const workspace = ui.workspace(mode)
 
   beforeEach(() => {

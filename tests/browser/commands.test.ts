@@ -3,14 +3,15 @@
 // URI prefix — and none of it ever reaches the model (the scripted provider gets no request).
 import { beforeEach, describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
-import { keyPatternOf, screenshot, useBrowserFixture, UUID_MODES } from '../support/browser.ts'
+import { keyPatternOf, screenshot, useBrowserFixture, SECURE_PAGE } from '../support/browser.ts'
 import { startChatWorkspace } from '../support/chat-workspace.ts'
 
 // One app, one scripted provider and one browser for the whole file; each scenario runs in
-// both UUID modes in a fresh browser context.
+// a fresh browser context (the page without crypto.randomUUID: lan-page.test.ts).
 const ui = useBrowserFixture({ start: startChatWorkspace })
 
-describe.each(UUID_MODES)('commands ($name)', (mode) => {
+describe('commands', () => {
+  const mode = SECURE_PAGE
   const workspace = ui.workspace(mode)
   let page: Page
   let requestsBefore = 0

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
 import { putFile } from '../../src/effects/workspace/store.ts'
 import { API_PREFIX } from '../../src/http/compile.routes.ts'
-import { screenshot, useBrowserFixture, UUID_MODES, type WorkspaceApp } from '../support/browser.ts'
+import { screenshot, useBrowserFixture, SECURE_PAGE, type WorkspaceApp } from '../support/browser.ts'
 import { FAKE_CLI, fakeCliProfile } from '../support/compile-harness.ts'
 import { addUserWithToken, startTestServer } from '../support/test-server.ts'
 
@@ -39,7 +39,7 @@ async function startCompileWorkspace(): Promise<CompileWorkspace> {
 }
 
 const ui = useBrowserFixture({ start: startCompileWorkspace })
-const mode = UUID_MODES[0]!
+const mode = SECURE_PAGE
 
 async function openCompileForm(page: Page) {
   const message = page.getByRole('textbox', { name: 'Message' })

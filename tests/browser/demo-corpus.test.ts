@@ -2,7 +2,7 @@
 // browser with the built-in local model: a question gets tool cards and an answer citing kb:// URIs.
 import { describe, expect, it } from 'vitest'
 import { bootstrapDemo } from '../../src/effects/workspace/bootstrap-demo.ts'
-import { ask, assistantMessage, keyPatternOf, screenshot, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { ask, assistantMessage, keyPatternOf, screenshot, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { startTestServer } from '../support/test-server.ts'
 
 const PASSWORD = 'demo-password-123'
@@ -17,7 +17,8 @@ const ui = useBrowserFixture({
   },
 })
 
-describe.each(UUID_MODES)('the demo corpus with the local model ($name)', (mode) => {
+describe('the demo corpus with the local model', () => {
+  const mode = SECURE_PAGE
   const workspace = ui.workspace(mode)
 
   it('answers a question about the samples with tool cards and cited URIs', async () => {

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs'
 import type { Request } from 'playwright-core'
 import { findUserByLogin } from '../../src/effects/auth/users.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
-import { ask, assistantMessage, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { ask, assistantMessage, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript } from '../support/scripted-provider.ts'
 
@@ -28,7 +28,8 @@ const ui = useBrowserFixture({
   },
 })
 
-describe.each(UUID_MODES.slice(0, 1))('remote images ($name)', (mode) => {
+describe('remote images', () => {
+  const mode = SECURE_PAGE
   const workspace = ui.workspace(mode)
 
   it('neither a preview nor a model answer requests anything from another host; workspace images load', async () => {

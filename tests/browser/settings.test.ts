@@ -1,7 +1,7 @@
 // The settings page in Chromium: reached from the workspace header, a token created through the
 // form is shown once and works, its Revoke button ends it; usable at phone width.
 import { describe, expect, it } from 'vitest'
-import { useBrowserFixture, UUID_MODES } from '../support/browser.ts'
+import { useBrowserFixture, SECURE_PAGE } from '../support/browser.ts'
 import { startChatWorkspace } from '../support/chat-workspace.ts'
 
 const ui = useBrowserFixture({ start: startChatWorkspace })
@@ -11,7 +11,7 @@ describe.each([
   { name: 'desktop', viewport: { width: 1360, height: 860 } },
   { name: 'phone width', viewport: { width: 390, height: 844 } },
 ])('settings ($name)', ({ name, viewport }) => {
-  const workspace = ui.workspace(UUID_MODES[0]!)
+  const workspace = ui.workspace(SECURE_PAGE)
 
   it('creates a token shown once, lists it, and revokes it', async () => {
     const page = await workspace.open({ viewport })

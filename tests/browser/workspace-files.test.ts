@@ -1,11 +1,11 @@
-// A workspace people can live in (issue 14), in real Chromium, in both randomUUID modes: file
+// A workspace people can live in (issue 14), in real Chromium: file
 // management in place (desktop and phone width), uploads without a reload (button, form, drop,
 // a folder that vanished), citations that open the highlighted passage with the chat kept, the
 // conversation kept per directory in sessionStorage (reload, New chat, a stopped answer in the
 // history with its paired tool call), the answer tools, the keyboard, and the Ctrl+K search.
 import { describe, expect, it } from 'vitest'
 import type { Locator, Page } from 'playwright-core'
-import { ask, assistantMessage, screenshot, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { ask, assistantMessage, screenshot, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
 
@@ -13,7 +13,8 @@ const ui = useBrowserFixture({ start: startChatWorkspace })
 const PHONE = { width: 390, height: 844 }
 const DESKTOP = { width: 1360, height: 860 }
 
-describe.each(UUID_MODES)('living in the workspace ($name)', (mode) => {
+describe('living in the workspace', () => {
+  const mode = SECURE_PAGE
   const workspace = ui.workspace(mode)
   const open = workspace.open
   const tag = mode.randomUUID ? 'uuid' : 'nouuid'

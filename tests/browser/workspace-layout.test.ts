@@ -4,15 +4,16 @@
 import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
-import { ask, assistantMessage, screenshot, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { ask, assistantMessage, screenshot, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, textAnswerSse } from '../support/scripted-provider.ts'
 
 // One app, one scripted provider and one browser for the whole file; each scenario runs in
-// both UUID modes in a fresh browser context.
+// a fresh browser context (the page without crypto.randomUUID: lan-page.test.ts).
 const ui = useBrowserFixture({ start: startChatWorkspace })
 
-describe.each(UUID_MODES)('the workspace page ($name)', (mode) => {
+describe('the workspace page', () => {
+  const mode = SECURE_PAGE
   const workspace = ui.workspace(mode)
   const open = workspace.open
   const treeItem = (page: Page, name: string) => page.locator('#tree li.node', { has: page.locator(':scope > .row .name', { hasText: new RegExp(`^${name}$`) }) })

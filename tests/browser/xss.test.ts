@@ -3,7 +3,7 @@
 // no dialog opens, no CSP violation is reported, and the DOM holds no such element.
 import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
-import { ask, assistantMessage, useBrowserFixture, UUID_MODES, waitForAnswer } from '../support/browser.ts'
+import { ask, assistantMessage, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, toolCallsSse } from '../support/scripted-provider.ts'
 
@@ -17,7 +17,7 @@ const injectedElements = (page: Page) =>
   page.evaluate(() => document.body.querySelectorAll('script, img, iframe, svg, object, embed, [onerror], [onload], [onclick]').length)
 
 // One app, one scripted provider and one browser for the whole file; each scenario runs in
-// both UUID modes in a fresh browser context.
+// a fresh browser context (the page without crypto.randomUUID: lan-page.test.ts).
 const ui = useBrowserFixture({
   start: async () => {
     const app = await startChatWorkspace()
@@ -27,7 +27,8 @@ const ui = useBrowserFixture({
   },
 })
 
-describe.each(UUID_MODES)('hostile text renders as text ($name)', (mode) => {
+describe('hostile text renders as text', () => {
+  const mode = SECURE_PAGE
   const workspace = ui.workspace(mode)
 
   it('in the tree, the previews, the chat, command cards and errors', async () => {

@@ -2,8 +2,8 @@
 // downloaded browser) driving the real app. A test file declares what it needs once:
 //
 //   const ui = useBrowserFixture({ start: startChatWorkspace })   // Chromium + the app, per file
-//   describe.each(UUID_MODES)('chat ($name)', (mode) => {
-//     const workspace = ui.workspace(mode)     // a fresh signed-in browser context per test
+//   describe('chat', () => {
+//     const workspace = ui.workspace(SECURE_PAGE)     // a fresh signed-in browser context per test
 //     it('…', async () => {
 //       const page = await workspace.open({ uri: 'kb://users/alice/docs/' })
 //       ui.app.provider.enqueue(…)
@@ -11,8 +11,9 @@
 //     })
 //   })
 //
-// Every scenario runs in both UUID_MODES: with crypto.randomUUID, and with it deleted before the
-// page's scripts run (as on a plain-HTTP LAN page, where browsers do not offer it). Screenshots go
+// Scenarios run on a SECURE_PAGE (crypto.randomUUID present); the LAN_PAGE mode deletes it before
+// the page's scripts run, as on a plain-HTTP LAN page where browsers do not offer it
+// (tests/browser/lan-page.test.ts runs the chat end to end so). Screenshots go
 // to test-artifacts/browser/ (git-ignored); a failing test leaves one of its page there.
 import { mkdirSync } from 'node:fs'
 import { basename } from 'node:path'
@@ -44,10 +45,8 @@ export interface UuidMode {
   readonly randomUUID: boolean
 }
 
-export const UUID_MODES: ReadonlyArray<UuidMode> = [
-  { name: 'with crypto.randomUUID', randomUUID: true },
-  { name: 'without crypto.randomUUID', randomUUID: false },
-]
+export const SECURE_PAGE: UuidMode = { name: 'with crypto.randomUUID', randomUUID: true }
+export const LAN_PAGE: UuidMode = { name: 'without crypto.randomUUID', randomUUID: false }
 
 /** The display key of a message element (`a-<key>`, `u-<key>`, `c-<key>`) has the mode's shape. */
 export function keyPatternOf(mode: UuidMode): RegExp {
