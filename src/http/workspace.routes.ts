@@ -1,18 +1,13 @@
 import { Router } from 'express'
 import type { Request, Response } from 'express'
 import * as Schema from 'effect/Schema'
-import type { Transaction } from 'kysely'
-import type { DB } from '../effects/db/schema.ts'
-import { readFile, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import type { User } from '../effects/auth/users.ts'
-import type { ParsedBody } from '../effects/workspace/store.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
-import { findNode, listChildren, makeDirectories, putFileInTransaction, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { findNode, listChildren, type WorkspaceNode } from '../effects/workspace/store.ts'
 import { findRawVersion, readCurrent } from '../effects/workspace/file-contents.ts'
-import { shareTree } from '../effects/workspace/tree-lock.ts'
+import { type IngestFolder, ingestFiles } from '../effects/workspace/ingest.ts'
 import { citedWindow } from '../effects/workspace/cited-passage.ts'
-import { formatKbUri, parseKbUri, pathToSegments } from '../effects/workspace/uri.ts'
+import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
 import { NodeConflict } from '../effects/workspace/workspace-errors.ts'
 import { safeEqual } from '../effects/auth/tokens.ts'
 import { WorkspacePage } from '../../views/pages/workspace.tsx'
@@ -35,11 +30,8 @@ import { decodeQuery, QueryInt } from './decode-request.ts'
 import { NOTICE_CODES, noticeText, uploadNoticeQuery } from '../../views/partials/notices.ts'
 
 /** Where an upload's files go, as found before its body was read (`nodeId` absent: to be created). */
-interface UploadTarget {
+interface UploadTarget extends IngestFolder {
   readonly uri: string
-  readonly segments: string[]
-  readonly nodeId: string | undefined
-  readonly createParents: boolean
 }
 
 const PREVIEW_CHARS = 200_000
@@ -199,10 +191,10 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const folderUri = formatKbUri({ login: user.login, segments: path.segments, directory: true })
     if (node) {
       if (node.kind !== 'directory') throw new NodeConflict({ uri: node.uri, reason: 'uploads go into a directory' })
-      return { uri: node.uri, segments: [...path.segments], nodeId: node.id, createParents }
+      return { uri: node.uri, segments: path.segments, nodeId: node.id, create: createParents }
     }
     if (!createParents) throw missingFolder(folderUri)
-    return { uri: folderUri, segments: [...path.segments], nodeId: undefined, createParents }
+    return { uri: folderUri, segments: path.segments, nodeId: undefined, create: createParents }
   }
 
   /** Whether the form's `uri` names the folder the query named (`kb://me/x/` and `kb://users/<login>/x` are one). */
@@ -217,32 +209,11 @@ export function workspaceRoutes(ctx: AppContext): Router {
   const missingFolder = (folderUri: string): HttpError =>
     new HttpError(404, 'not_found', `${folderUri} does not exist (it may have been deleted or moved); upload with create_parents=true to create it`)
 
-  /**
-   * The upload's folder as it is now, inside the storing transaction and under the owner's shared
-   * tree lock (no move or delete runs until it ends). Parsing took a while since the folder was
-   * found: moved or renamed meanwhile, the files follow it; deleted, the upload is refused (nothing
-   * stored, no folder made again at its old path) unless `create_parents` asked for it.
-   */
-  async function folderNow(trx: Transaction<DB>, user: User, target: UploadTarget): Promise<{ uri: string; segments: string[] }> {
-    await shareTree(trx, user.id)
-    if (target.nodeId !== undefined) {
-      const row = await trx.selectFrom('nodes').select(['path', 'kind']).where('id', '=', target.nodeId).where('owner_id', '=', user.id).executeTakeFirst()
-      if (row?.kind === 'directory') {
-        const segments = pathToSegments(row.path)
-        return { uri: formatKbUri({ login: user.login, segments, directory: true }), segments }
-      }
-      if (!target.createParents) throw new HttpError(404, 'not_found', `${target.uri} was deleted while the upload was read; nothing was stored`)
-    }
-    await makeDirectories(trx, user, target.segments) // with the files, or not at all
-    return { uri: target.uri, segments: target.segments }
-  }
-
   /** Reads, parses (in the parser's workers) and stores one upload, all files or none. */
   async function storeUpload(req: Request, res: Response): Promise<{ folderUri: string; files: UploadSummary[] }> {
     const user = req.auth!.user
-    const client = new AbortController() // the client going away cancels reading and parsing
-    whenClientGone(res, () => client.abort())
-    const clientGone = () => new HttpError(499, 'client_closed', 'the client closed the request')
+    const client = new AbortController() // the client going away cancels reading, parsing and storing
+    whenClientGone(res, () => client.abort(new HttpError(499, 'client_closed', 'the client closed the request')))
     let upload: Awaited<ReturnType<typeof readMultipartUpload>> | undefined
     try {
       const csrfFirstPart = uploadCsrf(req)
@@ -261,33 +232,19 @@ export function workspaceRoutes(ctx: AppContext): Router {
       }
       const target = early ?? (await uploadTarget(user, upload.uri ?? '', createParents))
       if (upload.files.length === 0) throw badRequest('no files in the upload (use the multipart field "file")', 'no_files')
-      // Parse first (slow, in workers, no transaction held); the text goes to the spool folder so
-      // memory holds one file at a time. Then every file is stored in one transaction.
-      const parsed: Array<ParsedBody & { readonly textPath?: string }> = []
-      for (const [index, file] of upload.files.entries()) {
-        const outcome = await ctx.parser.parse({ name: file.name, path: file.path, signal: client.signal })
-        if (client.signal.aborted) throw clientGone()
-        if (outcome.ok) {
-          const textPath = join(upload.directory, `${index}.txt`)
-          await writeFile(textPath, outcome.text, { mode: 0o600 })
-          parsed.push({ ok: true, mime: outcome.mime, textPath })
-        } else {
-          parsed.push({ ok: false, mime: outcome.mime, error: outcome.error })
-        }
-      }
-      const files = upload.files
-      const results = await ctx.db.transaction().execute(async (trx) => {
-        const folder = await folderNow(trx, user, target)
-        const stored: UploadSummary[] = []
-        for (const [index, file] of files.entries()) {
-          const { textPath, ...body } = parsed[index]!
-          const text = textPath === undefined ? undefined : await readFile(textPath, 'utf8')
-          const bytes = new Uint8Array(await readFile(file.path))
-          const { outcome, node } = await putFileInTransaction(trx, { owner: user, segments: [...folder.segments, file.name], bytes, parsed: { ...body, text } })
-          stored.push({ uri: node.uri, outcome, ...(body.ok ? {} : { parse_error: body.error }) })
-        }
-        return { folderUri: folder.uri, files: stored }
+      // Parsed in the parser's processes with no transaction held, the texts in the spool folder; then stored all or none.
+      const stored = await ingestFiles(ctx.db, {
+        owner: user,
+        folder: target,
+        files: upload.files.map(({ name, path }) => ({ name, path })),
+        parser: ctx.parser,
+        signal: client.signal,
+        spool: upload.directory,
       })
+      const results = {
+        folderUri: stored.folderUri,
+        files: stored.files.map(({ node, outcome, withoutText }): UploadSummary => ({ uri: node.uri, outcome, ...(withoutText === undefined ? {} : { parse_error: withoutText }) })),
+      }
       ctx.logger.info('upload stored', { login: user.login, directory: results.folderUri, files: results.files.length })
       return results
     } catch (error) {

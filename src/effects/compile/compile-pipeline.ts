@@ -8,8 +8,6 @@
 //   publish   every page as a new version and the job's success, in ONE transaction (compile-artifacts.ts)
 import * as Effect from 'effect/Effect'
 import type { Kysely } from 'kysely'
-import { sql } from 'kysely'
-import { randomUUID } from 'node:crypto'
 import {
   type AbstractInput,
   type ActorFailure,
@@ -40,6 +38,7 @@ import { beginAttempt, finishAttempt, recordProgress, type StoredCompileJob } fr
 import { abstractRequest, type CompileRequest, overviewRequest, summaryRequest } from './compile-prompts.ts'
 import { type CompileSnapshot, stepFingerprint } from './compile-snapshot.ts'
 import { runActor } from '../actor-host.ts'
+import { currentText } from '../workspace/ingest.ts'
 import type { LocalCompiler } from './local-compile-thread.ts'
 import { type AttemptClaim, earlierSummaries, failure, publishArtifacts } from './compile-artifacts.ts'
 
@@ -247,7 +246,7 @@ export function compileAttemptActors(deps: CompileAttemptDeps, inFlight: InFligh
   return { begin, parse, summarise, overview, abstract, publish }
 }
 
-/** The file's parsed body; a file whose parse had failed is parsed again and, if it now works, saved. */
+/** The file's parsed body; a file whose parse had failed is parsed again (ingest.ts records the outcome). */
 async function ensureParsedBody({
   db,
   owner,
@@ -261,31 +260,11 @@ async function ensureParsedBody({
   signal: AbortSignal
   parser: DocumentParser | undefined
 }): Promise<{ body?: string; reason?: string }> {
-  const row = await db
-    .selectFrom('nodes')
-    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
-    .select(['file_versions.id as version_id', 'file_versions.body', 'file_versions.parse_status', 'file_versions.parse_error', 'file_versions.raw', 'file_versions.mime'])
-    .where('nodes.id', '=', node.id)
-    .where('nodes.owner_id', '=', owner.id)
-    .executeTakeFirst()
-  if (!row) return { reason: 'the file has no content' }
-  let body: string | null = row.parse_status === 'parsed' ? row.body : null
-  if (body === null) {
-    if (!parser) return { reason: `not parseable: ${row.parse_error ?? 'no text body'}` }
-    const outcome = await parser.parse({ name: node.name, bytes: row.raw, mime: row.mime, signal })
-    if (!outcome.ok) return { reason: `not parseable: ${outcome.error}` }
-    const text = outcome.text
-    body = text
-    await db.transaction().execute(async (trx) => {
-      await trx.updateTable('file_versions').set({ body: text, parse_status: 'parsed', parse_error: null }).where('id', '=', row.version_id).execute()
-      await trx
-        .insertInto('jobs')
-        .values({ id: randomUUID(), owner_id: owner.id, node_id: node.id, version_id: row.version_id, uri: node.uri, kind: 'parse', status: 'succeeded', started_at: sql<Date>`now()`, finished_at: sql<Date>`now()` })
-        .execute()
-    })
-  }
-  if (body.trim() === '') return { reason: 'the parsed body is empty' }
-  return { body }
+  const text = await currentText(db, { owner, node, parser, signal })
+  if (text._tag === 'NoContent') return { reason: 'the file has no content' }
+  if (text._tag === 'WithoutText') return { reason: `not parseable: ${text.reason}` }
+  if (text.text.trim() === '') return { reason: 'the parsed body is empty' }
+  return { body: text.text }
 }
 
 

@@ -1,13 +1,14 @@
 // `knowagent import <folder> <kb-uri>`: recursive and idempotent (unchanged content makes no
-// new version). Symlinks and dot-files are skipped, never followed.
+// new version). Symlinks and dot-files are skipped, never followed. Each file is ingested on its
+// own (ingest.ts), so one that cannot be stored is reported and the others still are.
 import { constants } from 'node:fs'
 import { access, lstat, readdir, readFile, realpath, stat } from 'node:fs/promises'
 import { join, relative, resolve as resolvePath, sep } from 'node:path'
 import type { Kysely } from 'kysely'
 import type { DB } from '../db/schema.ts'
 import type { DocumentParser } from './parse/document-parser.ts'
-import { checkNodeName, formatKbUri } from './uri.ts'
-import { makeDirectories, putFile } from './store.ts'
+import { ingestFiles } from './ingest.ts'
+import { checkNodeName } from './uri.ts'
 import type { Owner } from '../db/schema.ts'
 
 export interface ImportReport {
@@ -16,7 +17,7 @@ export interface ImportReport {
   readonly unchanged: string[]
   readonly skipped: Array<{ path: string; reason: string }>
   readonly failed: Array<{ path: string; reason: string }>
-  /** Stored with their raw bytes, but the text body could not be parsed. */
+  /** Stored with their raw bytes, but without their text: the file's current version could not be parsed. */
   readonly unparsed: Array<{ uri: string; reason: string }>
 }
 
@@ -109,7 +110,7 @@ export async function importFolder(
   const root = await realpath(folder)
   if (!(await stat(root)).isDirectory()) throw new Error(`${printableName(folder)} is not a folder`)
   folder = root
-  await makeDirectories(db, owner, targetSegments)
+  await ingestFiles(db, { owner, folder: { segments: targetSegments, create: true }, files: [], parser }) // the target, even for an empty folder
   const imported = new Set<string>()
   for await (const file of walk(folder, folder, report)) {
     signal?.throwIfAborted()
@@ -128,25 +129,20 @@ export async function importFolder(
       continue
     }
     imported.add(key)
-    const segments = [...targetSegments, ...relSegments]
-    const uri = formatKbUri({ login: owner.login, segments, directory: false })
     try {
       const stats = await lstat(file)
       if (stats.size > maxFileBytes) {
         report.failed.push({ path: rel, reason: `larger than the ${maxFileBytes}-byte limit (${stats.size} bytes)` })
         continue
       }
-      const bytes = new Uint8Array(await readFile(file))
-      const parsed = await parser.parse({ name: relSegments.at(-1)!, bytes, signal })
-      const { outcome } = await putFile(db, {
-        owner,
-        segments,
-        bytes,
-        parsed,
-      })
-      report[outcome].push(uri)
-      if (!parsed.ok && outcome !== 'unchanged') report.unparsed.push({ uri, reason: parsed.error })
+      const bytes = new Uint8Array(await readFile(file)) // read once: what is parsed is what is stored
+      const folder = { segments: [...targetSegments, ...relSegments.slice(0, -1)], create: true }
+      const { files } = await ingestFiles(db, { owner, folder, files: [{ name: relSegments.at(-1)!, bytes }], parser, signal })
+      const { node, outcome, withoutText } = files[0]!
+      report[outcome].push(node.uri)
+      if (withoutText !== undefined) report.unparsed.push({ uri: node.uri, reason: withoutText })
     } catch (error) {
+      if (signal?.aborted) throw error
       report.failed.push({ path: rel, reason: error instanceof Error ? error.message : String(error) })
     }
   }

@@ -157,8 +157,9 @@ export type PutFileOutcome = 'added' | 'updated' | 'unchanged'
 /**
  * Stores a file's bytes and parsed body as a new version and switches the current version in
  * one transaction, so readers see the old or the new version, never a mix. Identical content
- * (same hash) makes no new version. Records a `parse` job for the body and indexes its text for
- * the workspace-wide search (search-index.ts).
+ * (same hash) makes no new version; when that version was stored without its text, this parse
+ * is recorded on it (`recordParse`). Records a `parse` job for the body and indexes its text for
+ * the workspace-wide search (search-index.ts). Parsed files come through ingest.ts.
  */
 export function putFile(db: Kysely<DB>, file: NewFileVersion): Promise<PutFileResult> {
   return db.transaction().execute((trx) => putFileInTransaction(trx, file))
@@ -173,6 +174,8 @@ export interface NewFileVersion {
 export interface PutFileResult {
   readonly outcome: PutFileOutcome
   readonly node: WorkspaceNode
+  /** Why the current version is stored without its text (raw bytes kept); undefined when it has its text. */
+  readonly parseError: string | undefined
 }
 
 /** `putFile` inside a caller's transaction, so several files can be stored all or nothing. */
@@ -201,12 +204,15 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
   const current = node.current_version_id
     ? await trx
         .selectFrom('file_versions')
-        .select(['content_hash', 'version_no'])
+        .select(['id', 'content_hash', 'parse_status'])
         .where('id', '=', node.current_version_id)
         .executeTakeFirst()
     : undefined
   if (current && current.content_hash === hash) {
-    return { outcome: 'unchanged' as const, node: (await getNode(trx, owner, segments)) }
+    if (current.parse_status === 'parsed') return { outcome: 'unchanged', node: await getNode(trx, owner, segments), parseError: undefined }
+    // The same bytes, stored without their text: this parse is the newer word on them.
+    await recordParse(trx, { ownerId: owner.id, nodeId: node.id, versionId: current.id, uri, parsed })
+    return { outcome: 'unchanged', node: await getNode(trx, owner, segments), parseError: parseErrorOf(parsed) }
   }
   const latest = await trx
     .selectFrom('file_versions')
@@ -226,7 +232,7 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
       size: bytes.byteLength,
       content_hash: hash,
       parse_status: parsed.ok ? 'parsed' : 'failed',
-      parse_error: parsed.ok ? null : (parsed.error ?? 'unknown parse error'),
+      parse_error: parseErrorOf(parsed) ?? null,
     })
     .execute()
   await trx
@@ -236,22 +242,58 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
     .where('id', '=', node.id)
     .execute()
   await indexVersionText(trx, { ownerId: owner.id, nodeId: node.id, versionId, body: parsed.ok ? (parsed.text ?? '') : null })
+  await insertParseJob(trx, { ownerId: owner.id, nodeId: node.id, versionId, uri, parsed })
+  return { outcome: current ? 'updated' : 'added', node: await getNode(trx, owner, segments), parseError: parseErrorOf(parsed) }
+}
+
+const parseErrorOf = (parsed: ParsedBody): string | undefined => (parsed.ok ? undefined : (parsed.error ?? 'unknown parse error'))
+
+interface ParseRecord {
+  readonly ownerId: string
+  readonly nodeId: string
+  readonly versionId: string
+  readonly uri: string
+  readonly parsed: ParsedBody
+}
+
+/** The `parse` job that records how a version's bytes were parsed. */
+async function insertParseJob(trx: Transaction<DB>, { ownerId, nodeId, versionId, uri, parsed }: ParseRecord): Promise<void> {
   await trx
     .insertInto('jobs')
     .values({
       id: randomUUID(),
-      owner_id: owner.id,
-      node_id: node.id,
+      owner_id: ownerId,
+      node_id: nodeId,
       version_id: versionId,
       uri,
       kind: 'parse',
       status: parsed.ok ? 'succeeded' : 'failed',
-      error: parsed.ok ? null : (parsed.error ?? 'unknown parse error'),
+      error: parseErrorOf(parsed) ?? null,
       started_at: sql<Date>`now()`,
       finished_at: sql<Date>`now()`,
     })
     .execute()
-  return { outcome: current ? ('updated' as const) : ('added' as const), node: await getNode(trx, owner, segments) }
+}
+
+/**
+ * Records a new parse of a stored version's bytes on that version: its text (and search
+ * passages), or the new reason it has none; and the `parse` job. Only while it is the file's
+ * current version (the node row locked, as a new version would lock it); false, and nothing
+ * written, when it no longer is (a newer version, or the file deleted).
+ */
+export async function recordParse(trx: Transaction<DB>, record: ParseRecord): Promise<boolean> {
+  const { ownerId, nodeId, versionId, parsed } = record
+  const node = await trx.selectFrom('nodes').select('current_version_id').where('id', '=', nodeId).where('owner_id', '=', ownerId).forUpdate().executeTakeFirst()
+  if (node?.current_version_id !== versionId) return false
+  const text = parsed.ok ? (parsed.text ?? '') : null
+  await trx
+    .updateTable('file_versions')
+    .set(text !== null ? { body: text, parse_status: 'parsed', parse_error: null } : { parse_error: parseErrorOf(parsed) ?? null })
+    .where('id', '=', versionId)
+    .execute()
+  if (text !== null) await indexVersionText(trx, { ownerId, nodeId, versionId, body: text })
+  await insertParseJob(trx, record)
+  return true
 }
 
 export interface ListPage {
