@@ -40,12 +40,12 @@ describe('a plain-HTTP LAN page without crypto.randomUUID', () => {
     // Stop: the provider sees its request closed, the partial answer stays, marked.
     provider.enqueue({ kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'Working on it' }]) }], end: 'hang' })
     await ask(page, 'Take your time')
-    const second = assistantMessage(page)
+    const second = assistantMessage(page, 2)
     await second.locator('.answer', { hasText: 'Working on it' }).waitFor()
     const held = provider.requests.length - 1
     await page.getByRole('button', { name: 'Stop' }).click()
     await provider.waitForClientClose(held, { timeoutMs: 5000 })
-    await waitForAnswer(page, { state: 'stopped' })
+    await waitForAnswer(page, { n: 2, state: 'stopped' })
     await expect(second.locator('.msg-status').textContent()).resolves.toBe('Stopped')
 
     // An explicit command: a result card, no model call.

@@ -13,21 +13,22 @@ import {
   type FetchCatalogInput,
   type FetchCatalogOutput,
 } from '../../src/machines/index.ts'
-import { CATALOG_REFRESH_PROFILES, catalogRefreshPaths, coverageOf, formatCoverage, type Reached, replay } from '../../src/testing/index.ts'
+import { CATALOG_REFRESH_PROFILES, type CatalogRefreshPath, catalogRefreshPaths, coverageOf, formatCoverage, replay } from '../../src/testing/index.ts'
+import { replayOnce } from '../support/replay-once.ts'
 
-const reached: Reached[] = []
+const replayed = replayOnce((path: CatalogRefreshPath) => replay(path))
+const PATHS = new Map(CATALOG_REFRESH_PROFILES.map((profile) => [profile, catalogRefreshPaths({ profiles: [profile] })]))
 
 describe.each(CATALOG_REFRESH_PROFILES.map((profile) => [profile.name, profile] as const))('%s', (_, profile) => {
-  const paths = catalogRefreshPaths({ profiles: [profile] })
+  const paths = PATHS.get(profile)!
 
   it('has paths to the final state', () => {
     expect(paths.length).toBeGreaterThan(0)
   })
 
   it.each(paths.map((path) => [path.name.slice(profile.name.length + 2), path] as const))('%s', async (_, path) => {
-    const result = await replay(path)
+    const result = await replayed(path)
     expect(result.diverged).toBeUndefined()
-    reached.push(result)
   })
 })
 
@@ -65,8 +66,8 @@ describe('under the actor host', () => {
 })
 
 describe('coverage of the machine definition', () => {
-  it('reaches every state node and takes every transition', () => {
-    const report = coverageOf(catalogRefreshMachine, reached)
+  it('reaches every state node and takes every transition', async () => {
+    const report = coverageOf(catalogRefreshMachine, await Promise.all([...PATHS.values()].flat().map(replayed)))
     expect(report.transitions.total).toBeGreaterThanOrEqual(9)
     expect(report.complete, formatCoverage(report)).toBe(true)
   })

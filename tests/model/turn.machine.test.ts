@@ -5,28 +5,29 @@
 // Together the replays must reach every state node and take every transition.
 import { describe, expect, it } from 'vitest'
 import { turnMachine } from '../../src/machines/index.ts'
-import { coverageOf, formatCoverage, type Reached, replay, TURN_PROFILES, turnPaths } from '../../src/testing/index.ts'
+import { coverageOf, formatCoverage, replay, TURN_PROFILES, type TurnPath, turnPaths } from '../../src/testing/index.ts'
+import { replayOnce } from '../support/replay-once.ts'
 
-const reached: Reached[] = []
+const replayed = replayOnce((path: TurnPath) => replay(path))
+const PATHS = new Map(TURN_PROFILES.map((profile) => [profile, turnPaths({ profiles: [profile] })]))
 
 describe.each(TURN_PROFILES.map((profile) => [profile.name, profile] as const))('%s', (_, profile) => {
-  const paths = turnPaths({ profiles: [profile] })
+  const paths = PATHS.get(profile)!
 
   it('has paths to a final state', () => {
     expect(paths.length).toBeGreaterThan(0)
   })
 
   it.each(paths.map((path) => [path.name.slice(profile.name.length + 2), path] as const))('%s', async (_, path) => {
-    const result = await replay(path)
+    const result = await replayed(path)
     expect(result.diverged).toBeUndefined()
     expect(result.output.status).toBe(path.finalState.output?.status)
-    reached.push(result)
   })
 })
 
 describe('coverage of the machine definition', () => {
-  it('reaches every state node and takes every transition', () => {
-    const report = coverageOf(turnMachine, reached)
+  it('reaches every state node and takes every transition', async () => {
+    const report = coverageOf(turnMachine, await Promise.all([...PATHS.values()].flat().map(replayed)))
     expect(report.transitions.total).toBeGreaterThan(30)
     expect(report.stateNodes.reached).toBeGreaterThan(0)
     expect(report.complete, formatCoverage(report)).toBe(true)

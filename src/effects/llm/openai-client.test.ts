@@ -153,25 +153,31 @@ describe('request', () => {
 
 describe('streaming', () => {
   test('onEvent sees each delta as it arrives, before the stream ends', async () => {
+    // The provider sends the rest only once the client has handed on the first delta: a client that
+    // held deltas until the stream ended would never see it, and the test would time out.
+    const firstSeen = Promise.withResolvers<void>()
     provider.enqueue({
       kind: 'stream',
       chunks: [
         { bytes: chatCompletionSse([{ thinking: 'hmm' }, { text: 'first' }]) },
-        { bytes: chatCompletionSse([{ text: ' second' }, { finish: 'stop' }, 'done']), delayMs: 150 },
+        { bytes: chatCompletionSse([{ text: ' second' }, { finish: 'stop' }, 'done']), after: firstSeen.promise },
       ],
     })
-    const seen: Array<{ event: ModelStreamEvent; at: number }> = []
-    const started = performance.now()
+    const seen: ModelStreamEvent[] = []
     const result = await Effect.runPromise(
-      modelFor().stream({ messages: [USER], onEvent: (event) => seen.push({ event, at: performance.now() - started }) }),
+      modelFor().stream({
+        messages: [USER],
+        onEvent: (event) => {
+          seen.push(event)
+          if (event.type === 'delta' && event.text === 'first') firstSeen.resolve()
+        },
+      }),
     )
-    const finished = performance.now() - started
-    expect(seen.map((s) => s.event)).toEqual([
+    expect(seen).toEqual([
       { type: 'thinking', text: 'hmm' },
       { type: 'delta', text: 'first' },
       { type: 'delta', text: ' second' },
     ])
-    expect(seen[1]!.at).toBeLessThan(finished - 100)
     expect(result).toMatchObject({ text: 'first second', thinking: 'hmm', finishReason: 'stop' })
   })
 
@@ -271,13 +277,11 @@ describe('retries (only before the first body byte)', () => {
       streamScript(textAnswerSse('after wait')),
     )
     const before = provider.requests.length
-    const started = performance.now()
     const result = await Effect.runPromise(modelFor().stream({ messages: [USER] }))
     expect(result.text).toBe('after wait')
     expect(provider.requests.length - before).toBe(2)
     const gap = provider.requests.at(-1)!.receivedAt - provider.requests.at(-2)!.receivedAt
     expect(gap).toBeGreaterThanOrEqual(950)
-    expect(performance.now() - started).toBeLessThan(3000)
   })
 
   test('retry-after-ms is honoured', async () => {
@@ -317,13 +321,12 @@ describe('retries (only before the first body byte)', () => {
     expect(provider.requests.length - before).toBe(1)
   })
 
+  // Waiting the hour would outlast the test's timeout: the error coming back at all is the proof.
   test('a Retry-After beyond the cap is not waited for: the error comes back at once with it', async () => {
     const before = provider.requests.length
     provider.enqueue(httpResponseScript(429, 'quota', { 'retry-after': '3600' }))
-    const started = performance.now()
     const error = await failureOf(modelFor().stream({ messages: [USER] }))
     expect(error).toMatchObject({ _tag: 'ProviderHttpError', status: 429, retryAfterMs: 3_600_000 })
-    expect(performance.now() - started).toBeLessThan(1000)
     expect(provider.requests.length - before).toBe(1)
   })
 
@@ -403,28 +406,22 @@ describe('secrets never leave the gateway', () => {
 })
 
 describe('cancellation', () => {
-  test('interrupting mid-stream closes the provider request within 100 ms and leaks nothing', async () => {
+  /** Turns the event loop until `holds` (bounded by the test's timeout); never a timer of its own, which would count. */
+  const until = async (holds: () => boolean) => {
+    while (!holds()) await new Promise((resolve) => setImmediate(resolve))
+  }
+
+  test('interrupting mid-stream closes the provider request and leaks nothing', async () => {
     const own = await startScriptedProvider()
     try {
       own.enqueue({ kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'partial' }]) }], end: 'hang' })
       const model = makeOpenAiChatModel(configFor(own), { env: ENV })
       const timersBefore = countResources('Timeout')
       const controller = new AbortController()
-      let abortedAt = 0
-      const exitPromise = Effect.runPromiseExit(
-        model.stream({
-          messages: [USER],
-          onEvent: () => {
-            abortedAt = performance.now()
-            controller.abort()
-          },
-        }),
-        { signal: controller.signal },
-      )
+      const exitPromise = Effect.runPromiseExit(model.stream({ messages: [USER], onEvent: () => controller.abort() }), { signal: controller.signal })
       const exit = await exitPromise
       expect(interruptedOnly(exit)).toBe(true)
-      const request = await own.waitForClientClose(0, { timeoutMs: 1000 })
-      expect(request.clientClosedAt! - abortedAt).toBeLessThan(100)
+      await own.waitForClientClose(0, { timeoutMs: 5000 }) // the provider would hang for ever: only the client's close ends it
       await own.waitForNoConnections({ timeoutMs: 1000 })
       expect(countResources('Timeout')).toBeLessThanOrEqual(timersBefore)
     } finally {
@@ -441,11 +438,9 @@ describe('cancellation', () => {
         { signal: controller.signal },
       )
       await own.waitForRequests(1)
-      const abortedAt = performance.now()
       controller.abort()
       expect(interruptedOnly(await exitPromise)).toBe(true)
-      const request = await own.waitForClientClose(0, { timeoutMs: 1000 })
-      expect(request.clientClosedAt! - abortedAt).toBeLessThan(100)
+      await own.waitForClientClose(0, { timeoutMs: 5000 })
       await own.waitForNoConnections({ timeoutMs: 1000 })
     } finally {
       await own.close()
@@ -454,24 +449,24 @@ describe('cancellation', () => {
 
   test('interrupting during a retry backoff stops at once: no further request, no timer left', async () => {
     const own = await startScriptedProvider({
-      scripts: [httpResponseScript(503, 'busy', { 'retry-after': '10' }), streamScript(textAnswerSse('never'))],
+      scripts: [httpResponseScript(503, 'busy', { 'retry-after': '60' }), streamScript(textAnswerSse('never'))],
     })
     try {
       const timersBefore = countResources('Timeout')
       const controller = new AbortController()
       const exitPromise = Effect.runPromiseExit(
-        makeOpenAiChatModel(configFor(own), { env: ENV, maxRetryDelayMs: 20_000 }).stream({ messages: [USER] }),
+        makeOpenAiChatModel(configFor(own), { env: ENV, maxRetryDelayMs: 120_000 }).stream({ messages: [USER] }),
         { signal: controller.signal },
       )
       await own.waitForRequests(1)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-      const abortedAt = performance.now()
+      // In the backoff: the client read the 503 and holds the 60 s timer of its Retry-After.
+      await until(() => countResources('Timeout') > timersBefore)
       controller.abort()
+      // Stopping at once: the exit is interrupted long before the 60 s backoff would have sent a second request.
       expect(interruptedOnly(await exitPromise)).toBe(true)
-      expect(performance.now() - abortedAt).toBeLessThan(100)
-      await new Promise((resolve) => setTimeout(resolve, 50))
       expect(own.requests).toHaveLength(1)
-      expect(countResources('Timeout')).toBeLessThanOrEqual(timersBefore)
+      // The backoff's timer is cleared (a leaked one would outlive the test's timeout); sockets' timers close a moment later.
+      await until(() => countResources('Timeout') <= timersBefore)
       expect(own.pendingScripts()).toBe(1)
     } finally {
       await own.close()
