@@ -5,6 +5,12 @@ export default defineConfig({
   ssr: { resolve: { conditions: ['knowagent-source'] } },
   test: {
     reporters: ['default', './tests/support/summary-reporter.ts'],
+    // Two workers on the two-core machine (vitest's default there is one): most files wait on
+    // PostgreSQL, Chromium or a child process, and the other worker runs meanwhile.
+    maxWorkers: 2,
+    // A worker keeps the modules it loaded from one test file to the next (the app's graph costs
+    // ~1 s to import): files must leave no global state behind (timers, listeners, stubs).
+    isolate: false,
     testTimeout: 20_000,
     hookTimeout: 60_000,
     projects: [
@@ -52,7 +58,6 @@ export default defineConfig({
           include: ['tests/browser/**/*.test.ts'],
           globalSetup: ['tests/support/postgres-global-setup.ts'],
           testTimeout: 60_000,
-          fileParallelism: false,
         },
       },
     ],

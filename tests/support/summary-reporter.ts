@@ -1,7 +1,34 @@
-// Prints one plain closing line ("N passed, N failed, N skipped") that CI reads.
+// Prints each project's wall time (first file started → last file ended; projects overlap, so they
+// do not add up to the run) and the busy time of its files, then one plain closing line
+// ("N passed, N failed, N skipped") that CI reads. The suite's budget is in README.md.
 import type { Reporter, TestModule } from 'vitest/node'
 
+interface Span {
+  start: number
+  end: number
+  files: number
+  busyMs: number
+}
+
 export default class SummaryReporter implements Reporter {
+  private readonly started = performance.now()
+  private readonly spans = new Map<string, Span>()
+
+  onTestModuleStart(module: TestModule) {
+    const name = module.project.name
+    const span = this.spans.get(name) ?? { start: performance.now(), end: performance.now(), files: 0, busyMs: 0 }
+    this.spans.set(name, span)
+  }
+
+  onTestModuleEnd(module: TestModule) {
+    const span = this.spans.get(module.project.name)
+    if (!span) return
+    const diagnostic = module.diagnostic()
+    span.end = performance.now()
+    span.files += 1
+    span.busyMs += diagnostic.prepareDuration + diagnostic.collectDuration + diagnostic.setupDuration + diagnostic.duration
+  }
+
   onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>) {
     let passed = 0
     let failed = 0
@@ -15,6 +42,15 @@ export default class SummaryReporter implements Reporter {
       }
     }
     failed += unhandledErrors.length
+    const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
+    const rows = [...this.spans].sort(([, a], [, b]) => a.start - b.start)
+    if (rows.length > 0) {
+      process.stdout.write('\nproject   files   wall (first start → last end)   busy (sum of its files)\n')
+      for (const [name, span] of rows) {
+        process.stdout.write(`${name.padEnd(9)} ${String(span.files).padStart(5)}   ${seconds(span.end - span.start).padStart(8)} (${seconds(span.start - this.started)} → ${seconds(span.end - this.started)})   ${seconds(span.busyMs).padStart(8)}\n`)
+      }
+      process.stdout.write(`whole run ${seconds(performance.now() - this.started)}\n`)
+    }
     process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`)
   }
 }

@@ -7,7 +7,10 @@ import { compileLocally } from './local-compile.ts'
 import { type LocalCompiler, makeLocalCompileThread } from './local-compile-thread.ts'
 
 const sentences = Array.from({ length: 6_000 }, (_, index) => `Sentence ${index} says the ${index % 7 === 0 ? 'worker' : 'queue'} keeps job ${index} in order.`)
+// BIG keeps a step running for seconds (the tests that stop one mid-step); MEDIUM is a step long
+// enough for the event loop to turn many times meanwhile, and cheap enough to run again inline.
 const BIG = summaryRequest({ name: 'big.md', uri: 'kb://users/a/big.md', body: sentences.join(' '), skill: undefined, maxInputChars: 400_000 })
+const MEDIUM = summaryRequest({ name: 'medium.md', uri: 'kb://users/a/medium.md', body: sentences.slice(0, 1_500).join(' '), skill: undefined, maxInputChars: 400_000 })
 const small = (title: string) => summaryRequest({ name: title, uri: `kb://users/a/${title}`, body: 'One sentence. Another sentence.', skill: undefined, maxInputChars: 1_000 })
 const HUNGRY = new URL('../../../tests/fixtures/compile/hungry-compile-worker.mjs', import.meta.url)
 
@@ -34,11 +37,11 @@ describe('the local compile thread', () => {
       setImmediate(tick)
     }
     setImmediate(tick)
-    const text = await compiler.compile(BIG)
+    const text = await compiler.compile(MEDIUM)
     running = false
-    expect(text).toBe(compileLocally(BIG))
+    expect(text).toBe(compileLocally(MEDIUM))
     expect(compiler.threadAlive()).toBe(true)
-    // The step is seconds of CPU on one thread; on this one, no setImmediate could run meanwhile.
+    // The step is many milliseconds of CPU on one thread; on this one, no setImmediate could run meanwhile.
     expect(turns).toBeGreaterThan(10)
   })
 
