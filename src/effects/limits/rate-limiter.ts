@@ -48,7 +48,8 @@ export function takeSlotUpsert({ key, at, since, limit, from }: { key: unknown; 
  * user's concurrent stream starts queue on that row; waiting for each WAL flush there made 100
  * concurrent takes on one key 2–3× slower. What a crash of PostgreSQL itself can lose is the last
  * fraction of a second of hits — a limit briefly looser, never a refused stream.
- * Compiled once: every stream and every compile request runs it.
+ * Compiled once: every compile request runs it (a stream takes its slot inside the turn's admission
+ * statement, src/effects/turn/turn-admission.ts, through `takeSlotUpsert`).
  */
 export const takeSlotQuery = preparedQuery(['key', 'at', 'since', 'limit'], (db, { key, at, since, limit }: { key: string; at: Date; since: Date; limit: number }) =>
   sql<{ n: number }>`with hit_commit as (${ASYNC_COMMIT}) ${takeSlotUpsert({ key, at, since, limit, from: sql`hit_commit` })}`.compile(db),
