@@ -3,8 +3,6 @@
 // parameters; each file is queued in one new job, joins an existing job with the identical
 // configuration, or is refused with a reason. The configuration is resolved once and copied into
 // the job (the snapshot); the server's configuration is never changed by a job.
-import * as Context from 'effect/Context'
-import * as Layer from 'effect/Layer'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
 import type { DB } from '../db/schema.ts'
@@ -403,9 +401,4 @@ export function makeCompileService(options: CompileServiceOptions): CompileServi
 export interface CompileFeature {
   readonly service: CompileService
   readonly events: import('./job-events.ts').JobEvents
-}
-
-/** The compile service of the runtime (queueing needs the queue; workers are a separate service). */
-export class CompileServiceTag extends Context.Service<CompileServiceTag, CompileService>()('knowagent/compile/CompileService') {
-  static readonly layer = (options: CompileServiceOptions): Layer.Layer<CompileServiceTag> => Layer.succeed(CompileServiceTag, makeCompileService(options))
 }
