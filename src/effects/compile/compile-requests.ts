@@ -26,7 +26,7 @@ import {
   JobNotRetryable,
   UnreadableJobConfiguration,
 } from './compile-errors.ts'
-import { activeJobsForFiles, cancelCompileJob, type CompileJobView, findCompileJob, insertCompileJob, requeueCompileJob } from './compile-jobs-store.ts'
+import { activeJobsForFiles, cancelCompileJob, type CompileJobView, findCompileJob, insertCompileJob, requeueCompileJob, type StoredCompileJob } from './compile-jobs-store.ts'
 import { cancelQueueJob, type QueueHandle, sendCompileJob } from './compile-queue.ts'
 import { type AskedConfiguration, type Candidate, type Refusal, type RefusalContext, resolveConfiguration, screenUris, unstorableSnapshot } from './compile-refusals.ts'
 import { type CompileSnapshot, sameConfiguration, toPublicConfiguration } from './compile-snapshot.ts'
@@ -114,7 +114,6 @@ export function isJobId(id: string): boolean {
   return JOB_ID.test(id)
 }
 
-const decodeJobId = (id: string): Effect.Effect<string, JobNotFound> => (isJobId(id) ? Effect.succeed(id) : Effect.fail(new JobNotFound({ id })))
 
 async function enqueue(options: CompileRequestsOptions, caller: Owner, params: CompileParams): Promise<QueueResult> {
   const { db, queue } = options
@@ -192,7 +191,13 @@ export function makeCompileRequests(options: CompileRequestsOptions): CompileReq
       Effect.flatMap((waitMs) => (waitMs === 0 ? Effect.void : Effect.fail(new CompileRateLimited({ limit, retryAfterSeconds: Math.ceil(waitMs / 1000) })))),
     )
 
-  const findJob = (caller: Owner, id: string) => Effect.promise(() => findCompileJob(db, { id, ownerId: caller.id }))
+  const readJob = (caller: Owner, id: string) => Effect.promise(() => findCompileJob(db, { id, ownerId: caller.id }))
+  /** The caller's job `id` names (decoded: anything but a UUID names none). */
+  const ownJob = (caller: Owner, id: string): Effect.Effect<StoredCompileJob, JobNotFound> =>
+    Effect.gen(function* () {
+      const stored = isJobId(id) ? yield* readJob(caller, id) : undefined
+      return stored ?? (yield* new JobNotFound({ id }))
+    })
 
   const queue: CompileRequests['queue'] = ({ caller, now, request }) =>
     Effect.gen(function* () {
@@ -203,21 +208,19 @@ export function makeCompileRequests(options: CompileRequestsOptions): CompileReq
 
   const cancel: CompileRequests['cancel'] = ({ caller, id }) =>
     Effect.gen(function* () {
-      const jobId = yield* decodeJobId(id)
-      const stored = yield* findJob(caller, jobId)
-      if (!stored) return yield* new JobNotFound({ id })
+      const stored = yield* ownJob(caller, id)
+      const jobId = stored.view.id
       const { cancelled, status } = yield* Effect.promise(() => cancelCompileJob(db, { id: jobId, ownerId: caller.id }))
       if (!cancelled) return yield* new JobFinished({ id: jobId, jobStatus: status })
       const queueJobId = stored.queueJobId
       if (queueJobId) yield* Effect.promise(() => cancelQueueJob(queueHandle, queueJobId).catch(() => {})) // the row is what counts; a running worker hears the NOTIFY
-      return (yield* findJob(caller, jobId))!.view
+      return (yield* readJob(caller, jobId))!.view
     })
 
   const retry: CompileRequests['retry'] = ({ caller, now, id }) =>
     Effect.gen(function* () {
-      const jobId = yield* decodeJobId(id)
-      const stored = yield* findJob(caller, jobId)
-      if (!stored) return yield* new JobNotFound({ id })
+      const stored = yield* ownJob(caller, id)
+      const jobId = stored.view.id
       if (stored.view.status !== 'failed' && stored.view.status !== 'cancelled') return yield* new JobNotRetryable({ id: jobId, jobStatus: stored.view.status })
       // Only a retry that can queue work counts against the rate limit: asking about a job that is not
       // there (or not failed or cancelled) is answered without using it up.
