@@ -7,12 +7,18 @@
 //   POST /api/v1/knowledge-agent/jobs/:id/cancel  GET  /tasks/stream                   live rows (SSE)
 //   POST /api/v1/knowledge-agent/jobs/:id/retry   POST /tasks/:id/cancel | /retry      a row
 // Both live streams are one loop (`streamJobs`, job-streams.ts) with two projections (JSON events, HTML rows).
+// Queue, cancel and retry are the feature's one use case (compile-requests.ts: it decodes, admits and
+// does the work); both faces here only translate a request into its input and project its answer or
+// its error (a JSON body, an htmx fragment).
 import { type Request, type Response, Router, urlencoded } from 'express'
+import * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
-import { MAX_CALL_BUDGET, MAX_TIMEOUT_SECONDS } from '../effects/compile/compile-config.ts'
-import type { JobListFilter } from '../effects/compile/compile-jobs-store.ts'
-import { type CompileFeature, type CompileParams, MIN_TIMEOUT_SECONDS } from '../effects/compile/compile-service.ts'
+import { MAX_CALL_BUDGET, MAX_REQUEST_URIS, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS } from '../effects/compile/compile-config.ts'
+import { type CompileRequestError, JobNotFound } from '../effects/compile/compile-errors.ts'
+import type { CompileJobView, JobListFilter } from '../effects/compile/compile-jobs-store.ts'
+import { QueueRequest } from '../effects/compile/compile-requests.ts'
+import type { CompileFeature } from '../effects/compile/compile-service.ts'
 import { renderSkillFile, SKILL_NAME_PATTERN, userSkillSegments } from '../effects/compile/skills.ts'
 import type { JobStatus } from '../effects/db/schema.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
@@ -25,47 +31,33 @@ import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { siteNav } from '../../views/layout.tsx'
 import { credentialStillLive, requireAuth, requireCsrf } from './authenticate.ts'
-import { admitCompileRequest, createStreamCap } from './compile-limits.ts'
-import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
+import { createStreamCap } from './compile-limits.ts'
+import { bodyFields, decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
-import { badRequest, HttpError } from './http-errors.ts'
+import { badRequest } from './http-errors.ts'
 import type { SseWriter } from './sse.ts'
 import { jsonBody } from './json-body.ts'
 import { htmlJobProjector, jsonJobProjector, type JobStreamProjector, streamJobs } from './job-streams.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
-const MAX_REQUEST_URIS = 256
 const JOB_PAGE = 50
 const FORM_LISTING = 500
 
 export type { CompileFeature }
 
 const Uri = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4096))
-const Short = Schema.String.check(Schema.isMaxLength(200))
-
-export const CompileRequest = Schema.Struct({
-  uris: Schema.Array(Uri).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_REQUEST_URIS)),
-  channel: Schema.Literals(['llm', 'cli']),
-  model_id: Schema.optionalKey(Short),
-  profile_id: Schema.optionalKey(Short),
-  reasoning_level: Schema.optionalKey(Short),
-  call_budget: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_CALL_BUDGET }))),
-  timeout_seconds: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: MIN_TIMEOUT_SECONDS, maximum: MAX_TIMEOUT_SECONDS }))),
-  artifact_parent_uri: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(4096))),
-  skill: Schema.optionalKey(Short),
-})
 
 const FormString = Schema.String.check(Schema.isMaxLength(4096))
 
 const CompileForm_ = Schema.Struct({
   directory_uri: Uri,
-  uris: Schema.optionalKey(Schema.Union([Uri, Schema.Array(Uri).check(Schema.isMaxLength(MAX_REQUEST_URIS))])),
+  uris: Schema.optionalKey(Schema.Union([Uri, Schema.Array(Uri).check(Schema.isMaxLength(MAX_REQUEST_URIS))])), // none picked is allowed here
   engine: Schema.String.check(Schema.isMaxLength(600)),
-  reasoning_level: Schema.optionalKey(Short),
+  reasoning_level: QueueRequest.fields.reasoning_level,
   call_budget: QueryInt({ minimum: 1, maximum: MAX_CALL_BUDGET }),
   timeout_seconds: QueryInt({ minimum: MIN_TIMEOUT_SECONDS, maximum: MAX_TIMEOUT_SECONDS }),
   artifact_parent_uri: Schema.optionalKey(FormString),
-  skill: Schema.optionalKey(Short),
+  skill: QueueRequest.fields.skill,
   skill_name: Schema.optionalKey(FormString),
   skill_description: Schema.optionalKey(FormString),
   skill_audience: Schema.optionalKey(FormString),
@@ -81,8 +73,6 @@ const SkillForm = Schema.Struct({
   skill_keep: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(500))),
 })
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
 const QueryText = Schema.String.check(Schema.isMaxLength(4096))
 const FormQuery = Schema.Struct({ uri: Uri })
 
@@ -95,11 +85,7 @@ const JobsQuery = (limitMax: number) =>
     limit: Schema.optionalKey(QueryInt({ minimum: 1, maximum: limitMax })),
   })
 
-function jobId(req: Request): string {
-  const id = String(req.params.id ?? '')
-  if (!UUID.test(id)) throw new HttpError(404, 'job_not_found', `no compile job ${id.slice(0, 64)}`)
-  return id
-}
+const jobIdOf = (req: Request): string => String(req.params.id ?? '')
 
 /** The directory filter as the canonical URI jobs carry (`kb://me/x` → `kb://users/<login>/x/`). */
 function directoryFilter(user: User, raw: string | undefined): string | undefined {
@@ -126,29 +112,11 @@ function listFilter(req: Request, user: User, limitMax = 100): JobListFilter {
   }
 }
 
-function toParams(body: typeof CompileRequest.Type): CompileParams {
-  // A field the channel does not use is a mistake to say, not to drop: the job would not run as asked.
-  if (body.channel === 'llm' && body.profile_id !== undefined) {
-    throw badRequest('"profile_id" is for channel "cli"; with channel "llm" give model_id alone (or use channel "cli")', 'invalid_request')
-  }
-  return {
-    uris: body.uris,
-    channel: body.channel,
-    modelId: body.model_id,
-    profileId: body.profile_id,
-    reasoningLevel: body.reasoning_level,
-    callBudget: body.call_budget,
-    timeoutSeconds: body.timeout_seconds,
-    artifactParentUri: body.artifact_parent_uri,
-    skill: body.skill,
-  }
-}
-
-/** The form's engine value: `llm|<model>` or `cli|<profile>|<model>`. */
-export function decodeEngine(engine: string): Pick<CompileParams, 'channel' | 'modelId' | 'profileId'> {
+/** The form's engine value (`llm|<model>` or `cli|<profile>|<model>`) in a queue request's words. */
+export function decodeEngine(engine: string): Pick<QueueRequest, 'channel' | 'model_id' | 'profile_id'> {
   const [channel, first, ...rest] = engine.split('|')
-  if (channel === 'llm' && first !== undefined && rest.length === 0) return { channel: 'llm', modelId: first }
-  if (channel === 'cli' && first !== undefined && rest.length > 0) return { channel: 'cli', profileId: first, modelId: rest.join('|') }
+  if (channel === 'llm' && first !== undefined && rest.length === 0) return { channel: 'llm', model_id: first }
+  if (channel === 'cli' && first !== undefined && rest.length > 0) return { channel: 'cli', profile_id: first, model_id: rest.join('|') }
   throw badRequest('choose an engine and model from the list', 'invalid_engine')
 }
 
@@ -173,7 +141,7 @@ function modelOptions(ctx: AppContext) {
 
 export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router {
   const router = Router()
-  const { service } = feature
+  const { service, requests } = feature
   const streams = createStreamCap()
   const liveJobs = async (req: Request, res: Response, filter: JobListFilter, project: (sse: SseWriter) => JobStreamProjector) => {
     const user = req.auth!.user
@@ -189,9 +157,7 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
   router.use([`${API_PREFIX}/compile`, `${API_PREFIX}/jobs`], requireAuth(), ...jsonBody({ limit: '1mb', strict: false }), requireCsrf())
 
   router.post(`${API_PREFIX}/compile`, async (req, res) => {
-    const params = toParams(decodeBody(CompileRequest, req.body)) // a request that does not decode costs nothing
-    await admitCompileRequest(ctx, req.auth!.user)
-    const result = await service.enqueue({ caller: req.auth!.user, params })
+    const result = await Effect.runPromise(requests.queue({ caller: req.auth!.user, now: ctx.now, request: bodyFields(req.body) }))
     res.status(result.jobs.some((job) => job.created) ? 201 : 200).json(result)
   })
 
@@ -207,29 +173,18 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
   })
 
   router.get(`${API_PREFIX}/jobs/:id`, async (req, res) => {
-    const job = await service.get({ caller: req.auth!.user, id: jobId(req) })
-    if (!job) throw new HttpError(404, 'job_not_found', `no compile job ${req.params.id}`)
+    const job = await service.get({ caller: req.auth!.user, id: jobIdOf(req) })
+    if (!job) throw new JobNotFound({ id: jobIdOf(req) })
     res.set('Cache-Control', 'no-store').json({ job })
   })
 
+  // A refusal is the error handler's answer: `{ error: { code, message } }` with its status (and a conflict's `job_id`, `configuration`).
   router.post(`${API_PREFIX}/jobs/:id/cancel`, async (req, res) => {
-    const outcome = await service.cancel({ caller: req.auth!.user, id: jobId(req) })
-    if (!outcome.ok) throw new HttpError(outcome.status, outcome.code, outcome.message)
-    res.json({ job: outcome.job })
+    res.json({ job: await Effect.runPromise(requests.cancel({ caller: req.auth!.user, id: jobIdOf(req) })) })
   })
 
   router.post(`${API_PREFIX}/jobs/:id/retry`, async (req, res) => {
-    const id = jobId(req)
-    // Only a retry that can queue work counts against the compile rate limit: asking about a job
-    // that is not there (or not failed or cancelled) is answered without using it up.
-    const existing = await service.get({ caller: req.auth!.user, id })
-    if (existing?.status === 'failed' || existing?.status === 'cancelled') await admitCompileRequest(ctx, req.auth!.user)
-    const outcome = await service.retry({ caller: req.auth!.user, id })
-    if (!outcome.ok) {
-      res.status(outcome.status).json({ error: { code: outcome.code, message: outcome.message, ...(outcome.job_id ? { job_id: outcome.job_id, configuration: outcome.configuration } : {}) } })
-      return
-    }
-    res.json({ job: outcome.job })
+    res.json({ job: await Effect.runPromise(requests.retry({ caller: req.auth!.user, now: ctx.now, id: jobIdOf(req) })) })
   })
 
   // ── HTML for htmx ─────────────────────────────────────────────────────────────────────
@@ -250,17 +205,20 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
   router.post('/workspace/compile', async (req, res) => {
     const form = decodeBody(CompileForm_, req.body)
     const uris = form.uris === undefined ? [] : typeof form.uris === 'string' ? [form.uris] : form.uris
-    const params: CompileParams = {
+    const engine = decodeEngine(form.engine)
+    const artifactParent = form.artifact_parent_uri?.trim()
+    // The form's blank reasoning level and skill mean none (the API's absent ones mean the defaults).
+    const request: QueueRequest = {
       uris,
-      ...decodeEngine(form.engine),
-      reasoningLevel: form.reasoning_level ?? '',
-      callBudget: form.call_budget,
-      timeoutSeconds: form.timeout_seconds,
-      artifactParentUri: form.artifact_parent_uri?.trim() || undefined,
+      ...engine,
+      reasoning_level: form.reasoning_level ?? '',
+      call_budget: form.call_budget,
+      timeout_seconds: form.timeout_seconds,
+      ...(artifactParent ? { artifact_parent_uri: artifactParent } : {}),
       skill: form.skill ?? '',
     }
-    if (uris.length > 0) await admitCompileRequest(ctx, req.auth!.user)
-    const result = uris.length === 0 ? { jobs: [], refused: [] } : await service.enqueue({ caller: req.auth!.user, params })
+    // No file picked is no request: nothing to queue, nothing counted.
+    const result = uris.length === 0 ? { jobs: [], refused: [] } : await Effect.runPromise(requests.queue({ caller: req.auth!.user, now: ctx.now, request }))
     res.type('html').send(await renderFragment(CompileResult(result)))
   })
 
@@ -309,17 +267,19 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
   })
 
   const rowAction = (action: 'cancel' | 'retry') => async (req: Request, res: Response) => {
-    const user = req.auth!.user
-    const id = jobId(req)
-    if (action === 'retry') await admitCompileRequest(ctx, user)
-    const outcome = action === 'cancel' ? await service.cancel({ caller: user, id }) : await service.retry({ caller: user, id })
-    if (outcome.ok) {
-      res.type('html').send(await renderFragment(JobRow({ job: outcome.job })))
+    const ask = { caller: req.auth!.user, now: ctx.now, id: jobIdOf(req) }
+    const run: Effect.Effect<CompileJobView, CompileRequestError> = action === 'cancel' ? requests.cancel(ask) : requests.retry(ask)
+    const outcome = await Effect.runPromise(Effect.result(run))
+    if (outcome._tag === 'Success') {
+      res.type('html').send(await renderFragment(JobRow({ job: outcome.success })))
       return
     }
-    const job = await service.get({ caller: user, id })
-    if (!job) throw new HttpError(404, 'job_not_found', outcome.message)
-    res.status(outcome.status).type('html').send(await renderFragment(JobRowNotice({ job, message: outcome.message })))
+    // A refusal about the job is said in its row; no such job, or too many requests, is the fragment error handler's.
+    const error = outcome.failure
+    if (error._tag === 'JobNotFound' || error._tag === 'CompileRateLimited') throw error
+    const job = await service.get({ caller: ask.caller, id: ask.id })
+    if (!job) throw new JobNotFound({ id: ask.id })
+    res.status(error.status).type('html').send(await renderFragment(JobRowNotice({ job, message: error.message })))
   }
   router.post('/tasks/:id/cancel', rowAction('cancel'))
   router.post('/tasks/:id/retry', rowAction('retry'))

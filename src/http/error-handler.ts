@@ -15,10 +15,10 @@ const BODY_PARSER_CODES: Readonly<Record<string, string>> = {
   'encoding.unsupported': 'unsupported_content_encoding', // a Content-Encoding other than gzip, deflate, br, zstd (or two)
 }
 
-/** Maps any error to a status and `{ error: { code, message } }` (JSON) or a short page. */
-export function describeError(error: unknown): { status: number; code: string; message: string; headers: Record<string, string> } {
+/** Maps any error to a status and `{ error: { code, message, …details } }` (JSON) or a short page. */
+export function describeError(error: unknown): { status: number; code: string; message: string; headers: Record<string, string>; details?: Readonly<Record<string, unknown>> | undefined } {
   if (error instanceof HttpError) return { status: error.status, code: error.code, message: error.message, headers: error.headers }
-  if (isPublicError(error)) return { status: error.status, code: error.code, message: error.message, headers: {} }
+  if (isPublicError(error)) return { status: error.status, code: error.code, message: error.message, headers: { ...error.headers }, details: error.details }
   const tagged = error as { type?: string; statusCode?: number; message?: string }
   // body-parser errors (invalid JSON, too large)
   if (typeof tagged?.statusCode === 'number' && tagged.statusCode >= 400 && tagged.statusCode < 500) {
@@ -54,6 +54,10 @@ export interface PublicError {
   readonly code: string
   readonly status: number
   readonly message: string
+  /** Headers of the answer (a 429's `Retry-After`). */
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  /** Fields the JSON error body carries besides `code` and `message` (a conflict's `job_id`). */
+  readonly details?: Readonly<Record<string, unknown>> | undefined
 }
 
 export function isPublicError(error: unknown): error is PublicError {
@@ -103,7 +107,7 @@ export function createErrorHandler(
     }
     res.status(described.status).set(described.headers)
     if (wantsJson(req)) {
-      res.json({ error: { code: described.code, message: described.message } })
+      res.json({ error: { code: described.code, message: described.message, ...described.details } })
     } else {
       res.type('text/plain').send(`${described.status} ${described.message}`)
     }

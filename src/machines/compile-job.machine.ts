@@ -12,6 +12,9 @@
 //   fires, the running stage is stopped (its model call aborted, its process tree killed).
 // - Publishing is one transaction that also records the job's success; once it has started it is
 //   not interrupted (cancel and shutdown are decided by the database row it locks).
+// - Each stage's output is classified once (`StageOutcome`, compile-stage-outcome.ts: cancelled,
+//   failed, over budget, nothing readable, or the stage's result) and kept in `context.outcome`;
+//   the stage's eventless transitions choose on its kind with one parameterised guard, `outcomeIs`.
 // - Failures are structured (stage, code, message, attempt, retryable, bodyReadable). A retryable
 //   failure with attempts left ends the run `queued` (the queue retries it with backoff); otherwise
 //   the job is dead-lettered (`failed`) with that failure as its last error.
@@ -40,6 +43,7 @@ import {
   type StepOutput,
   type SummariseInput,
 } from './compile-job-contract.ts'
+import { classifyBegin, classifyParse, classifyPublish, classifyStep, type StageOutcome, type StageOutcomeKind } from './compile-stage-outcome.ts'
 
 export interface CompileJobContext {
   readonly jobId: string
@@ -58,6 +62,8 @@ export interface CompileJobContext {
   readonly artifacts: ReadonlyArray<string>
   readonly failure: CompileFailure | undefined
   readonly status: CompileJobOutput['status'] | undefined
+  /** What the running stage's actor reported, classified once; undefined until it has. */
+  readonly outcome: StageOutcome | undefined
 }
 
 function missingActor<TOutput, TInput>(name: string) {
@@ -85,6 +91,7 @@ export function initialCompileJobContext(input: CompileJobInput): CompileJobCont
     artifacts: [],
     failure: undefined,
     status: undefined,
+    outcome: undefined,
   }
 }
 
@@ -149,7 +156,10 @@ export function buildCompileJobOutput(context: CompileJobContext, status: Compil
   }
 }
 
-const isFailure = (output: { readonly ok: boolean }): output is ActorFailure => !output.ok
+/** The stage's outcome when it is of `kind`. */
+function outcomeOf<K extends StageOutcomeKind>(context: CompileJobContext, kind: K): Extract<StageOutcome, { kind: K }> | undefined {
+  return context.outcome?.kind === kind ? (context.outcome as Extract<StageOutcome, { kind: K }>) : undefined
+}
 
 // ── the machine ──────────────────────────────────────────────────────────────────────────
 
@@ -183,13 +193,55 @@ export const compileJobMachine = setup({
   guards: {
     canRetry: ({ context }) => context.failure?.retryable === true && context.attempt < context.maxAttempts,
     allSummarised: ({ context }) => context.summaries.length >= readableFiles(context).length,
+    outcomeIs: ({ context }, params: { kind: StageOutcomeKind }) => context.outcome?.kind === params.kind,
   },
   actions: {
-    enterStage: assign((_, params: { stage: CompileFailureStage }) => ({ stage: params.stage })),
+    /** A stage starts without an outcome (the previous stage's must not route this one). */
+    enterStage: assign((_, params: { stage: CompileFailureStage }) => ({ stage: params.stage, outcome: undefined })),
+    forgetOutcome: assign({ outcome: undefined }),
     emitProgress: emit(({ context }) => ({ type: 'progress' as const, ...progressOf(context) })),
     failWith: assign(({ context }, params: { code: string; message: string; retryable: boolean }) => ({
       failure: failureOf(context, params),
     })),
+    failWithOutcome: assign(({ context }) => {
+      const outcome = outcomeOf(context, 'failed')
+      return outcome ? { failure: failureOf(context, outcome.failure) } : {}
+    }),
+    failOverBudget: assign(({ context }) => {
+      const outcome = outcomeOf(context, 'overBudget')
+      return outcome ? { failure: budgetFailure(context, outcome.calls) } : {}
+    }),
+    failNothingReadable: assign(({ context }) => {
+      const outcome = outcomeOf(context, 'nothingReadable')
+      if (!outcome) return {}
+      return {
+        parsed: outcome.files,
+        failure: failureOf(context, {
+          code: COMPILE_ERROR_CODES.noReadableInput,
+          message: `none of the ${context.files.length} file(s) has a readable body: ${outcome.files.map((file) => `${file.name} (${file.reason ?? 'unreadable'})`).join('; ')}`,
+          retryable: false,
+        }),
+      }
+    }),
+    keepParsed: assign(({ context }) => ({ parsed: outcomeOf(context, 'parsed')?.files ?? [] })),
+    keepSummary: assign(({ context }) => {
+      const outcome = outcomeOf(context, 'written')
+      if (!outcome) return {}
+      const file = readableFiles(context)[context.summaries.length]!
+      return {
+        callsUsed: context.callsUsed + outcome.calls,
+        summaries: [...context.summaries, { nodeId: file.nodeId, uri: file.uri, name: file.name, summary: outcome.text }],
+      }
+    }),
+    keepOverview: assign(({ context }) => {
+      const outcome = outcomeOf(context, 'written')
+      return outcome ? { overview: outcome.text, callsUsed: context.callsUsed + outcome.calls } : {}
+    }),
+    keepAbstract: assign(({ context }) => {
+      const outcome = outcomeOf(context, 'written')
+      return outcome ? { abstract: outcome.text, callsUsed: context.callsUsed + outcome.calls } : {}
+    }),
+    keepArtifacts: assign(({ context }) => ({ artifacts: outcomeOf(context, 'published')?.artifacts ?? [] })),
   },
 }).createMachine({
   id: 'compileJob',
@@ -209,17 +261,14 @@ export const compileJobMachine = setup({
         id: 'begin',
         src: 'begin',
         input: ({ context }) => ({ jobId: context.jobId, attempt: context.attempt }),
-        onDone: [
-          { guard: ({ event }) => isFailure(event.output) && event.output.code === 'cancelled', target: 'cancelled' },
-          {
-            guard: ({ event }) => isFailure(event.output),
-            target: 'failed',
-            actions: assign(({ context, event }) => (isFailure(event.output) ? { failure: failureOf(context, event.output) } : {})),
-          },
-          { target: 'running' },
-        ],
+        onDone: { actions: assign({ outcome: ({ event }) => classifyBegin(event.output) }) },
         onError: { target: 'failed', actions: assign(({ context, event }) => ({ failure: crashFailure(context, 'begin', event.error) })) },
       },
+      always: [
+        { guard: { type: 'outcomeIs', params: { kind: 'cancelled' } }, target: 'cancelled' },
+        { guard: { type: 'outcomeIs', params: { kind: 'failed' } }, target: 'failed', actions: 'failWithOutcome' },
+        { guard: { type: 'outcomeIs', params: { kind: 'begun' } }, target: 'running' },
+      ],
     },
     running: {
       initial: 'parsing',
@@ -255,28 +304,14 @@ export const compileJobMachine = setup({
             id: 'parse',
             src: 'parse',
             input: ({ context }) => ({ jobId: context.jobId, files: context.files }),
-            onDone: [
-              {
-                guard: ({ event }) => isFailure(event.output),
-                target: '#compileJob.failed',
-                actions: assign(({ context, event }) => (isFailure(event.output) ? { failure: failureOf(context, event.output) } : {})),
-              },
-              {
-                guard: ({ event }) => !isFailure(event.output) && event.output.files.every((file) => !file.readable),
-                target: '#compileJob.failed',
-                actions: assign(({ context, event }) => ({
-                  parsed: isFailure(event.output) ? [] : event.output.files,
-                  failure: failureOf(context, {
-                    code: COMPILE_ERROR_CODES.noReadableInput,
-                    message: `none of the ${context.files.length} file(s) has a readable body: ${isFailure(event.output) ? '' : event.output.files.map((file) => `${file.name} (${file.reason ?? 'unreadable'})`).join('; ')}`,
-                    retryable: false,
-                  }),
-                })),
-              },
-              { target: 'summarising', actions: assign(({ event }) => ({ parsed: isFailure(event.output) ? [] : event.output.files })) },
-            ],
+            onDone: { actions: assign({ outcome: ({ event }) => classifyParse(event.output) }) },
             onError: { target: '#compileJob.failed', actions: assign(({ context, event }) => ({ failure: crashFailure(context, 'parse', event.error) })) },
           },
+          always: [
+            { guard: { type: 'outcomeIs', params: { kind: 'failed' } }, target: '#compileJob.failed', actions: 'failWithOutcome' },
+            { guard: { type: 'outcomeIs', params: { kind: 'nothingReadable' } }, target: '#compileJob.failed', actions: 'failNothingReadable' },
+            { guard: { type: 'outcomeIs', params: { kind: 'parsed' } }, target: 'summarising', actions: 'keepParsed' },
+          ],
         },
         summarising: {
           entry: [{ type: 'enterStage', params: { stage: 'summarising' } }, 'emitProgress'],
@@ -286,6 +321,7 @@ export const compileJobMachine = setup({
               always: [{ guard: 'allSummarised', target: '#compileJob.running.overview' }, { target: 'file' }],
             },
             file: {
+              entry: 'forgetOutcome',
               invoke: {
                 id: 'summarise',
                 src: 'summarise',
@@ -294,34 +330,14 @@ export const compileJobMachine = setup({
                   file: readableFiles(context)[context.summaries.length]!,
                   callsLeft: callsLeft(context),
                 }),
-                onDone: [
-                  {
-                    guard: ({ event }) => isFailure(event.output),
-                    target: '#compileJob.failed',
-                    actions: assign(({ context, event }) => (isFailure(event.output) ? { failure: failureOf(context, event.output) } : {})),
-                  },
-                  {
-                    guard: ({ context, event }) => !isFailure(event.output) && event.output.calls > callsLeft(context),
-                    target: '#compileJob.failed',
-                    actions: assign(({ context, event }) => ({ failure: budgetFailure(context, isFailure(event.output) ? 0 : event.output.calls) })),
-                  },
-                  {
-                    target: 'nextFile',
-                    actions: [
-                      assign(({ context, event }) => {
-                        if (isFailure(event.output)) return {}
-                        const file = readableFiles(context)[context.summaries.length]!
-                        return {
-                          callsUsed: context.callsUsed + event.output.calls,
-                          summaries: [...context.summaries, { nodeId: file.nodeId, uri: file.uri, name: file.name, summary: event.output.text }],
-                        }
-                      }),
-                      'emitProgress',
-                    ],
-                  },
-                ],
+                onDone: { actions: assign({ outcome: ({ context, event }) => classifyStep(event.output, callsLeft(context)) }) },
                 onError: { target: '#compileJob.failed', actions: assign(({ context, event }) => ({ failure: crashFailure(context, 'summarise', event.error) })) },
               },
+              always: [
+                { guard: { type: 'outcomeIs', params: { kind: 'failed' } }, target: '#compileJob.failed', actions: 'failWithOutcome' },
+                { guard: { type: 'outcomeIs', params: { kind: 'overBudget' } }, target: '#compileJob.failed', actions: 'failOverBudget' },
+                { guard: { type: 'outcomeIs', params: { kind: 'written' } }, target: 'nextFile', actions: ['keepSummary', 'emitProgress'] },
+              ],
             },
           },
         },
@@ -331,26 +347,14 @@ export const compileJobMachine = setup({
             id: 'overview',
             src: 'overview',
             input: ({ context }) => ({ jobId: context.jobId, summaries: context.summaries, callsLeft: callsLeft(context) }),
-            onDone: [
-              {
-                guard: ({ event }) => isFailure(event.output),
-                target: '#compileJob.failed',
-                actions: assign(({ context, event }) => (isFailure(event.output) ? { failure: failureOf(context, event.output) } : {})),
-              },
-              {
-                guard: ({ context, event }) => !isFailure(event.output) && event.output.calls > callsLeft(context),
-                target: '#compileJob.failed',
-                actions: assign(({ context, event }) => ({ failure: budgetFailure(context, isFailure(event.output) ? 0 : event.output.calls) })),
-              },
-              {
-                target: 'abstract',
-                actions: assign(({ context, event }) =>
-                  isFailure(event.output) ? {} : { overview: event.output.text, callsUsed: context.callsUsed + event.output.calls },
-                ),
-              },
-            ],
+            onDone: { actions: assign({ outcome: ({ context, event }) => classifyStep(event.output, callsLeft(context)) }) },
             onError: { target: '#compileJob.failed', actions: assign(({ context, event }) => ({ failure: crashFailure(context, 'overview', event.error) })) },
           },
+          always: [
+            { guard: { type: 'outcomeIs', params: { kind: 'failed' } }, target: '#compileJob.failed', actions: 'failWithOutcome' },
+            { guard: { type: 'outcomeIs', params: { kind: 'overBudget' } }, target: '#compileJob.failed', actions: 'failOverBudget' },
+            { guard: { type: 'outcomeIs', params: { kind: 'written' } }, target: 'abstract', actions: 'keepOverview' },
+          ],
         },
         abstract: {
           entry: [{ type: 'enterStage', params: { stage: 'abstract' } }, 'emitProgress'],
@@ -358,26 +362,14 @@ export const compileJobMachine = setup({
             id: 'abstract',
             src: 'abstract',
             input: ({ context }) => ({ jobId: context.jobId, overview: context.overview, callsLeft: callsLeft(context) }),
-            onDone: [
-              {
-                guard: ({ event }) => isFailure(event.output),
-                target: '#compileJob.failed',
-                actions: assign(({ context, event }) => (isFailure(event.output) ? { failure: failureOf(context, event.output) } : {})),
-              },
-              {
-                guard: ({ context, event }) => !isFailure(event.output) && event.output.calls > callsLeft(context),
-                target: '#compileJob.failed',
-                actions: assign(({ context, event }) => ({ failure: budgetFailure(context, isFailure(event.output) ? 0 : event.output.calls) })),
-              },
-              {
-                target: '#compileJob.publishing',
-                actions: assign(({ context, event }) =>
-                  isFailure(event.output) ? {} : { abstract: event.output.text, callsUsed: context.callsUsed + event.output.calls },
-                ),
-              },
-            ],
+            onDone: { actions: assign({ outcome: ({ context, event }) => classifyStep(event.output, callsLeft(context)) }) },
             onError: { target: '#compileJob.failed', actions: assign(({ context, event }) => ({ failure: crashFailure(context, 'abstract', event.error) })) },
           },
+          always: [
+            { guard: { type: 'outcomeIs', params: { kind: 'failed' } }, target: '#compileJob.failed', actions: 'failWithOutcome' },
+            { guard: { type: 'outcomeIs', params: { kind: 'overBudget' } }, target: '#compileJob.failed', actions: 'failOverBudget' },
+            { guard: { type: 'outcomeIs', params: { kind: 'written' } }, target: '#compileJob.publishing', actions: 'keepAbstract' },
+          ],
         },
       },
     },
@@ -397,17 +389,14 @@ export const compileJobMachine = setup({
           skipped: (context.parsed ?? []).filter((file) => !file.readable),
           progress: progressOf(context),
         }),
-        onDone: [
-          { guard: ({ event }) => isFailure(event.output) && event.output.code === 'cancelled', target: 'cancelled' },
-          {
-            guard: ({ event }) => isFailure(event.output),
-            target: 'failed',
-            actions: assign(({ context, event }) => (isFailure(event.output) ? { failure: failureOf(context, event.output) } : {})),
-          },
-          { target: 'succeeded', actions: assign(({ event }) => ({ artifacts: isFailure(event.output) ? [] : event.output.artifacts })) },
-        ],
+        onDone: { actions: assign({ outcome: ({ event }) => classifyPublish(event.output) }) },
         onError: { target: 'failed', actions: assign(({ context, event }) => ({ failure: crashFailure(context, 'publish', event.error) })) },
       },
+      always: [
+        { guard: { type: 'outcomeIs', params: { kind: 'cancelled' } }, target: 'cancelled' },
+        { guard: { type: 'outcomeIs', params: { kind: 'failed' } }, target: 'failed', actions: 'failWithOutcome' },
+        { guard: { type: 'outcomeIs', params: { kind: 'published' } }, target: 'succeeded', actions: 'keepArtifacts' },
+      ],
     },
     failed: {
       always: [{ guard: 'canRetry', target: 'requeued' }, { target: 'deadLettered' }],

@@ -4,6 +4,7 @@
 // PostgreSQL across server processes, and a cap on the live job streams one person holds open.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { revokeApiTokens } from '../../src/effects/auth/users.ts'
+import { putFile } from '../../src/effects/workspace/store.ts'
 const MAX_JOB_STREAMS_PER_USER = 10
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 
@@ -199,6 +200,44 @@ describe('compile and task routes: the same guards as the rest', () => {
     expect(refused.status).toBe(429)
     expect(refused.headers.get('retry-after')).toBe('60')
     expect(await refused.text()).toContain(`at most ${LIMIT} compile requests per minute`)
+  })
+
+  it('answers a task-center retry of a job that cannot be retried (missing, queued, running, succeeded) without using the compile rate limit; a retry that queues work uses it', async () => {
+    // Regression: POST /tasks/:id/retry drew on the limit before asking whether the job could be retried at all (the API's retry did not).
+    const gina = await addUserWithToken(first, 'gina')
+    const { cookie, csrf } = await signIn(first, 'gina', gina.password)
+    for (const name of ['a.md', 'b.md', 'c.md']) {
+      await putFile(first.database.db, { owner: gina.user, segments: ['limits', name], bytes: new TextEncoder().encode(`# ${name}`), parsed: { ok: true, mime: 'text/markdown', text: `# ${name}` } })
+    }
+    const queue = (name: string) =>
+      fetch(`${first.url}${API}/compile`, { method: 'POST', headers: { ...bearer(gina.token), 'content-type': 'application/json' }, body: JSON.stringify({ uris: [`kb://me/limits/${name}`], channel: 'llm', model_id: 'local' }) })
+    const row = (action: 'retry' | 'cancel', id: string) =>
+      fetch(`${first.url}/tasks/${id}/${action}`, { method: 'POST', headers: { cookie, 'x-csrf-token': csrf, 'hx-request': 'true' } })
+    const setStatus = (id: string, status: 'running' | 'succeeded') => first.database.db.updateTable('jobs').set({ status }).where('id', '=', id).execute()
+
+    const queued = await queue('a.md') // 1 of LIMIT
+    expect(queued.status).toBe(201)
+    const id = ((await queued.json()) as { jobs: Array<{ id: string }> }).jobs[0]!.id
+    for (let i = 0; i < LIMIT + 1; i++) {
+      expect((await row('retry', SOME_JOB)).status).toBe(404)
+      const notQueuedAgain = await row('retry', id)
+      expect(notQueuedAgain.status).toBe(409)
+      expect(await notQueuedAgain.text()).toContain('only a failed or cancelled job can be retried')
+    }
+    for (const status of ['running', 'succeeded'] as const) {
+      await setStatus(id, status)
+      for (let i = 0; i < LIMIT + 1; i++) expect((await row('retry', id)).status).toBe(409)
+    }
+    expect((await queue('b.md')).status).toBe(201) // 2 of LIMIT: none of the retries above used one
+    // A retry that queues work again is a compile request like any other.
+    await setStatus(id, 'running')
+    expect((await row('cancel', id)).status).toBe(200)
+    const retried = await row('retry', id) // 3 of LIMIT
+    expect(retried.status).toBe(200)
+    expect(await retried.text()).toContain('data-status="queued"')
+    const refused = await queue('c.md')
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('retry-after')).not.toBeNull()
   })
 
   it('caps the live job streams one person holds open, and gives a place back when a stream closes', async () => {

@@ -8,6 +8,8 @@ import { type CliProfile, type QueueSettings, resolveCompileDefaults } from '../
 import { type CompileJobView, findCompileJob } from '../../src/effects/compile/compile-jobs-store.ts'
 import type { CompileEngines } from '../../src/effects/compile/compile-pipeline.ts'
 import { type QueueHandle, startQueue } from '../../src/effects/compile/compile-queue.ts'
+import type { CompileRequestError } from '../../src/effects/compile/compile-errors.ts'
+import { type CompileParams, makeCompileRequests, type QueueResult } from '../../src/effects/compile/compile-requests.ts'
 import { type CompileService, makeCompileService } from '../../src/effects/compile/compile-service.ts'
 import { type CompileWorker, startCompileWorker } from '../../src/effects/compile/compile-worker.ts'
 import { type JobEvents, makeJobEvents } from '../../src/effects/compile/job-events.ts'
@@ -17,6 +19,7 @@ import { makeModelRegistry, type ModelRegistry } from '../../src/effects/llm/mod
 import { UnknownModel } from '../../src/effects/llm/model-errors.ts'
 import { toModelInfo } from '../../src/effects/llm/model-config.ts'
 import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
+import type { Owner } from '../../src/effects/db/schema.ts'
 import type { TestDatabase } from './test-database.ts'
 
 export const FAKE_CLI = fileURLToPath(new URL('../fixtures/cli/fake-cli.mjs', import.meta.url))
@@ -55,8 +58,33 @@ export interface HarnessOptions {
   readonly parser?: CompileEngines['parser']
 }
 
+/** A request's answer as data: the job, or the refusal's public face (as the HTTP faces project it). */
+export type HarnessOutcome = { readonly ok: true; readonly job: CompileJobView } | { readonly ok: false; readonly status: number; readonly code: string; readonly message: string }
+
+/** The compile feature as these tests drive it: its reads, and its use case without the rate limit, parameters in our words. */
+export interface HarnessCompileService extends CompileService {
+  readonly enqueue: (args: { caller: Owner; params: CompileParams }) => Promise<QueueResult>
+  readonly cancel: (args: { caller: Owner; id: string }) => Promise<HarnessOutcome>
+  readonly retry: (args: { caller: Owner; id: string }) => Promise<HarnessOutcome>
+}
+
+/** `POST compile`'s body for `params` (an absent parameter is left out, not sent as undefined). */
+function queueRequestOf(params: CompileParams): Record<string, unknown> {
+  const { uris, channel, modelId, profileId, reasoningLevel, callBudget, timeoutSeconds, artifactParentUri, skill } = params
+  const request = { uris, channel, model_id: modelId, profile_id: profileId, reasoning_level: reasoningLevel, call_budget: callBudget, timeout_seconds: timeoutSeconds, artifact_parent_uri: artifactParentUri, skill }
+  return Object.fromEntries(Object.entries(request).filter(([, value]) => value !== undefined))
+}
+
+const outcomeOf = (effect: Effect.Effect<CompileJobView, CompileRequestError>): Promise<HarnessOutcome> =>
+  Effect.runPromise(
+    effect.pipe(
+      Effect.map((job): HarnessOutcome => ({ ok: true, job })),
+      Effect.catch((error: CompileRequestError) => Effect.succeed<HarnessOutcome>({ ok: false, status: error.status, code: error.code, message: error.message })),
+    ),
+  )
+
 export interface CompileHarness {
-  readonly service: CompileService
+  readonly service: HarnessCompileService
   readonly events: JobEvents
   readonly queue: QueueHandle
   readonly engines: CompileEngines
@@ -79,14 +107,19 @@ export async function startCompileHarness(options: HarnessOptions): Promise<Comp
   const queue = await startQueue({ connection, settings, logger, supervise: false, instanceName: 'enqueuer' })
   const events = makeJobEvents({ connection, logger })
   await events.ready()
-  const service = makeCompileService({
+  const shown = {
     db: options.database.db,
-    queue,
-    models,
     cliProfiles: engines.cliProfiles,
     defaults: resolveCompileDefaults({ settings: options.defaults, firstModelId: 'local' }),
     bundledSkills: loadBundledSkills(),
-  })
+  }
+  const requests = makeCompileRequests({ ...shown, queue, models, requestsPerMinute: 1_000_000 })
+  const service: HarnessCompileService = {
+    ...makeCompileService(shown),
+    enqueue: ({ caller, params }) => Effect.runPromise(requests.queue({ caller, request: queueRequestOf(params) })),
+    cancel: (args) => outcomeOf(requests.cancel(args)),
+    retry: (args) => outcomeOf(requests.retry(args)),
+  }
   const workers: CompileWorker[] = []
   const modelCalls: string[] = []
   return {

@@ -4,7 +4,8 @@
 // reasoning level, call budget, timeout, artifact parent and compile skill. The answer of a
 // submit lists the job and, per file, why it was not queued. Below: this directory's jobs, live.
 import type { CompileJobView } from '../../src/effects/compile/compile-jobs-store.ts'
-import type { CompileOptions, Refusal } from '../../src/effects/compile/compile-service.ts'
+import type { Refusal } from '../../src/effects/compile/compile-refusals.ts'
+import type { CompileOptions } from '../../src/effects/compile/compile-service.ts'
 import type { ModelOption } from './chat-panel.tsx'
 import { JobTable } from './compile-jobs.tsx'
 

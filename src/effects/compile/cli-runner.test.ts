@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { isRunning, runningInGroup } from '../../../tests/support/process-tree.ts'
-import { buildCliInvocation, CliFailure, type CliInvocation, runCliInvocation, stderrExcerpt } from './cli-runner.ts'
+import { ChannelFailure } from './channel-failure.ts'
+import { buildCliInvocation, type CliInvocation, runCliInvocation, stderrExcerpt } from './cli-runner.ts'
 import { type CliProfile, CliProfileSchema, CliProfilesSchema } from './compile-config.ts'
 
 const FAKE_CLI = fileURLToPath(new URL('../../../tests/fixtures/cli/fake-cli.mjs', import.meta.url))
@@ -42,18 +43,18 @@ function invocation(overrides: Partial<CliProfile> = {}, args: { model?: string;
     serverEnv: args.serverEnv ?? {},
     prompt: args.prompt ?? 'Summarise this.',
   })
-  if (built instanceof CliFailure) throw new Error(built.message)
+  if (built instanceof ChannelFailure) throw new Error(built.message)
   return built
 }
 
 const run = (inv: CliInvocation, signal?: AbortSignal) => Effect.runPromiseExit(runCliInvocation(inv), { signal })
 
-async function failureOf(inv: CliInvocation): Promise<CliFailure> {
+async function failureOf(inv: CliInvocation): Promise<ChannelFailure> {
   const exit = await run(inv)
   if (Exit.isSuccess(exit)) throw new Error(`expected a failure, got ${exit.value}`)
   const error = exit.cause.reasons.find((reason) => reason._tag === 'Fail')
   if (!error || error._tag !== 'Fail') throw new Error('expected an expected failure')
-  return error.error as CliFailure
+  return error.error as ChannelFailure
 }
 
 async function readPids(dir: string): Promise<Record<string, number>> {
@@ -102,8 +103,8 @@ describe('buildCliInvocation', () => {
     ['a reasoning level the profile does not allow', { reasoning: 'extreme' }, 'reasoning level "extreme" is not allowed'],
   ])('refuses %s', (_, args, message) => {
     const built = buildCliInvocation({ profile: profile(), model: 'gpt-x', reasoning: 'low', serverEnv: {}, prompt: '', ...args })
-    expect(built).toBeInstanceOf(CliFailure)
-    expect((built as CliFailure).message).toContain(message)
+    expect(built).toBeInstanceOf(ChannelFailure)
+    expect((built as ChannelFailure).message).toContain(message)
   })
 })
 

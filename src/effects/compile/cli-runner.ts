@@ -3,13 +3,13 @@
 // its own, so a timeout, a cancel or the end of the call kills everything it started (the whole
 // group), not only the first process. Stderr is kept (the last part, capped, secrets redacted)
 // for the failure reason; the command line itself never appears in one.
-import * as Data from 'effect/Data'
 import * as Effect from 'effect/Effect'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createRedactor } from '../llm/redact-secrets.ts'
+import { ChannelFailure } from './channel-failure.ts'
 import { type CliProfile, DEFAULT_CLI_TIMEOUT_SECONDS, MODEL_PLACEHOLDER, REASONING_PLACEHOLDER } from './compile-config.ts'
 
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
@@ -19,12 +19,8 @@ export const KILL_GRACE_MS = 2000
 
 export type CliFailureCode = 'cli.spawn' | 'cli.exit' | 'cli.timeout' | 'cli.output_too_large' | 'cli.empty_output' | 'cli.not_allowed'
 
-export class CliFailure extends Data.TaggedError('CliFailure')<{
-  readonly code: CliFailureCode
-  readonly message: string
-  /** Worth another attempt (a timeout or a crash may pass; a refused model will not). */
-  readonly retryable: boolean
-}> {}
+/** A CLI step's failure: the channels' one failure, with a `cli.*` code. */
+const cliFailure = (fields: { readonly code: CliFailureCode; readonly message: string; readonly retryable: boolean }) => new ChannelFailure(fields)
 
 export interface CliInvocation {
   readonly program: string
@@ -56,17 +52,17 @@ export function buildCliInvocation({
   readonly serverEnv: Readonly<Record<string, string | undefined>>
   readonly extraEnv?: Readonly<Record<string, string>>
   readonly prompt: string
-}): CliInvocation | CliFailure {
+}): CliInvocation | ChannelFailure {
   if (!profile.models.includes(model)) {
-    return new CliFailure({ code: 'cli.not_allowed', message: `model "${model}" is not allowed for CLI profile "${profile.id}"`, retryable: false })
+    return cliFailure({ code: 'cli.not_allowed', message: `model "${model}" is not allowed for CLI profile "${profile.id}"`, retryable: false })
   }
   const levels = profile.reasoningLevels ?? []
   const needsReasoning = profile.command.includes(REASONING_PLACEHOLDER)
   if (reasoning !== undefined && levels.length > 0 && !levels.includes(reasoning)) {
-    return new CliFailure({ code: 'cli.not_allowed', message: `reasoning level "${reasoning}" is not allowed for CLI profile "${profile.id}"`, retryable: false })
+    return cliFailure({ code: 'cli.not_allowed', message: `reasoning level "${reasoning}" is not allowed for CLI profile "${profile.id}"`, retryable: false })
   }
   if (needsReasoning && (reasoning === undefined || (levels.length > 0 && !levels.includes(reasoning)))) {
-    return new CliFailure({ code: 'cli.not_allowed', message: `CLI profile "${profile.id}" needs a reasoning level`, retryable: false })
+    return cliFailure({ code: 'cli.not_allowed', message: `CLI profile "${profile.id}" needs a reasoning level`, retryable: false })
   }
   const substitute = (argument: string) => (argument === MODEL_PLACEHOLDER ? model : argument === REASONING_PLACEHOLDER ? (reasoning ?? '') : argument)
   const [program, ...rest] = profile.command
@@ -117,8 +113,8 @@ export function stderrExcerpt({ stderr, secrets }: { readonly stderr: string; re
  * Runs one invocation and returns its stdout. Interruption (a cancel, a job timeout, shutdown)
  * kills the process group and waits until the program has exited.
  */
-export function runCliInvocation(invocation: CliInvocation): Effect.Effect<string, CliFailure> {
-  return Effect.callback<string, CliFailure>((resume) => {
+export function runCliInvocation(invocation: CliInvocation): Effect.Effect<string, ChannelFailure> {
+  return Effect.callback<string, ChannelFailure>((resume) => {
     const workDir = invocation.cwd ?? mkdtempSync(join(tmpdir(), 'knowagent-cli-'))
     const removeWorkDir = () => {
       if (invocation.cwd === undefined) rmSync(workDir, { recursive: true, force: true })
@@ -135,14 +131,14 @@ export function runCliInvocation(invocation: CliInvocation): Effect.Effect<strin
       })
     } catch (error) {
       removeWorkDir()
-      resume(Effect.fail(new CliFailure({ code: 'cli.spawn', message: `could not start the CLI: ${(error as Error).message}`, retryable: false })))
+      resume(Effect.fail(cliFailure({ code: 'cli.spawn', message: `could not start the CLI: ${(error as Error).message}`, retryable: false })))
       return
     }
     const secrets = Object.values(invocation.env)
     const stdout: Buffer[] = []
     let stdoutBytes = 0
     let stderr = ''
-    let failure: CliFailure | undefined
+    let failure: ChannelFailure | undefined
     let exited = false
     let escalation: NodeJS.Timeout | undefined
     const pgid = child.pid
@@ -152,19 +148,19 @@ export function runCliInvocation(invocation: CliInvocation): Effect.Effect<strin
       killProcessGroup(pgid, 'SIGTERM')
       escalation ??= setTimeout(() => killProcessGroup(pgid, 'SIGKILL'), KILL_GRACE_MS)
     }
-    const stop = (reason: CliFailure) => {
+    const stop = (reason: ChannelFailure) => {
       failure ??= reason
       killGroup()
     }
 
     const timer = setTimeout(
-      () => stop(new CliFailure({ code: 'cli.timeout', message: `the CLI did not finish within ${Math.round(invocation.timeoutMs / 1000)} s and was stopped`, retryable: true })),
+      () => stop(cliFailure({ code: 'cli.timeout', message: `the CLI did not finish within ${Math.round(invocation.timeoutMs / 1000)} s and was stopped`, retryable: true })),
       invocation.timeoutMs,
     )
     child.stdout!.on('data', (chunk: Buffer) => {
       stdoutBytes += chunk.byteLength
       if (stdoutBytes > invocation.maxOutputBytes) {
-        stop(new CliFailure({ code: 'cli.output_too_large', message: `the CLI wrote more than ${invocation.maxOutputBytes} bytes`, retryable: false }))
+        stop(cliFailure({ code: 'cli.output_too_large', message: `the CLI wrote more than ${invocation.maxOutputBytes} bytes`, retryable: false }))
         return
       }
       stdout.push(chunk)
@@ -177,7 +173,7 @@ export function runCliInvocation(invocation: CliInvocation): Effect.Effect<strin
     child.stdin!.end(invocation.stdin)
 
     child.on('error', (error) => {
-      stop(new CliFailure({ code: 'cli.spawn', message: `could not start the CLI: ${error.message}`, retryable: false }))
+      stop(cliFailure({ code: 'cli.spawn', message: `could not start the CLI: ${error.message}`, retryable: false }))
     })
     // The leader is done: what it left running in its group (holding our pipes open) goes with it.
     child.on('exit', () => {
@@ -194,7 +190,7 @@ export function runCliInvocation(invocation: CliInvocation): Effect.Effect<strin
         const excerpt = stderrExcerpt({ stderr, secrets })
         return resume(
           Effect.fail(
-            new CliFailure({
+            cliFailure({
               code: 'cli.exit',
               message: `the CLI exited with ${signal ? `signal ${signal}` : `code ${code}`}${excerpt ? `: ${excerpt}` : ''}`,
               retryable: true,
@@ -205,7 +201,7 @@ export function runCliInvocation(invocation: CliInvocation): Effect.Effect<strin
       const text = Buffer.concat(stdout).toString('utf8').trim()
       if (text === '') {
         const excerpt = stderrExcerpt({ stderr, secrets })
-        return resume(Effect.fail(new CliFailure({ code: 'cli.empty_output', message: `the CLI wrote nothing to stdout${excerpt ? `: ${excerpt}` : ''}`, retryable: true })))
+        return resume(Effect.fail(cliFailure({ code: 'cli.empty_output', message: `the CLI wrote nothing to stdout${excerpt ? `: ${excerpt}` : ''}`, retryable: true })))
       }
       resume(Effect.succeed(text))
     })

@@ -3,9 +3,11 @@ import * as Exit from 'effect/Exit'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { createScriptedModel, textResult } from '../../../tests/support/scripted-model.ts'
-import { MissingApiKey, ProviderHttpError } from '../llm/model-errors.ts'
+import { MissingApiKey, ProviderHttpError, ProviderStreamError } from '../llm/model-errors.ts'
+import { describeModelError } from '../llm/model-failure.ts'
 import { makeLocalChatModel } from '../llm/local/index.ts'
-import { ChannelFailure, channelForModel, makeCliChannel, makeLlmChannel } from './compile-channel.ts'
+import { ChannelFailure } from './channel-failure.ts'
+import { channelForModel, makeCliChannel, makeLlmChannel } from './compile-channel.ts'
 import { abstractRequest, overviewRequest, summaryRequest } from './compile-prompts.ts'
 import { stepFingerprint } from './compile-snapshot.ts'
 
@@ -41,6 +43,15 @@ describe('the LLM channel', () => {
   ])('fails on %s', async (_, step, code, retryable) => {
     const model = createScriptedModel({ script: [step] })
     expect(await failureOf(makeLlmChannel(model).complete(request))).toMatchObject({ code, retryable })
+  })
+
+  it.each([
+    ['a stream error (the provider\'s code kept)', new ProviderStreamError({ code: 'overloaded', message: 'try later', partialText: 'par' })],
+    ['a missing key', new MissingApiKey({ modelId: 'm', envName: 'M_KEY', message: 'no key' })],
+  ])('words %s as a turn does', async (_, error) => {
+    const model = createScriptedModel({ script: [{ kind: 'error', error }] })
+    const { code, message, retryable } = describeModelError(error)
+    expect(await failureOf(makeLlmChannel(model).complete(request))).toMatchObject({ code, message, retryable })
   })
 
   it('aborts the model call when interrupted', async () => {

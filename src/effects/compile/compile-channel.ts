@@ -1,22 +1,16 @@
 // The engines a compile step can write with (SPEC §8): a configured model through the model
 // gateway (`llm`), the built-in local model (extractive, offline), or an operator's CLI profile
 // (`cli`). Each call is an Effect whose interruption aborts the model request or kills the CLI's
-// process tree. Expected failures are `ChannelFailure` (data with a public code).
-import * as Data from 'effect/Data'
+// process tree. Expected failures are `ChannelFailure` (channel-failure.ts: data with a public code).
 import * as Effect from 'effect/Effect'
-import type { ChatModel, ModelError } from '../llm/model.ts'
+import type { ChatModel } from '../llm/model.ts'
 import { LOCAL_MODEL_ID } from '../llm/model-config.ts'
-import { buildCliInvocation, CliFailure, runCliInvocation } from './cli-runner.ts'
+import { ChannelFailure } from './channel-failure.ts'
+import { buildCliInvocation, runCliInvocation } from './cli-runner.ts'
 import type { CliProfile } from './compile-config.ts'
 import { cliPrompt, type CompileRequest } from './compile-prompts.ts'
 import { compileLocally } from './local-compile.ts'
 import type { LocalCompiler } from './local-compile-thread.ts'
-
-export class ChannelFailure extends Data.TaggedError('ChannelFailure')<{
-  readonly code: string
-  readonly message: string
-  readonly retryable: boolean
-}> {}
 
 export interface CompileChannel {
   /** Which engine writes; part of every cache fingerprint (e.g. `llm:gpt-4o`, `cli:codex:o4:high`). */
@@ -31,35 +25,6 @@ export function maxInputCharsFor(model: Pick<ChatModel['info'], 'contextWindow' 
   return Math.max(2_000, Math.min(200_000, model.contextWindow - model.maxOutputTokens - 6_000))
 }
 
-export function modelFailure(error: ModelError): ChannelFailure {
-  switch (error._tag) {
-    case 'ProviderHttpError':
-      return new ChannelFailure({
-        code: 'provider.http',
-        message: `the model provider answered HTTP ${error.status}${error.code ? ` (${error.code})` : ''}: ${error.message}`,
-        retryable: error.status === 429 || error.status >= 500,
-      })
-    case 'ProviderConnectionError':
-      return new ChannelFailure({ code: 'provider.connection', message: `could not reach the model provider: ${error.message}`, retryable: true })
-    case 'ProviderStreamError':
-      return new ChannelFailure({ code: 'provider.stream_error', message: `the model provider reported an error: ${error.message}`, retryable: true })
-    case 'StreamIncomplete':
-      return new ChannelFailure({ code: 'provider.incomplete', message: `incomplete model response: ${error.message}`, retryable: true })
-    case 'StreamIdleTimeout':
-      return new ChannelFailure({ code: 'provider.idle_timeout', message: `the model sent nothing for ${error.idleMs} ms`, retryable: true })
-    case 'ProviderProtocolError':
-      return new ChannelFailure({ code: 'provider.protocol', message: `unreadable model response: ${error.message}`, retryable: true })
-    case 'MissingApiKey':
-      return new ChannelFailure({
-        code: 'provider.missing_api_key',
-        message: `model "${error.modelId}" has no API key: set ${error.envName} on the server and restart it`,
-        retryable: false,
-      })
-  }
-  const unknown: { readonly _tag: string; readonly message?: string } = error
-  return new ChannelFailure({ code: 'provider.error', message: unknown.message ?? unknown._tag, retryable: true })
-}
-
 /** A configured model through the gateway: the instruction as system message, the material as user message, no tools. */
 export function makeLlmChannel(model: ChatModel): CompileChannel {
   return {
@@ -67,7 +32,7 @@ export function makeLlmChannel(model: ChatModel): CompileChannel {
     maxInputChars: maxInputCharsFor(model.info),
     complete: (request) =>
       model.stream({ messages: [{ role: 'system', content: request.system }, { role: 'user', content: request.input }] }).pipe(
-        Effect.mapError(modelFailure),
+        Effect.mapError(ChannelFailure.fromModelError),
         Effect.flatMap((result) => {
           if (result.finishReason === 'length') {
             return Effect.fail(new ChannelFailure({ code: 'model.cut_short', message: `the ${request.purpose} was cut short at the model's output limit`, retryable: false }))
@@ -128,7 +93,7 @@ export function makeCliChannel({
     complete: (request) =>
       Effect.suspend(() => {
         const invocation = buildCliInvocation({ profile, model, reasoning, serverEnv, extraEnv, prompt: cliPrompt(request) })
-        return invocation instanceof CliFailure ? Effect.fail(invocation) : runCliInvocation(invocation)
-      }).pipe(Effect.mapError((failure) => new ChannelFailure({ code: failure.code, message: failure.message, retryable: failure.retryable }))),
+        return invocation instanceof ChannelFailure ? Effect.fail(invocation) : runCliInvocation(invocation)
+      }),
   }
 }

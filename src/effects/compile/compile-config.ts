@@ -108,6 +108,11 @@ export interface CompileDefaults {
 
 export const MAX_CALL_BUDGET = 256
 export const MAX_TIMEOUT_SECONDS = 6 * 60 * 60
+export const MIN_TIMEOUT_SECONDS = 30
+/** Files one compile request may queue (the rest of its URIs are refused `over_limit`)… */
+export const MAX_COMPILE_FILES = 32
+/** …and URIs it may name at all. */
+export const MAX_REQUEST_URIS = 256
 
 export function resolveCompileDefaults({ settings, firstModelId }: { settings: CompileSettings | undefined; firstModelId: string }): CompileDefaults {
   const defaults = settings?.defaults

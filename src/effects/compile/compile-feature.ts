@@ -1,8 +1,9 @@
 // The compile feature as one resource of a server process: the queue (pg-boss, its own pool and
-// schema), the one LISTEN connection for live job updates, the compile service (queueing,
-// cancelling, retrying) and, unless the config leaves jobs to `knowagent worker` processes, a
-// worker. Started with the server, stopped before the database closes: running attempts are
-// interrupted and released for retry, then the queue and the LISTEN connection are closed.
+// schema), the one LISTEN connection for live job updates, the compile service (the jobs and
+// options it shows), its use case (queueing, cancelling, retrying: compile-requests.ts) and,
+// unless the config leaves jobs to `knowagent worker` processes, a worker. Started with the server,
+// stopped before the database closes: running attempts are interrupted and released for retry,
+// then the queue and the LISTEN connection are closed.
 import * as Context from 'effect/Context'
 import * as Effect from 'effect/Effect'
 import * as Layer from 'effect/Layer'
@@ -16,6 +17,7 @@ import type { DocumentParser } from '../workspace/parse/document-parser.ts'
 import { resolveCompileDefaults, resolveQueueSettings } from './compile-config.ts'
 import type { CompileEnvironmentProvider } from './compile-pipeline.ts'
 import { startQueue } from './compile-queue.ts'
+import { makeCompileRequests } from './compile-requests.ts'
 import { type CompileFeature, makeCompileService } from './compile-service.ts'
 import { type CompileWorker, startCompileWorker } from './compile-worker.ts'
 import { makeJobEvents } from './job-events.ts'
@@ -54,20 +56,20 @@ export async function startCompileFeature(options: CompileFeatureOptions): Promi
   let worker: CompileWorker | undefined
   try {
     await events.ready()
-    const service = makeCompileService({
+    const shown = {
       db,
-      queue,
-      models,
       cliProfiles,
       defaults: resolveCompileDefaults({ settings: config.file.compile, firstModelId: models.list()[0]?.id ?? 'local' }),
       bundledSkills,
-    })
+    }
+    const service = makeCompileService(shown)
+    const requests = makeCompileRequests({ ...shown, queue, models, requestsPerMinute: config.compileRequestsPerMinute })
     if (settings.inServe) {
       worker = await startCompileWorker({ db, connection, engines: { models, cliProfiles, serverEnv: config.env, extraEnv: options.extraEnv, parser: options.parser }, settings, events, logger, queue })
     }
     let stopping: Promise<void> | undefined
     return {
-      feature: { service, events },
+      feature: { service, requests, events },
       worker,
       stop: () =>
         (stopping ??= (async () => {

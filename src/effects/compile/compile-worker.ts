@@ -6,9 +6,6 @@
 // Stopping is graceful and bounded: every running attempt is interrupted (its model call aborted,
 // its CLI process tree killed), recorded as released for retry, and settled with the queue before
 // the queue connection closes.
-import * as Context from 'effect/Context'
-import * as Effect from 'effect/Effect'
-import * as Layer from 'effect/Layer'
 import type { Kysely } from 'kysely'
 import type pg from 'pg'
 import type { Clock, Job } from 'pg-boss'
@@ -175,16 +172,4 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
 
   logger?.info('compile worker started', { concurrency: options.settings.concurrency })
   return { id, queue, running: () => [...runs.keys()], stop }
-}
-
-/** The worker as a scoped resource of the runtime: started with it, stopped (gracefully) when it is released. */
-export class CompileWorkerService extends Context.Service<CompileWorkerService, CompileWorker>()('knowagent/compile/CompileWorker') {
-  static readonly layer = (options: CompileWorkerOptions): Layer.Layer<CompileWorkerService> =>
-    Layer.effect(
-      CompileWorkerService,
-      Effect.acquireRelease(
-        Effect.promise(() => startCompileWorker(options)),
-        (worker) => Effect.promise(() => worker.stop()),
-      ),
-    )
 }

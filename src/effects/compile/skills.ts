@@ -22,6 +22,8 @@ export const BUNDLED_SKILLS_DIR = projectPath('skills/')
 export const USER_SKILLS_DIR = '.skills'
 export const SKILL_FILE = 'SKILL.md'
 export const USER_SKILL_PREFIX = 'user:'
+/** The compile skill of a request that names none (when it is bundled). */
+export const DEFAULT_SKILL = 'wiki-default'
 const MAX_FRONT_MATTER_CHARS = 4_000
 export const MAX_SKILL_BODY_CHARS = 16_000
 const MAX_USER_SKILLS = 100

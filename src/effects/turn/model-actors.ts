@@ -6,47 +6,12 @@ import { COMPACTION_INSTRUCTION, renderCompactionTranscript } from '../../machin
 import type { CallModelInput, CallModelOutput, CompactInput, CompactOutput, ModelStreamForwardEvent } from '../../machines/turn-contract.ts'
 import { fromEffect } from '../actor-bridge.ts'
 import type { ChatModel, ModelError, ModelStreamEvent } from '../llm/model.ts'
+import { describeModelError } from '../llm/model-failure.ts'
 
-/** An expected provider failure as `callModel` data. */
+/** An expected provider failure as `callModel` data (its words: `describeModelError`). */
 export function modelErrorToCallOutput(error: ModelError): Extract<CallModelOutput, { ok: false }> {
-  switch (error._tag) {
-    case 'ProviderHttpError':
-      return {
-        ok: false,
-        code: 'provider.http',
-        message: `the model provider answered HTTP ${error.status}${error.code ? ` (${error.code})` : ''}: ${error.message}`,
-        partialText: '',
-      }
-    case 'ProviderConnectionError':
-      return { ok: false, code: 'provider.connection', message: `could not reach the model provider: ${error.message}`, partialText: '' }
-    case 'ProviderStreamError':
-      return {
-        ok: false,
-        code: 'provider.stream_error',
-        message: `the model provider reported an error${error.code ? ` (${error.code})` : ''}: ${error.message}`,
-        partialText: error.partialText,
-      }
-    case 'StreamIncomplete':
-      return { ok: false, code: 'provider.incomplete', message: `incomplete model response: ${error.message}`, partialText: error.partialText }
-    case 'StreamIdleTimeout':
-      return {
-        ok: false,
-        code: 'provider.idle_timeout',
-        message: `the model sent nothing for ${error.idleMs} ms`,
-        partialText: error.partialText,
-      }
-    case 'ProviderProtocolError':
-      return { ok: false, code: 'provider.protocol', message: `unreadable model response: ${error.message}`, partialText: error.partialText }
-    case 'MissingApiKey':
-      return {
-        ok: false,
-        code: 'provider.missing_api_key',
-        message: `model "${error.modelId}" has no API key: set the environment variable ${error.envName} on the server and restart it`,
-        partialText: '',
-      }
-  }
-  const unknown: { readonly _tag: string; readonly message?: string } = error
-  return { ok: false, code: 'provider.error', message: unknown.message ?? unknown._tag, partialText: '' }
+  const { code, message, partialText } = describeModelError(error)
+  return { ok: false, code, message, partialText }
 }
 
 function toForwardEvent(event: ModelStreamEvent): ModelStreamForwardEvent {
@@ -101,8 +66,8 @@ export function compactEffect({ model, input }: { readonly model: ChatModel; rea
         return { ok: true, summary: result.text, usage: result.usage }
       }),
       Effect.catch((error: ModelError) => {
-        const failure = modelErrorToCallOutput(error)
-        return Effect.succeed<CompactOutput>({ ok: false, code: failure.code, message: failure.message })
+        const { code, message } = describeModelError(error)
+        return Effect.succeed<CompactOutput>({ ok: false, code, message })
       }),
     )
 }
