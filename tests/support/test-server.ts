@@ -4,6 +4,7 @@ import type { Server } from 'node:http'
 import { startCoreRuntime } from '../../src/effects/app-layer.ts'
 import { loadConfig, type AppConfig } from '../../src/effects/config/app-config.ts'
 import { createApiTokenFor, createUser } from '../../src/effects/auth/users.ts'
+import type { ScryptCost } from '../../src/effects/auth/passwords.ts'
 import type { DatabaseHandle } from '../../src/effects/db/database.ts'
 import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
 import type { ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
@@ -37,6 +38,13 @@ export interface TestServer {
 }
 
 export const TEST_SECRET = 'test-secret-0123456789abcdef'
+
+/**
+ * The scrypt cost of the tests' accounts: 1/32 of the default's work, so that the suite's hundreds
+ * of accounts and sign-ins do not spend a minute of CPU hashing. The hash carries its cost; signing
+ * in verifies it the same way. (Tests of hashing itself use the default.)
+ */
+export const TEST_PASSWORD_COST: ScryptCost = { N: 1 << 10, r: 8, p: 1 }
 
 export async function startTestServer({
   env = {},
@@ -127,7 +135,7 @@ export async function startTestServer({
 }
 
 export async function addUserWithToken(server: TestServer, login: string, password = 'password-' + login) {
-  const user = await createUser(server.database.db, { login, password })
+  const user = await createUser(server.database.db, { login, password, hashCost: TEST_PASSWORD_COST })
   const token = await createApiTokenFor(server.database.db, { secret: TEST_SECRET, login })
   return { user, token, password }
 }

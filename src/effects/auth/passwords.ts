@@ -2,7 +2,15 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto'
 
 const KEY_LENGTH = 32
-const DEFAULT = { N: 1 << 15, r: 8, p: 1 }
+
+/** scrypt's cost parameters; a stored hash carries its own, so verifying uses the cost it was made with. */
+export interface ScryptCost {
+  readonly N: number
+  readonly r: number
+  readonly p: number
+}
+
+export const DEFAULT_SCRYPT_COST: ScryptCost = { N: 1 << 15, r: 8, p: 1 }
 
 function scrypt(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) =>
@@ -20,10 +28,10 @@ export function validatePassword(password: string): string | undefined {
   return undefined
 }
 
-export async function hashPassword(password: string): Promise<string> {
+export async function hashPassword(password: string, cost: ScryptCost = DEFAULT_SCRYPT_COST): Promise<string> {
   const salt = randomBytes(16)
-  const key = await scrypt(password, salt, DEFAULT)
-  return `scrypt$${DEFAULT.N}$${DEFAULT.r}$${DEFAULT.p}$${salt.toString('base64url')}$${key.toString('base64url')}`
+  const key = await scrypt(password, salt, cost)
+  return `scrypt$${cost.N}$${cost.r}$${cost.p}$${salt.toString('base64url')}$${key.toString('base64url')}`
 }
 
 export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {

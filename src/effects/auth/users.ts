@@ -6,7 +6,7 @@ import type { Db } from '../db/schema.ts'
 import { ensureRoot } from '../workspace/store.ts'
 import type { Owner } from '../db/schema.ts'
 import { validateLogin } from '../workspace/uri.ts'
-import { hashPassword, validatePassword, verifyPassword } from './passwords.ts'
+import { hashPassword, type ScryptCost, validatePassword, verifyPassword } from './passwords.ts'
 import { generateApiToken, generateOpaqueToken, hashToken } from './tokens.ts'
 
 export interface User extends Owner {
@@ -17,7 +17,19 @@ export class UserError extends Error {
   override readonly name = 'UserError'
 }
 
-export async function createUser(db: Db, { login, password }: { login: string; password: string | undefined }): Promise<User> {
+export async function createUser(
+  db: Db,
+  {
+    login,
+    password,
+    hashCost,
+  }: {
+    login: string
+    password: string | undefined
+    /** The password hash's scrypt cost (default DEFAULT_SCRYPT_COST); the tests' accounts take a cheap one. */
+    hashCost?: ScryptCost
+  },
+): Promise<User> {
   const loginReason = validateLogin(login)
   if (loginReason) throw new UserError(`invalid login "${login}": ${loginReason}`)
   if (password !== undefined) {
@@ -29,7 +41,7 @@ export async function createUser(db: Db, { login, password }: { login: string; p
   const user = {
     id: randomUUID(),
     login,
-    password_hash: password === undefined ? null : await hashPassword(password),
+    password_hash: password === undefined ? null : await hashPassword(password, hashCost),
   }
   await db.insertInto('users').values(user).execute()
   await ensureRoot(db, { id: user.id, login })
