@@ -22,6 +22,7 @@ import { ProviderHttpError } from '../../src/effects/llm/model-errors.ts'
 import { createScriptedModel, textResult } from '../support/scripted-model.ts'
 import { type CompileHarness, registryWith, startCompileHarness } from '../support/compile-harness.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { putText } from '../support/text-file.ts'
 
 const GUIDES = 'kb://users/demo/samples/guides/'
 
@@ -168,7 +169,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
 
   it('a file you upload over a generated page is yours again: compilable, and never overwritten by a job', async () => {
     const text = '# My own abstract\nWritten by hand.'
-    await putFile(database.db, { owner: demo, segments: ['samples', 'guides', '.abstract.md'], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    await putText(database.db, { owner: demo, segments: ['samples', 'guides', '.abstract.md'], text })
     const row = await database.db.selectFrom('nodes').select('generated').where('owner_id', '=', demo.id).where('path', '=', 'samples/guides/.abstract.md').executeTakeFirstOrThrow()
     expect(row.generated).toBeNull()
     const result = await harness.service.enqueue({ caller: demo, params: { uris: [`${GUIDES}knowagent-guide.md`], channel: 'llm', modelId: 'local', callBudget: 7 } })
@@ -192,7 +193,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
   })
 
   it('when the semantic step fails, the parsed body stays readable and the job says so', async () => {
-    await putFile(database.db, { owner: demo, segments: ['notes2', 'plan.md'], bytes: new TextEncoder().encode('# Plan\nShip the compile queue.'), parsed: { ok: true, mime: 'text/markdown', text: '# Plan\nShip the compile queue.' } })
+    await putText(database.db, { owner: demo, segments: ['notes2', 'plan.md'], text: '# Plan\nShip the compile queue.' })
     const result = await harness.service.enqueue({ caller: demo, params: { uris: ['kb://me/notes2/plan.md'], channel: 'llm', modelId: 'failing' } })
     const job = await harness.waitForJob(result.jobs[0]!.id, (j) => j.status === 'failed', 'failed')
     expect(job.failure).toMatchObject({ stage: 'summarising', code: 'provider.http', retryable: false, bodyReadable: true, attempt: 1 })
@@ -202,8 +203,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
     expect(await findNode(database.db, demo, ['notes2', '.overview.md'])).toBeUndefined()
   })
   describe('the tree changes while a job runs', () => {
-    const put = (segments: string[], text: string) =>
-      putFile(database.db, { owner: demo, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    const put = (segments: string[], text: string) => putText(database.db, { owner: demo, segments, text, mime: 'text/markdown' })
     /** Queues a job on the gated model for `folder`'s files, and resolves once its first model call waits. */
     const startHeld = async (folder: string) => {
       const release = Promise.withResolvers<void>()
@@ -256,8 +256,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
   })
 
   describe('several sources, one artifact directory', () => {
-    const put = (segments: string[], text: string) =>
-      putFile(database.db, { owner: demo, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    const put = (segments: string[], text: string) => putText(database.db, { owner: demo, segments, text, mime: 'text/markdown' })
     const compile = async (uris: string[], extra: Record<string, unknown> = {}) => {
       const result = await harness.service.enqueue({ caller: demo, params: { uris, channel: 'llm', modelId: 'local', artifactParentUri: 'kb://me/wiki/', ...extra } })
       expect(result.refused).toEqual([])

@@ -9,14 +9,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { createUser } from '../../src/effects/auth/users.ts'
 import type { CompileJobView } from '../../src/effects/compile/compile-jobs-store.ts'
 import { renderSkillFile, userSkillSegments } from '../../src/effects/compile/skills.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { createScriptedModel, textResult } from '../support/scripted-model.ts'
 import { type CompileHarness, FAKE_CLI, fakeCliProfile, registryWith, startCompileHarness } from '../support/compile-harness.ts'
 import { isRunning, runningInGroup } from '../support/process-tree.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { putText } from '../support/text-file.ts'
 
-const encode = (text: string) => new TextEncoder().encode(text)
 
 describe('compile jobs on the queue', () => {
   let database: TestDatabase
@@ -33,7 +32,7 @@ describe('compile jobs on the queue', () => {
   }
   const readPids = () =>
     vi.waitFor(() => JSON.parse(readFileSync(join(cliDir, 'pids.json'), 'utf8')) as Record<string, number>, { timeout: 15_000, interval: 20 })
-  const put = (owner: Owner, segments: string[], text: string) => putFile(database.db, { owner, segments, bytes: encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+  const put = (owner: Owner, segments: string[], text: string) => putText(database.db, { owner, segments, text, mime: 'text/markdown' })
 
   let cliDir: string
   beforeAll(async () => {

@@ -12,11 +12,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { makeModelRegistry } from '../../src/effects/llm/model-registry.ts'
 import type { ModelConfig } from '../../src/effects/llm/model-config.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { type CompileHarness, startCompileHarness } from '../support/compile-harness.ts'
 import { type ScriptedProvider, startScriptedProvider, streamScript, textAnswerSse } from '../support/scripted-provider.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { putText } from '../support/text-file.ts'
 
 const BIN = fileURLToPath(new URL('../../bin/knowagent.mjs', import.meta.url))
 const HEARTBEAT_SECONDS = 10
@@ -34,7 +34,7 @@ describe('a worker process killed mid-job', () => {
     database = await openTestDatabase('postgres')
     owner = await createUser(database.db, { login: 'kim', password: 'a-long-password' })
     const text = '# Runbook\nRestart the worker when the queue stalls.'
-    await putFile(database.db, { owner, segments: ['ops', 'runbook.md'], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    await putText(database.db, { owner, segments: ['ops', 'runbook.md'], text })
     provider = await startScriptedProvider()
     // the first call (the doomed worker's) never gets an answer; every later one does
     provider.setHandler((request) => (request.index === 0 ? { kind: 'hang' } : streamScript(textAnswerSse(`Answer ${request.index}.`))))

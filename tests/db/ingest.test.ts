@@ -16,6 +16,7 @@ import type { Owner } from '../../src/effects/db/schema.ts'
 import { findNode, getNode, putFile } from '../../src/effects/workspace/store.ts'
 import { InvalidUri } from '../../src/effects/workspace/workspace-errors.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { putText } from '../support/text-file.ts'
 
 const encode = (text: string) => new TextEncoder().encode(text)
 const UNSUPPORTED = 'unsupported file type (.bin); raw bytes kept'
@@ -109,7 +110,7 @@ describe('ingest: parse, then store in one transaction', () => {
   })
 
   it('a batch that fails midway leaves the store as it was: no file, no folder, no version, no job', async () => {
-    await putFile(database.db, { owner, segments: ['whole', 'keep.md'], bytes: encode('kept'), parsed: { ok: true, mime: 'text/markdown', text: 'kept' } })
+    await putText(database.db, { owner, segments: ['whole', 'keep.md'], text: 'kept' })
     const before = await storeState()
     const parser = scriptedParser()
     const refused = ingest({
@@ -202,7 +203,7 @@ describe('ingest: parse, then store in one transaction', () => {
       (await putFile(database.db, { owner, segments: ['again', name], bytes: encode(text), parsed: { ok: false, mime: 'text/markdown', error } })).node
 
     it('answers from the store when the text is there, without parsing', async () => {
-      const { node } = await putFile(database.db, { owner, segments: ['again', 'fine.md'], bytes: encode('fine'), parsed: { ok: true, mime: 'text/markdown', text: 'fine' } })
+      const { node } = await putText(database.db, { owner, segments: ['again', 'fine.md'], text: 'fine' })
       const parser = scriptedParser()
       expect(await currentText(database.db, { owner, node, parser })).toEqual({ _tag: 'Text', text: 'fine' })
       expect(parser.calls).toEqual([])
@@ -231,7 +232,7 @@ describe('ingest: parse, then store in one transaction', () => {
     it('a version replaced while it was parsed is left as it was', async () => {
       const node = await stored('raced.md', 'old bytes', 'parser crashed (simulated)')
       const parser = scriptedParser(async () => {
-        await putFile(database.db, { owner, segments: ['again', 'raced.md'], bytes: encode('new bytes'), parsed: { ok: true, mime: 'text/markdown', text: 'new bytes' } })
+        await putText(database.db, { owner, segments: ['again', 'raced.md'], text: 'new bytes' })
         return undefined
       })
       expect(await currentText(database.db, { owner, node, parser })).toEqual({ _tag: 'Text', text: 'old bytes' })

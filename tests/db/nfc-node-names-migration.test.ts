@@ -5,11 +5,10 @@ import { sql } from 'kysely'
 import { up } from '../../migrations/20261201010000_nfc_node_names.ts'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { resolveNode } from '../../src/effects/workspace/resolve.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import { readRaw } from '../../src/effects/workspace/file-contents.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { putText } from '../support/text-file.ts'
 
-const text = (s: string) => new TextEncoder().encode(s)
 
 describe.each(DATABASE_KINDS)('NFC node names migration on %s', (kind) => {
   let database: TestDatabase
@@ -27,12 +26,12 @@ describe.each(DATABASE_KINDS)('NFC node names migration on %s', (kind) => {
   it('puts decomposed names in NFC, children with their directory, and leaves an owner whose names would collide', async () => {
     const { db } = database
     const alice = await createUser(db, { login: 'alice', password: 'alice-password' })
-    await putFile(db, { owner: alice, segments: ['Resumes', 'cafe.md'], bytes: text('the cafe'), parsed: { ok: true, mime: 'text/markdown', text: 'the cafe' } })
+    await putText(db, { owner: alice, segments: ['Resumes', 'cafe.md'], text: 'the cafe' })
     await rename(alice.id, 'Resumes/cafe.md', { name: 'cafe\u0301.md', path: 'Re\u0301sume\u0301s/cafe\u0301.md' })
     await rename(alice.id, 'Resumes', { name: 'Re\u0301sume\u0301s', path: 'Re\u0301sume\u0301s' })
 
     const bob = await createUser(db, { login: 'bob', password: 'bob-password-1' })
-    for (const name of ['x.md', 'y.md']) await putFile(db, { owner: bob, segments: [name], bytes: text(name), parsed: { ok: true, mime: 'text/markdown', text: name } })
+    for (const name of ['x.md', 'y.md']) await putText(db, { owner: bob, segments: [name], text: name })
     await rename(bob.id, 'x.md', { name: 'caf\u00e9.md', path: 'caf\u00e9.md' })
     await rename(bob.id, 'y.md', { name: 'cafe\u0301.md', path: 'cafe\u0301.md' })
 

@@ -9,9 +9,9 @@ import { hashToken } from '../../src/effects/auth/tokens.ts'
 import { admitTurn, type TurnAdmissionInput } from '../../src/effects/turn/turn-admission.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { resolveNode } from '../../src/effects/workspace/resolve.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import type { Db } from '../../src/effects/db/schema.ts'
 import { openTestDatabase, synchronousCommitAround, type TestDatabase } from '../support/test-database.ts'
+import { putText } from '../support/text-file.ts'
 
 const SECRET = 'test-secret-for-token-hashes-0123456789'
 let database: TestDatabase
@@ -20,7 +20,7 @@ beforeAll(async () => {
   database = await openTestDatabase('postgres')
   alice = await createUser(database.db, { login: 'alice', password: 'alice-password-123' })
   const text = '# Plan\nShip it.'
-  await putFile(database.db, { owner: alice, segments: ['docs', 'plan.md'], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+  await putText(database.db, { owner: alice, segments: ['docs', 'plan.md'], text })
 })
 afterAll(async () => {
   await database?.close()

@@ -6,15 +6,15 @@ import { sql } from 'kysely'
 import pg from 'pg'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { createDirectory, deleteSubtree, listMoveDestinations, moveNode, subtreeCounts } from '../../src/effects/workspace/manage.ts'
-import { findNode, getNode, putFile } from '../../src/effects/workspace/store.ts'
+import { findNode, getNode } from '../../src/effects/workspace/store.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { readCurrent } from '../../src/effects/workspace/file-contents.ts'
 import { InvalidName, NodeConflict, NodeNotFound } from '../../src/effects/workspace/workspace-errors.ts'
 import { blockedOnALock, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { putText } from '../support/text-file.ts'
 
 const pathFor = (uri: string) => uri.replace(/^kb:\/\/users\/[^/]+\//, '').split('/')
-const put = (db: TestDatabase['db'], owner: Owner, segments: string[], text: string) =>
-  putFile(db, { owner, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/plain', text } })
+const put = (db: TestDatabase['db'], owner: Owner, segments: string[], text: string) => putText(db, { owner, segments, text, mime: 'text/plain' })
 
 describe('workspace management', () => {
   let database: TestDatabase

@@ -6,10 +6,11 @@ import { sql } from 'kysely'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { deleteSubtree, moveNode } from '../../src/effects/workspace/manage.ts'
 import { searchWorkspace } from '../../src/effects/workspace/search-index.ts'
-import { getNode, putFile } from '../../src/effects/workspace/store.ts'
+import { getNode } from '../../src/effects/workspace/store.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { sliceCodePoints } from '../../src/effects/workspace/text-paging.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { putText } from '../support/text-file.ts'
 
 const filler = (n: number) => Array.from({ length: n }, (_, i) => `Line ${i} talks about nothing in particular.`).join('\n')
 
@@ -17,8 +18,7 @@ describe('workspace search', () => {
   let database: TestDatabase
   let owner: Owner
   let other: Owner
-  const put = (who: Owner, segments: string[], text: string) =>
-    putFile(database.db, { owner: who, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/plain', text } })
+  const put = (who: Owner, segments: string[], text: string) => putText(database.db, { owner: who, segments, text, mime: 'text/plain' })
 
   beforeAll(async () => {
     database = await openTestDatabase()

@@ -8,8 +8,8 @@ import type { ToolContext } from '../../src/effects/tools/tool-definition.ts'
 import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
 import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { putText } from '../support/text-file.ts'
 
-const encode = (s: string) => new TextEncoder().encode(s)
 
 describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
   let database: TestDatabase
@@ -18,7 +18,7 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
   const registry = makeToolRegistry(WORKSPACE_TOOLS)
   const scopeAt = (uri: string): ToolContext => ({ db: database.db, caller: owner, scope: parseKbUri({ uri, callerLogin: owner.login }), progress: () => {} })
   const run = async (context: ToolContext, name: string, args: unknown) => Effect.runPromise(registry.run({ context, name, args }))
-  const put = (who: Owner, segments: string[], text: string) => putFile(database.db, { owner: who, segments, bytes: encode(text), parsed: { ok: true, mime: 'text/plain', text } })
+  const put = (who: Owner, segments: string[], text: string) => putText(database.db, { owner: who, segments, text, mime: 'text/plain' })
 
   beforeAll(async () => {
     database = await openTestDatabase(kind)

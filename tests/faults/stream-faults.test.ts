@@ -7,14 +7,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import pg from 'pg'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
-import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
-import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
+import { chatCompletionSse, streamScript, textAnswerSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
+import { startScriptedServer } from '../support/scripted-server.ts'
+import { addUserWithToken, type TestServer } from '../support/test-server.ts'
 
 const IDLE_MS = 300
 
 describe('faults under a running turn', () => {
   let provider: ScriptedProvider
   let server: TestServer
+  let close: (() => Promise<void>) | undefined
   let alice: Awaited<ReturnType<typeof addUserWithToken>>
   const stream = (modelId = 'remote') =>
     fetch(`${server.url}/api/v1/knowledge-agent/stream`, {
@@ -36,26 +38,16 @@ describe('faults under a running turn', () => {
   }
 
   beforeAll(async () => {
-    provider = await startScriptedProvider()
-    server = await startTestServer({
-      configure: (config) => ({
-        ...config,
-        streamsPerMinute: 1000,
-        file: {
-          models: [
-            scriptedModel(provider, { idleTimeoutMs: IDLE_MS }),
-            // The default idle timeout: silent for as long as the test takes to drop the database's connections.
-            scriptedModel(provider, { id: 'patient', name: 'Patient' }),
-          ],
-        },
-      }),
-    })
+    ;({ server, provider, close } = await startScriptedServer({
+      models: (provider) => [
+        scriptedModel(provider, { idleTimeoutMs: IDLE_MS }),
+        // The default idle timeout: silent for as long as the test takes to drop the database's connections.
+        scriptedModel(provider, { id: 'patient', name: 'Patient' }),
+      ],
+    }))
     alice = await addUserWithToken(server, 'alice')
   })
-  afterAll(async () => {
-    await server?.close()
-    await provider?.close()
-  })
+  afterAll(() => close?.())
 
   it.each([
     ['stalls after its first bytes', streamScript(chatCompletionSse([{ text: 'half' }]), { end: 'hang' }), 'provider.idle_timeout'],

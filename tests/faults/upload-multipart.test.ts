@@ -14,9 +14,10 @@ import express from 'express'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { readMultipartUpload } from '../../src/http/multipart-upload.ts'
 import { MULTIPART_TYPE, multipartBody, partBytes, postNeverEnding, postRaw, type Part } from '../support/raw-http.ts'
-import { chatCompletionSse, startScriptedProvider, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { chatCompletionSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
+import { startScriptedServer } from '../support/scripted-server.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
-import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { addUserWithToken, signIn, type TestServer } from '../support/test-server.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const runFile = promisify(execFile)
@@ -26,6 +27,7 @@ const MAX_FILES = 3
 describe('hostile multipart uploads', () => {
   let server: TestServer
   let provider: ScriptedProvider
+  let close: (() => Promise<void>) | undefined
   let alice: Awaited<ReturnType<typeof addUserWithToken>>
   let session: { cookie: string; csrf: string }
   const spool = mkdtempSync(join(tmpdir(), 'knowagent-spool-test-'))
@@ -38,21 +40,16 @@ describe('hostile multipart uploads', () => {
   const errorCode = (body: string): string => (JSON.parse(body) as { error: { code: string } }).error.code
 
   beforeAll(async () => {
-    provider = await startScriptedProvider()
-    server = await startTestServer({
+    ;({ server, provider, close } = await startScriptedServer({
+      models: (provider) => [scriptedModel(provider, { id: 'gated', name: 'Gated', profile: 'test', supportsNativeToolCalling: false })],
       configure: (config) => ({
         ...config,
         maxFileBytes: MAX_FILE_BYTES,
         maxFilesPerUpload: MAX_FILES,
         uploadTempDir: spool,
         parsing: { ...config.parsing, processes: 1, limits: { ...config.parsing.limits, maxBytes: MAX_FILE_BYTES } },
-        file: {
-          models: [
-            { id: 'gated', name: 'Gated', profile: 'test', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: false, maxRetries: 0 },
-          ],
-        },
       }),
-    })
+    }))
     alice = await addUserWithToken(server, 'alice')
     session = await signIn(server, 'alice', alice.password)
   })
@@ -67,8 +64,7 @@ describe('hostile multipart uploads', () => {
   })
   afterAll(async () => {
     process.off('uncaughtExceptionMonitor', recordCrash)
-    await server?.close()
-    await provider?.close()
+    await close?.()
     rmSync(spool, { recursive: true, force: true })
   })
 

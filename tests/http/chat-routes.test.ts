@@ -4,32 +4,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { decodeSseStream, type SseEvent } from '../../src/sse/sse-decoder.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
-import { startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
+import { streamScript, textAnswerSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { startScriptedServer } from '../support/scripted-server.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { putText } from '../support/text-file.ts'
 
 describe('/workspace/chat', () => {
   let provider: ScriptedProvider
   let server: TestServer
+  let close: (() => Promise<void>) | undefined
   let session: { cookie: string; csrf: string }
 
   beforeAll(async () => {
-    provider = await startScriptedProvider()
-    server = await startTestServer({
-      configure: (config) => ({
-        ...config,
-        file: { models: [scriptedModel(provider)] },
-      }),
-    })
+    ;({ server, provider, close } = await startScriptedServer())
     const alice = await addUserWithToken(server, 'alice')
     await addUserWithToken(server, 'bob')
-    await putFile(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], bytes: new TextEncoder().encode('alpha'), parsed: { ok: true, mime: 'text/markdown', text: 'alpha' } })
+    await putText(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], text: 'alpha' })
     session = await signIn(server, 'alice', alice.password)
   })
-  afterAll(async () => {
-    await server?.close()
-    await provider?.close()
-  })
+  afterAll(() => close?.())
 
   const post = (path: string, fields: Record<string, string>, headers: Record<string, string> = { 'x-csrf-token': session.csrf }) =>
     fetch(`${server.url}/workspace/chat/${path}`, {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { putFile } from '../../src/effects/workspace/store.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { putText } from '../support/text-file.ts'
 
 describe('options and command endpoints', () => {
   let server: TestServer
@@ -40,7 +41,7 @@ describe('options and command endpoints', () => {
     alice = await addUserWithToken(server, 'alice')
     bob = await addUserWithToken(server, 'bob')
     const text = 'Compaction keeps URIs. '.repeat(10)
-    await putFile(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    await putText(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], text })
   })
   afterAll(async () => {
     await server?.close()

@@ -3,9 +3,9 @@
 // retrieval feature resolves the id per owner (config here), the worker exports it to the process.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { resolveBailianConfig } from '../../src/effects/retrieval/bailian-config.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import { fakeCliProfile } from '../support/compile-harness.ts'
 import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
+import { putText } from '../support/text-file.ts'
 
 const API = '/api/v1/knowledge-agent'
 
@@ -27,7 +27,7 @@ describe('a compile CLI profile and the Bailian workspace id', () => {
     })
     alice = await addUserWithToken(server, 'alice')
     const text = 'Queue notes. The queue retries failed jobs.'
-    await putFile(server.database.db, { owner: alice.user, segments: ['ops', 'queue.md'], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    await putText(server.database.db, { owner: alice.user, segments: ['ops', 'queue.md'], text })
   })
   afterAll(async () => {
     await server?.close()

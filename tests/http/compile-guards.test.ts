@@ -4,9 +4,9 @@
 // PostgreSQL across server processes, and a cap on the live job streams one person holds open.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { revokeApiTokens } from '../../src/effects/auth/users.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
 const MAX_JOB_STREAMS_PER_USER = 10
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { putText } from '../support/text-file.ts'
 
 const API = '/api/v1/knowledge-agent'
 const LIMIT = 3
@@ -207,7 +207,7 @@ describe('compile and task routes: the same guards as the rest', () => {
     const gina = await addUserWithToken(first, 'gina')
     const { cookie, csrf } = await signIn(first, 'gina', gina.password)
     for (const name of ['a.md', 'b.md', 'c.md']) {
-      await putFile(first.database.db, { owner: gina.user, segments: ['limits', name], bytes: new TextEncoder().encode(`# ${name}`), parsed: { ok: true, mime: 'text/markdown', text: `# ${name}` } })
+      await putText(first.database.db, { owner: gina.user, segments: ['limits', name], text: `# ${name}` })
     }
     const queue = (name: string) =>
       fetch(`${first.url}${API}/compile`, { method: 'POST', headers: { ...bearer(gina.token), 'content-type': 'application/json' }, body: JSON.stringify({ uris: [`kb://me/limits/${name}`], channel: 'llm', model_id: 'local' }) })

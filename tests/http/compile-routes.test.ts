@@ -2,10 +2,10 @@
 // PostgreSQL, one of them running a worker; live updates reach the other through LISTEN/NOTIFY.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { decodeSseStream } from '../../src/sse/sse-decoder.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import { COMPILE_STAGES } from '../../src/machines/compile-job-contract.ts'
 import { fakeCliProfile } from '../support/compile-harness.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { putText } from '../support/text-file.ts'
 
 const API = '/api/v1/knowledge-agent'
 
@@ -20,8 +20,7 @@ describe('compile jobs over HTTP', () => {
       headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     })
-  const put = (owner: { id: string; login: string }, segments: string[], text: string) =>
-    putFile(withWorker.database.db, { owner, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+  const put = (owner: { id: string; login: string }, segments: string[], text: string) => putText(withWorker.database.db, { owner, segments, text })
 
   beforeAll(async () => {
     const cliProfiles = [fakeCliProfile()]

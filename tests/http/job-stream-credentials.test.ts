@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApiTokenFor, createUser, listApiTokens, revokeApiTokens, setPassword } from '../../src/effects/auth/users.ts'
 import { hashToken } from '../../src/effects/auth/tokens.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import { decodeSseStream, type SseEvent } from '../../src/sse/sse-decoder.ts'
 import { fakeCliProfile } from '../support/compile-harness.ts'
 import { signIn, startTestServer, TEST_SECRET, type TestServer } from '../support/test-server.ts'
+import { putText } from '../support/text-file.ts'
 
 const API = '/api/v1/knowledge-agent'
 /** vi.waitFor gives up after 1 s by default; a loaded machine may need longer (it returns as soon as the condition holds). */
@@ -46,7 +46,7 @@ describe('job streams end as soon as their credential does', () => {
     server = await startTestServer({ compile: { worker: false, cliProfiles: [fakeCliProfile()] }, credentialRecheckMs: 3_600_000 })
     await server.ctx.feed!.ready()
     user = await createUser(server.database.db, { login: 'carol', password: 'password-carol' })
-    await putFile(server.database.db, { owner: user, segments: ['docs', 'a.md'], bytes: new TextEncoder().encode('# A'), parsed: { ok: true, mime: 'text/markdown', text: '# A' } })
+    await putText(server.database.db, { owner: user, segments: ['docs', 'a.md'], text: '# A' })
   })
   afterAll(async () => {
     for (const controller of controllers) controller.abort()

@@ -6,12 +6,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import OpenAI from 'openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { streamText } from 'ai'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { PREFERENCES_HEADING } from '../../src/effects/turn/prepare-turn.ts'
 import { createKnowagentClient } from '../../src/client/index.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
-import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
+import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
+import { startScriptedServer } from '../support/scripted-server.ts'
+import { putText } from '../support/text-file.ts'
 import { waitUntil } from '../support/wait-until.ts'
 
 type Reasoning = { reasoning_content?: string }
@@ -20,37 +21,25 @@ const RUNBOOK = 'Shutdown procedure: drain open connections for at most 30 secon
 describe('the OpenAI-compatible face (/v1)', () => {
   let provider: ScriptedProvider
   let server: TestServer
+  let close: (() => Promise<void>) | undefined
   let alice: Awaited<ReturnType<typeof addUserWithToken>>
   let bob: Awaited<ReturnType<typeof addUserWithToken>>
   let openai: OpenAI
   const turnStatus = async (turnId: string) => (await findTurn(server.database.db, turnId))?.status
 
   beforeAll(async () => {
-    provider = await startScriptedProvider()
-    server = await startTestServer({
-      configure: (config) => ({
-        ...config,
-        streamsPerMinute: 1000,
-        file: {
-          models: [
-            scriptedModel(provider),
-            scriptedModel(provider, { id: 'text-only', name: 'Text only', supportsNativeToolCalling: false }),
-          ],
-        },
-      }),
-    })
+    ;({ server, provider, close } = await startScriptedServer({
+      models: (provider) => [scriptedModel(provider), scriptedModel(provider, { id: 'text-only', name: 'Text only', supportsNativeToolCalling: false })],
+    }))
     alice = await addUserWithToken(server, 'alice')
     bob = await addUserWithToken(server, 'bob')
     const text = '知识库 notes: the answer is forty-two. 😀'
-    await putFile(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
-    await putFile(server.database.db, { owner: alice.user, segments: ['ops', 'runbook.md'], bytes: new TextEncoder().encode(RUNBOOK), parsed: { ok: true, mime: 'text/markdown', text: RUNBOOK } })
+    await putText(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], text })
+    await putText(server.database.db, { owner: alice.user, segments: ['ops', 'runbook.md'], text: RUNBOOK })
     openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: alice.token, maxRetries: 0 })
   })
   beforeEach(() => provider.setHandler(undefined))
-  afterAll(async () => {
-    await server?.close()
-    await provider?.close()
-  })
+  afterAll(() => close?.())
 
   describe('GET /v1/models', () => {
     it('lists every configured model and the built-in local one as knowagent/<id>, with only the safe list fields', async () => {

@@ -7,14 +7,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { isCompactionRequest, type ChatMessage, type PreStepInput } from '../../src/machines/index.ts'
 import type { PreStepHook } from '../../src/effects/turn/pre-step-hooks.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
-import { startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
-import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
+import { streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
+import { startScriptedServer } from '../support/scripted-server.ts'
+import { addUserWithToken, type TestServer } from '../support/test-server.ts'
+import { putText } from '../support/text-file.ts'
 
 const BLOCK_HEADER = '[knowagent:context source="test-catalog"]'
 
 describe('the pre-step slot over HTTP', () => {
   let provider: ScriptedProvider
   let server: TestServer
+  let close: (() => Promise<void>) | undefined
   let token: string
   const seen: Array<{ login: string; input: PreStepInput }> = []
   const hook: PreStepHook = ({ caller, input }) =>
@@ -26,30 +29,18 @@ describe('the pre-step slot over HTTP', () => {
     })
 
   beforeAll(async () => {
-    provider = await startScriptedProvider()
-    server = await startTestServer({
+    ;({ server, provider, close } = await startScriptedServer({
       preStep: hook,
-      configure: (config) => ({
-        ...config,
-        file: {
-          models: [
-            // a small window: every tool result of 2,000 characters pushes the input over it
-            scriptedModel(provider, { id: 'small', name: 'Small', contextWindow: 9_000, maxOutputTokens: 1_000 }),
-          ],
-        },
-      }),
-    })
+      // a small window: every tool result of 2,000 characters pushes the input over it
+      models: (provider) => [scriptedModel(provider, { id: 'small', name: 'Small', contextWindow: 9_000, maxOutputTokens: 1_000 })],
+    }))
     token = (await addUserWithToken(server, 'rhea')).token
-    const { putFile } = await import('../../src/effects/workspace/store.ts')
     const { findUserByLogin } = await import('../../src/effects/auth/users.ts')
     const rhea = (await findUserByLogin(server.database.db, 'rhea'))!
     const text = 'evidence '.repeat(230)
-    for (const n of [1, 2, 3]) await putFile(server.database.db, { owner: rhea, segments: ['docs', `f${n}.md`], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    for (const n of [1, 2, 3]) await putText(server.database.db, { owner: rhea, segments: ['docs', `f${n}.md`], text })
   })
-  afterAll(async () => {
-    await server?.close()
-    await provider?.close()
-  })
+  afterAll(() => close?.())
 
   it('places, replaces and keeps its block across compaction', async () => {
     let step = 0

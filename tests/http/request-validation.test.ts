@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { putFile } from '../../src/effects/workspace/store.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 import { readSseEvents } from '../support/sse-frames.ts'
+import { putText } from '../support/text-file.ts'
 
 let server: TestServer
 let alice: Awaited<ReturnType<typeof addUserWithToken>>
@@ -15,7 +16,7 @@ beforeAll(async () => {
   server = await startTestServer({ configure: (config) => ({ ...config, streamsPerMinute: 1000 }) })
   alice = await addUserWithToken(server, 'alice')
   for (const name of ['a.md', 'b.md', 'c.md']) {
-    await putFile(server.database.db, { owner: alice.user, segments: ['docs', name], bytes: new TextEncoder().encode(name), parsed: { ok: true, mime: 'text/markdown', text: name } })
+    await putText(server.database.db, { owner: alice.user, segments: ['docs', name], text: name })
   }
   session = await signIn(server, 'alice', alice.password)
 })
@@ -172,7 +173,7 @@ describe('message size against the chosen model', () => {
     const words = 'compaction keeps evidence and turn limits '
     for (const [i, name] of ['one.md', 'two.md', 'three.md', 'four.md'].entries()) {
       const text = `# Notes ${i}\n\n${Array.from({ length: 60 }, (_, k) => `Paragraph ${k}: ${words.repeat(6)}`).join('\n\n')}`
-      await putFile(server.database.db, { owner: alice.user, segments: ['fit', name], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+      await putText(server.database.db, { owner: alice.user, segments: ['fit', name], text })
     }
     const refused = await (await stream({ uri: 'kb://me/fit/', message: words.repeat(700) })).json()
     const room = Number(/shorten the message to at most (\d+) bytes/.exec(refused.error.message)![1])

@@ -5,20 +5,17 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { AppConfig } from '../../src/effects/config/app-config.ts'
 import { resolveBailianConfig } from '../../src/effects/retrieval/bailian-config.ts'
 import { type FakeBailian, startFakeBailian } from '../support/fake-bailian.ts'
-import { type ScriptedProvider, startScriptedProvider, streamScript, textAnswerSse, scriptedModel } from '../support/scripted-provider.ts'
+import { type ScriptedProvider, startScriptedProvider, streamScript, textAnswerSse } from '../support/scripted-provider.ts'
+import { startScriptedServer } from '../support/scripted-server.ts'
 import { readSseEvents } from '../support/sse-frames.ts'
-import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { addUserWithToken, signIn, type TestServer } from '../support/test-server.ts'
 
 const KEY = 'sk-http-bailian-secret-4a4a'
 let fake: FakeBailian
 let provider: ScriptedProvider
 
-const withModelAndBailian = (enabled: boolean) => (config: AppConfig): AppConfig => ({
+const withBailian = (enabled: boolean) => (config: AppConfig): AppConfig => ({
   ...config,
-  streamsPerMinute: 1000,
-  file: {
-    models: [scriptedModel(provider)],
-  },
   retrievalBailian: resolveBailianConfig({ enabled, endpointHost: fake.endpointHost }),
 })
 
@@ -48,7 +45,7 @@ describe('enabled (the default)', () => {
   let session: { cookie: string; csrf: string }
   let token: string
   beforeAll(async () => {
-    server = await startTestServer({ retrieval: true, configure: withModelAndBailian(true) })
+    ;({ server } = await startScriptedServer({ provider, retrieval: true, configure: withBailian(true) }))
     const alice = await addUserWithToken(server, 'alice')
     token = alice.token
     session = await signIn(server, 'alice', alice.password)
@@ -177,7 +174,7 @@ describe('retrieval.bailian.enabled: false', () => {
   let session: { cookie: string; csrf: string }
   let token: string
   beforeAll(async () => {
-    server = await startTestServer({ retrieval: true, configure: withModelAndBailian(false) })
+    ;({ server } = await startScriptedServer({ provider, retrieval: true, configure: withBailian(false) }))
     const alice = await addUserWithToken(server, 'alice')
     token = alice.token
     session = await signIn(server, 'alice', alice.password)

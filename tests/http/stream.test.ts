@@ -4,17 +4,19 @@ import express, { type ErrorRequestHandler } from 'express'
 import pg from 'pg'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { admitTurnStream, streamTurn } from '../../src/http/turn-stream.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { createKnowagentClient } from '../../src/client/index.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 import { blockedOnALock } from '../support/test-database.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
-import { chatCompletionSse, startScriptedProvider, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
+import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
+import { startScriptedServer } from '../support/scripted-server.ts'
+import { putText } from '../support/text-file.ts'
 
 describe('POST /api/v1/knowledge-agent/stream', () => {
   let provider: ScriptedProvider
   let server: TestServer
+  let close: (() => Promise<void>) | undefined
   let alice: Awaited<ReturnType<typeof addUserWithToken>>
   let bob: Awaited<ReturnType<typeof addUserWithToken>>
   const streamUrl = () => `${server.url}/api/v1/knowledge-agent/stream`
@@ -22,31 +24,21 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
     fetch(streamUrl(), { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...extra }, body: JSON.stringify(body) })
 
   beforeAll(async () => {
-    provider = await startScriptedProvider()
-    server = await startTestServer({
+    ;({ server, provider, close } = await startScriptedServer({
       sseKeepAliveMs: 40,
-      configure: (config) => ({
-        ...config,
-        streamsPerMinute: 1000,
-        file: {
-          models: [
-            scriptedModel(provider),
-            scriptedModel(provider, { id: 'needs-key', name: 'Needs key', apiKeyEnv: 'KNOWAGENT_TEST_UNSET_KEY' }),
-            scriptedModel(provider, { id: 'text-only', name: 'Text only', supportsNativeToolCalling: false }),
-          ],
-        },
-      }),
-    })
+      models: (provider) => [
+        scriptedModel(provider),
+        scriptedModel(provider, { id: 'needs-key', name: 'Needs key', apiKeyEnv: 'KNOWAGENT_TEST_UNSET_KEY' }),
+        scriptedModel(provider, { id: 'text-only', name: 'Text only', supportsNativeToolCalling: false }),
+      ],
+    }))
     alice = await addUserWithToken(server, 'alice')
     bob = await addUserWithToken(server, 'bob')
     const text = '知识库 notes: the answer is forty-two. 😀'
-    await putFile(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+    await putText(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], text })
   })
   beforeEach(() => provider.setHandler(undefined))
-  afterAll(async () => {
-    await server?.close()
-    await provider?.close()
-  })
+  afterAll(() => close?.())
 
   it('streams tool calls and a multi-byte answer as SSE with the right headers and exactly one done', async () => {
     provider.enqueue(
@@ -164,7 +156,7 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
   })
 
   it('a client that leaves while its turn is being admitted gets the turn cancelled, not run', async () => {
-    const local = await startTestServer({ configure: (config) => ({ ...config, file: { models: [scriptedModel(provider)] } }) })
+    const { server: local } = await startScriptedServer({ provider })
     const dave = await addUserWithToken(local, 'dave')
     const holder = new pg.Client({ connectionString: local.database.url })
     await holder.connect()
@@ -194,9 +186,7 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
   })
 
   it('server shutdown ends a running stream with one cancelled error event', async () => {
-    const local = await startTestServer({
-      configure: (config) => ({ ...config, file: { models: [scriptedModel(provider)] } }),
-    })
+    const { server: local } = await startScriptedServer({ provider })
     const carol = await addUserWithToken(local, 'carol')
     provider.enqueue({ kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'working' }]) }], end: 'hang' })
     const res = await fetch(`${local.url}/api/v1/knowledge-agent/stream`, {

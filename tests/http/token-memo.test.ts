@@ -8,37 +8,27 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { hashToken } from '../../src/effects/auth/tokens.ts'
 import { createApiTokenFor } from '../../src/effects/auth/users.ts'
 import { createTokenMemo } from '../../src/effects/auth/token-memo.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import type { AppContext } from '../../src/http/app-context.ts'
 import { resolveAuth } from '../../src/http/authenticate.ts'
-import { addUserWithToken, startTestServer, TEST_SECRET, type TestServer } from '../support/test-server.ts'
+import { addUserWithToken, TEST_SECRET, type TestServer } from '../support/test-server.ts'
 import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
-import { startScriptedProvider, streamScript, textAnswerSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
+import { streamScript, textAnswerSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { startScriptedServer } from '../support/scripted-server.ts'
+import { putText } from '../support/text-file.ts'
 
 let provider: ScriptedProvider
 let server: TestServer
+let close: (() => Promise<void>) | undefined
 let dana: Awaited<ReturnType<typeof addUserWithToken>>
 
 beforeAll(async () => {
-  provider = await startScriptedProvider()
-  server = await startTestServer({
-    configure: (config) => ({
-      ...config,
-      streamsPerMinute: 1000,
-      file: {
-        models: [scriptedModel(provider)],
-      },
-    }),
-  })
+  ;({ server, provider, close } = await startScriptedServer())
   dana = await addUserWithToken(server, 'dana')
   const text = 'notes'
-  await putFile(server.database.db, { owner: dana.user, segments: ['docs', 'a.md'], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+  await putText(server.database.db, { owner: dana.user, segments: ['docs', 'a.md'], text })
 })
 beforeEach(() => provider.setHandler(() => streamScript(textAnswerSse('fine'))))
-afterAll(async () => {
-  await server?.close()
-  await provider?.close()
-})
+afterAll(() => close?.())
 
 const STREAM = '/api/v1/knowledge-agent/stream'
 const COMPLETIONS = '/v1/chat/completions'

@@ -1,33 +1,24 @@
 // A turn whose scope is deleted while it runs (issue 14): the next tool call re-reads the scope and
 // gets the "target deleted" tool error (`not_found`), never the content that was there.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import { readSseEvents } from '../support/sse-frames.ts'
-import { startScriptedProvider, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
-import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
+import { textAnswerSse, toolCallsSse, type ScriptedProvider } from '../support/scripted-provider.ts'
+import { startScriptedServer } from '../support/scripted-server.ts'
+import { addUserWithToken, type TestServer } from '../support/test-server.ts'
+import { putText } from '../support/text-file.ts'
 
 describe('a turn whose scope is deleted', () => {
   let provider: ScriptedProvider
   let server: TestServer
+  let close: (() => Promise<void>) | undefined
   let alice: Awaited<ReturnType<typeof addUserWithToken>>
 
   beforeAll(async () => {
-    provider = await startScriptedProvider()
-    server = await startTestServer({
-      configure: (config) => ({
-        ...config,
-        file: {
-          models: [scriptedModel(provider)],
-        },
-      }),
-    })
+    ;({ server, provider, close } = await startScriptedServer())
     alice = await addUserWithToken(server, 'alice')
-    await putFile(server.database.db, { owner: alice.user, segments: ['doomed', 'secret.md'], bytes: new TextEncoder().encode('stale content'), parsed: { ok: true, mime: 'text/markdown', text: 'stale content' } })
+    await putText(server.database.db, { owner: alice.user, segments: ['doomed', 'secret.md'], text: 'stale content' })
   })
-  afterAll(async () => {
-    await server?.close()
-    await provider?.close()
-  })
+  afterAll(() => close?.())
 
   it('ends the tool call with not_found once the folder is deleted mid-turn', async () => {
     let release!: () => void

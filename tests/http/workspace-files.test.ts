@@ -3,8 +3,8 @@
 // moves that would escape the tree or enter themselves refused, a folder delete that takes its whole
 // subtree, uploads that create missing folders only when asked, and the page's dialogs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { putText } from '../support/text-file.ts'
 
 describe('workspace files over HTTP', () => {
   let server: TestServer
@@ -12,8 +12,7 @@ describe('workspace files over HTTP', () => {
   let bob: Awaited<ReturnType<typeof addUserWithToken>>
   let session: { cookie: string; csrf: string }
 
-  const put = (who: typeof alice, segments: string[], text: string) =>
-    putFile(server.database.db, { owner: who.user, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+  const put = (who: typeof alice, segments: string[], text: string) => putText(server.database.db, { owner: who.user, segments, text, mime: 'text/markdown' })
 
   const api = (path: string, { token = alice.token, method = 'POST', body, headers = {} }: { token?: string; method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
     fetch(`${server.url}${path}`, {

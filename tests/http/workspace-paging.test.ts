@@ -2,8 +2,8 @@
 // 200 in place; the listing shows 500 entries a page with Previous / Next (it was cut at 500, and
 // the tree at 200, with nothing to say so).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { putFile } from '../../src/effects/workspace/store.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { putText } from '../support/text-file.ts'
 
 describe('paging a big folder in the page', () => {
   let server: TestServer
@@ -21,7 +21,7 @@ describe('paging a big folder in the page', () => {
   beforeAll(async () => {
     server = await startTestServer()
     const { user, password } = await addUserWithToken(server, 'pia')
-    for (let i = 0; i < FILES; i++) await putFile(server.database.db, { owner: user, segments: ['big', name(i)], bytes: new TextEncoder().encode(`file ${i}`), parsed: { ok: true, mime: 'text/plain', text: `file ${i}` } })
+    for (let i = 0; i < FILES; i++) await putText(server.database.db, { owner: user, segments: ['big', name(i)], text: `file ${i}` })
     ;({ cookie } = await signIn(server, 'pia', password))
   })
   afterAll(async () => {

@@ -46,10 +46,35 @@ export const TEST_SECRET = 'test-secret-0123456789abcdef'
  */
 export const TEST_PASSWORD_COST: ScryptCost = { N: 1 << 10, r: 8, p: 1 }
 
+export interface TestServerOptions {
+  /** Wraps the app's document parser (tests that act while an upload is being parsed). */
+  readonly wrapParser?: (parser: DocumentParser) => DocumentParser
+  /** Compile jobs (the queue, live updates and, unless `worker: false`, a worker). */
+  readonly compile?: TestCompileOptions
+  /** Another server's database: two servers (two "processes") on one PostgreSQL; not dropped by this one. */
+  readonly databaseUrl?: string
+  /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
+  readonly preStep?: PreStepHook
+  /**
+   * Runs the retrieval feature in the app's runtime, as serve does (its tools, pre-step hook and
+   * settings page; nothing when `retrieval.bailian.enabled` is false). The `bl` login import is off.
+   */
+  readonly retrieval?: boolean
+  readonly env?: Record<string, string>
+  readonly configure?: (config: AppConfig) => AppConfig
+  /** The model registry's options besides the configured models (the local model, retry timing); `local.deltaDelayMs` is 0 unless set. */
+  readonly modelRegistry?: Partial<ModelRegistryOptions>
+  readonly sseKeepAliveMs?: number
+  /** How often job streams re-check their credential (AppContext.credentialRecheckMs). */
+  readonly credentialRecheckMs?: number
+  /** The app's clock (sessions, throttling, rate limits), for tests that move time. */
+  readonly now?: () => number
+}
+
 export async function startTestServer({
   env = {},
   configure,
-  models,
+  modelRegistry,
   sseKeepAliveMs,
   credentialRecheckMs,
   now,
@@ -58,29 +83,7 @@ export async function startTestServer({
   databaseUrl: sharedUrl,
   retrieval = false,
   wrapParser,
-}: {
-  /** Wraps the app's document parser (tests that act while an upload is being parsed). */
-  wrapParser?: (parser: DocumentParser) => DocumentParser
-  /** Compile jobs (the queue, live updates and, unless `worker: false`, a worker). */
-  compile?: TestCompileOptions
-  /** Another server's database: two servers (two "processes") on one PostgreSQL; not dropped by this one. */
-  databaseUrl?: string
-  /** Registers a pre-step hook in the app's slot (as a feature would in the composition root). */
-  preStep?: PreStepHook
-  /**
-   * Runs the retrieval feature in the app's runtime, as serve does (its tools, pre-step hook and
-   * settings page; nothing when `retrieval.bailian.enabled` is false). The `bl` login import is off.
-   */
-  retrieval?: boolean
-  env?: Record<string, string>
-  configure?: (config: AppConfig) => AppConfig
-  models?: Partial<ModelRegistryOptions>
-  sseKeepAliveMs?: number
-  /** How often job streams re-check their credential (AppContext.credentialRecheckMs). */
-  credentialRecheckMs?: number
-  /** The app's clock (sessions, throttling, rate limits), for tests that move time. */
-  now?: () => number
-} = {}): Promise<TestServer> {
+}: TestServerOptions = {}): Promise<TestServer> {
   const created = sharedUrl ? { url: sharedUrl, drop: async () => {} } : await createPostgresDatabase()
   const logLines: string[] = []
   const logger: Logger = createLogger({ level: 'debug', write: (line) => logLines.push(line) })
@@ -102,7 +105,7 @@ export async function startTestServer({
   const runtime = await startCoreRuntime({
     config,
     logger,
-    models: { local: { deltaDelayMs: 0 }, ...models },
+    models: { local: { deltaDelayMs: 0 }, ...modelRegistry },
     features: { retrieval: retrieval ? { blConfigPath: null } : false, compile: compile !== undefined },
   })
   const shutdownController = new AbortController()
