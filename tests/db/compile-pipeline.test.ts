@@ -21,7 +21,7 @@ import { parseKbUri } from '../../src/effects/workspace/uri.ts'
 import { ProviderHttpError } from '../../src/effects/llm/model-errors.ts'
 import { createScriptedModel, textResult } from '../support/scripted-model.ts'
 import { type CompileHarness, registryWith, startCompileHarness } from '../support/compile-harness.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { putText } from '../support/text-file.ts'
 
 const GUIDES = 'kb://users/demo/samples/guides/'
@@ -59,7 +59,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
 
   beforeAll(async () => {
     database = await openTestDatabase('postgres')
-    demo = await createUser(database.db, { login: 'demo', password: 'a-long-password' })
+    demo = await createUser(database.db, { login: 'demo', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
     parser = makeDocumentParser({ processes: 1 })
     await importFolder(database.db, { owner: demo, folder: SAMPLES_DIR, targetSegments: ['samples'], maxFileBytes: 10_000_000, parser })
     harness = await startCompileHarness({ database, models: registryWith([failing, gated, flaky]), parser })

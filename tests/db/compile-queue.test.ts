@@ -13,7 +13,7 @@ import type { Owner } from '../../src/effects/db/schema.ts'
 import { createScriptedModel, textResult } from '../support/scripted-model.ts'
 import { type CompileHarness, FAKE_CLI, fakeCliProfile, registryWith, startCompileHarness } from '../support/compile-harness.ts'
 import { isRunning, runningInGroup } from '../support/process-tree.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { putText } from '../support/text-file.ts'
 
 
@@ -37,8 +37,8 @@ describe('compile jobs on the queue', () => {
   let cliDir: string
   beforeAll(async () => {
     database = await openTestDatabase('postgres')
-    alice = await createUser(database.db, { login: 'alice', password: 'a-long-password' })
-    bob = await createUser(database.db, { login: 'bob', password: 'a-long-password' })
+    alice = await createUser(database.db, { login: 'alice', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
+    bob = await createUser(database.db, { login: 'bob', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
     for (const dir of ['a', 'b', 'c', 'race', 'cancel', 'retry', 'stop', 'skills', 'local', 'unread']) {
       for (const name of ['one.md', 'two.md', 'three.md']) await put(alice, [dir, name], `# ${dir}/${name}\nThe ${dir} notes say ${name} matters because of ${dir}.`)
     }

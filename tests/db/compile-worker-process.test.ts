@@ -15,7 +15,7 @@ import type { ModelConfig } from '../../src/effects/llm/model-config.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { type CompileHarness, startCompileHarness } from '../support/compile-harness.ts'
 import { type ScriptedProvider, startScriptedProvider, streamScript, textAnswerSse } from '../support/scripted-provider.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { putText } from '../support/text-file.ts'
 
 const BIN = fileURLToPath(new URL('../../bin/knowagent.mjs', import.meta.url))
@@ -32,7 +32,7 @@ describe('a worker process killed mid-job', () => {
 
   beforeAll(async () => {
     database = await openTestDatabase('postgres')
-    owner = await createUser(database.db, { login: 'kim', password: 'a-long-password' })
+    owner = await createUser(database.db, { login: 'kim', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
     const text = '# Runbook\nRestart the worker when the queue stalls.'
     await putText(database.db, { owner, segments: ['ops', 'runbook.md'], text })
     provider = await startScriptedProvider()

@@ -8,7 +8,7 @@ import { createUser } from '../../src/effects/auth/users.ts'
 import { formatImportReport, importFolder } from '../../src/effects/workspace/import-folder.ts'
 import { makeDocumentParser, type DocumentParser } from '../../src/effects/workspace/parse/index.ts'
 import { listChildren, getNode } from '../../src/effects/workspace/store.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 describe('importFolder: node names', () => {
   let database: TestDatabase
@@ -34,7 +34,7 @@ describe('importFolder: node names', () => {
   })
 
   it('refuses invisible, bidi and folder-part names, imports NFC names once, and says why', async () => {
-    const owner = await createUser(database.db, { login: 'importer', password: 'importer-password' })
+    const owner = await createUser(database.db, { login: 'importer', password: 'importer-password', hashCost: TEST_PASSWORD_COST })
     const report = await importFolder(database.db, { owner, folder, targetSegments: ['in'], maxFileBytes: 1024, parser })
     expect(report.added.sort()).toEqual(['kb://users/importer/in/R\u00e9sum\u00e9s/a.md', 'kb://users/importer/in/notes/caf\u00e9.md'].sort())
     const failed = Object.fromEntries(report.failed.map(({ path, reason }) => [path, reason]))
@@ -53,7 +53,7 @@ describe('importFolder: node names', () => {
       writeFileSync(Buffer.concat([Buffer.from(`${odd}/`), Buffer.from([0x72, 0xe9, 0x73, 0x75, 0x6d, 0xe9]), Buffer.from('.md')]), 'latin-1 name') // "résumé.md" in Latin-1
       writeFileSync(join(odd, 'evil\u001b]0;owned\u0007.md'), 'escape sequence in the name')
       writeFileSync(join(odd, 'fine.md'), 'fine')
-      const owner = await createUser(database.db, { login: 'bytes', password: 'bytes-password' })
+      const owner = await createUser(database.db, { login: 'bytes', password: 'bytes-password', hashCost: TEST_PASSWORD_COST })
       const report = await importFolder(database.db, { owner, folder: odd, targetSegments: ['b'], maxFileBytes: 1024, parser })
       expect(report.added).toEqual(['kb://users/bytes/b/fine.md'])
       expect(report.failed).toEqual([
@@ -77,7 +77,7 @@ describe('importFolder: node names', () => {
       writeFileSync(join(base, 'real', 'a.md'), 'a')
       symlinkSync(join(base, 'real', 'a.md'), join(base, 'real', 'inner-link.md'))
       symlinkSync(join(base, 'real'), join(base, 'link'))
-      const owner = await createUser(database.db, { login: 'linker', password: 'linker-password' })
+      const owner = await createUser(database.db, { login: 'linker', password: 'linker-password', hashCost: TEST_PASSWORD_COST })
       const report = await importFolder(database.db, { owner, folder: join(base, 'link'), targetSegments: ['l'], maxFileBytes: 1024, parser })
       expect(report.added).toEqual(['kb://users/linker/l/a.md'])
       expect(report.skipped).toEqual([{ path: 'inner-link.md', reason: 'symbolic link (not followed)' }])

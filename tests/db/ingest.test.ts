@@ -15,7 +15,7 @@ import type { DocumentParser, ParseRequest } from '../../src/effects/workspace/p
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { findNode, getNode, putFile } from '../../src/effects/workspace/store.ts'
 import { InvalidUri } from '../../src/effects/workspace/workspace-errors.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { putText } from '../support/text-file.ts'
 
 const encode = (text: string) => new TextEncoder().encode(text)
@@ -44,7 +44,7 @@ describe('ingest: parse, then store in one transaction', () => {
   let owner: Owner
   beforeAll(async () => {
     database = await openTestDatabase()
-    owner = await createUser(database.db, { login: 'ingrid', password: 'correct horse' })
+    owner = await createUser(database.db, { login: 'ingrid', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
   })
   afterAll(async () => {
     await database?.close()

@@ -6,13 +6,13 @@ import { sql } from 'kysely'
 import { createUser, type User } from '../../src/effects/auth/users.ts'
 import { registerInstance } from '../../src/effects/turn/instance-registry.ts'
 import { findTurn, INSTANCE_LOCK_CLASS, recordTurnStarted } from '../../src/effects/turn/turn-records.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 let database: TestDatabase
 let user: User
 beforeAll(async () => {
   database = await openTestDatabase('postgres')
-  user = await createUser(database.db, { login: 'alice', password: 'a-long-password' })
+  user = await createUser(database.db, { login: 'alice', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
 })
 afterAll(async () => {
   await database?.close()

@@ -6,7 +6,7 @@ import { up } from '../../migrations/20261201010000_nfc_node_names.ts'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { resolveNode } from '../../src/effects/workspace/resolve.ts'
 import { readRaw } from '../../src/effects/workspace/file-contents.ts'
-import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { DATABASE_KINDS, openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { putText } from '../support/text-file.ts'
 
 
@@ -25,12 +25,12 @@ describe.each(DATABASE_KINDS)('NFC node names migration on %s', (kind) => {
 
   it('puts decomposed names in NFC, children with their directory, and leaves an owner whose names would collide', async () => {
     const { db } = database
-    const alice = await createUser(db, { login: 'alice', password: 'alice-password' })
+    const alice = await createUser(db, { login: 'alice', password: 'alice-password', hashCost: TEST_PASSWORD_COST })
     await putText(db, { owner: alice, segments: ['Resumes', 'cafe.md'], text: 'the cafe' })
     await rename(alice.id, 'Resumes/cafe.md', { name: 'cafe\u0301.md', path: 'Re\u0301sume\u0301s/cafe\u0301.md' })
     await rename(alice.id, 'Resumes', { name: 'Re\u0301sume\u0301s', path: 'Re\u0301sume\u0301s' })
 
-    const bob = await createUser(db, { login: 'bob', password: 'bob-password-1' })
+    const bob = await createUser(db, { login: 'bob', password: 'bob-password-1', hashCost: TEST_PASSWORD_COST })
     for (const name of ['x.md', 'y.md']) await putText(db, { owner: bob, segments: [name], text: name })
     await rename(bob.id, 'x.md', { name: 'caf\u00e9.md', path: 'caf\u00e9.md' })
     await rename(bob.id, 'y.md', { name: 'cafe\u0301.md', path: 'cafe\u0301.md' })

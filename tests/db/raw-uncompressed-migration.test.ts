@@ -6,7 +6,7 @@ import { down, up } from '../../migrations/20261202100000_raw_uncompressed.ts'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
 import { readRaw } from '../../src/effects/workspace/file-contents.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 describe('raw bytes uncompressed migration', () => {
   let database: TestDatabase
@@ -22,7 +22,7 @@ describe('raw bytes uncompressed migration', () => {
     const compression = async (nodeId: string) =>
       (await sql<{ c: string | null }>`select pg_column_compression(raw) as c from file_versions where node_id = ${nodeId}`.execute(db)).rows[0]?.c
     await down(db) // as the column was before
-    const alice = await createUser(db, { login: 'alice', password: 'alice-password' })
+    const alice = await createUser(db, { login: 'alice', password: 'alice-password', hashCost: TEST_PASSWORD_COST })
     const bytes = new TextEncoder().encode('a line that repeats\n'.repeat(20_000))
     const { node } = await putFile(db, { owner: alice, segments: ['log.txt'], bytes, parsed: { ok: true, mime: 'text/plain', text: 'log' } })
     expect(await compression(node.id)).not.toBeNull() // PostgreSQL compressed it

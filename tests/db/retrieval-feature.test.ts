@@ -22,7 +22,7 @@ import {
   stalledChat,
   startFakeBailian,
 } from '../support/fake-bailian.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { waitUntil } from '../support/wait-until.ts'
 
 const SECRET = 'retrieval-feature-secret-0123456789'
@@ -45,8 +45,8 @@ const SERVICES: FakeService[] = [
 beforeAll(async () => {
   database = await openTestDatabase('postgres')
   fake = await startFakeBailian()
-  alice = await createUser(database.db, { login: 'alice', password: 'a-long-password' })
-  bob = await createUser(database.db, { login: 'bob', password: 'a-long-password' })
+  alice = await createUser(database.db, { login: 'alice', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
+  bob = await createUser(database.db, { login: 'bob', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
 })
 afterAll(async () => {
   for (const feature of features) await feature.close()

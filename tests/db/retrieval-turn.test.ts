@@ -14,7 +14,7 @@ import { runTurn } from '../../src/effects/turn/run-turn.ts'
 import { type ChatMessage, readContextBlock, type TurnEmitted } from '../../src/machines/index.ts'
 import { type FakeBailian, startFakeBailian } from '../support/fake-bailian.ts'
 import { createScriptedModel, textResult, toolCall, toolCallsResult } from '../support/scripted-model.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 const SECRET = 'retrieval-turn-secret-0123456789'
 const KEY = 'sk-turn-bailian-key'
@@ -36,7 +36,7 @@ beforeAll(async () => {
       },
     },
   })
-  user = await createUser(database.db, { login: 'tess', password: 'a-long-password' })
+  user = await createUser(database.db, { login: 'tess', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
   feature = makeRetrievalFeature({
     config: resolveBailianConfig({ endpointHost: fake.endpointHost }),
     db: database.db,

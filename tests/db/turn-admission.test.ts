@@ -10,7 +10,7 @@ import { admitTurn, type TurnAdmissionInput } from '../../src/effects/turn/turn-
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { resolveNode } from '../../src/effects/workspace/resolve.ts'
 import type { Db } from '../../src/effects/db/schema.ts'
-import { openTestDatabase, synchronousCommitAround, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, synchronousCommitAround, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { putText } from '../support/text-file.ts'
 
 const SECRET = 'test-secret-for-token-hashes-0123456789'
@@ -18,7 +18,7 @@ let database: TestDatabase
 let alice: User
 beforeAll(async () => {
   database = await openTestDatabase('postgres')
-  alice = await createUser(database.db, { login: 'alice', password: 'alice-password-123' })
+  alice = await createUser(database.db, { login: 'alice', password: 'alice-password-123', hashCost: TEST_PASSWORD_COST })
   const text = '# Plan\nShip it.'
   await putText(database.db, { owner: alice, segments: ['docs', 'plan.md'], text })
 })
@@ -90,7 +90,7 @@ describe('a turn admitted in one statement', () => {
   })
 
   it('another user\'s node of the same path is not found', async () => {
-    const bob = await createUser(database.db, { login: 'bob', password: 'bob-password-1234' })
+    const bob = await createUser(database.db, { login: 'bob', password: 'bob-password-1234', hashCost: TEST_PASSWORD_COST })
     const input = admission()
     expect(await admitTurn(database.db, { ...input, caller: bob })).toEqual({ kind: 'no-node' })
     expect(await findTurn(database.db, input.turn.id)).toBeUndefined()
@@ -132,7 +132,7 @@ describe('a turn admitted in one statement', () => {
     expect((await admitTurn(database.db, { ...admitted, tokenHash: hashToken({ secret: SECRET, token: live }) })).kind).toBe('admitted')
     expect(await findTurn(database.db, admitted.turn.id)).toMatchObject({ status: 'running' })
 
-    const carol = await createUser(database.db, { login: 'carol', password: 'carol-password-123' })
+    const carol = await createUser(database.db, { login: 'carol', password: 'carol-password-123', hashCost: TEST_PASSWORD_COST })
     const othersToken = hashToken({ secret: SECRET, token: await createApiTokenFor(database.db, { secret: SECRET, login: 'carol' }) })
     const revoked = await createApiTokenFor(database.db, { secret: SECRET, login: 'alice' })
     await database.db.updateTable('api_tokens').set({ revoked_at: new Date() }).where('token_hash', '=', hashToken({ secret: SECRET, token: revoked })).execute()

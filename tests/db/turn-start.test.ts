@@ -11,7 +11,7 @@ import { resolveNode } from '../../src/effects/workspace/resolve.ts'
 import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
 import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
 import { createScriptedModel, textResult } from '../support/scripted-model.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 /** Records, in order, the kind and first table of every query run through it. */
 function queryLog(): { readonly plugin: KyselyPlugin; readonly entries: string[] } {
@@ -39,7 +39,7 @@ describe('turn start (postgres)', () => {
   let alice: User
   beforeAll(async () => {
     database = await openTestDatabase('postgres')
-    alice = await createUser(database.db, { login: 'alice', password: 'alice-password-123' })
+    alice = await createUser(database.db, { login: 'alice', password: 'alice-password-123', hashCost: TEST_PASSWORD_COST })
   })
   afterAll(async () => {
     await database?.close()

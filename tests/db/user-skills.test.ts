@@ -7,7 +7,7 @@ import { createUser } from '../../src/effects/auth/users.ts'
 import { listUserSkills, MAX_SKILL_BODY_CHARS, userSkillSegments } from '../../src/effects/compile/skills.ts'
 import { findNode } from '../../src/effects/workspace/store.ts'
 import { readSmallCurrentBodies } from '../../src/effects/workspace/file-contents.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { putText } from '../support/text-file.ts'
 
 const skillText = (name: string, body: string) => `---\nname: ${name}\ndescription: ${name} notes\n---\n${body}\n`
@@ -23,7 +23,7 @@ describe('user skills', () => {
 
   it('lists a valid skill of the longest instructions (multi-byte ones too) and refuses an oversized SKILL.md by its size', async () => {
     const { db } = database
-    const alice = await createUser(db, { login: 'alice', password: 'alice-password' })
+    const alice = await createUser(db, { login: 'alice', password: 'alice-password', hashCost: TEST_PASSWORD_COST })
     const put = (dir: string, text: string) => putText(db, { owner: alice, segments: userSkillSegments(dir), text })
     await put('cjk', skillText('cjk', '要'.repeat(MAX_SKILL_BODY_CHARS))) // 48,000 bytes of instructions: still valid
     await put('huge', skillText('huge', 'lorem ipsum dolor sit amet '.repeat(180_000))) // 4.9 MB

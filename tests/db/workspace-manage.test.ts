@@ -10,7 +10,7 @@ import { findNode, getNode } from '../../src/effects/workspace/store.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { readCurrent } from '../../src/effects/workspace/file-contents.ts'
 import { InvalidName, NodeConflict, NodeNotFound } from '../../src/effects/workspace/workspace-errors.ts'
-import { blockedOnALock, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { blockedOnALock, openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { putText } from '../support/text-file.ts'
 
 const pathFor = (uri: string) => uri.replace(/^kb:\/\/users\/[^/]+\//, '').split('/')
@@ -21,7 +21,7 @@ describe('workspace management', () => {
   let owner: Owner
   beforeAll(async () => {
     database = await openTestDatabase()
-    owner = await createUser(database.db, { login: 'mona', password: 'correct horse' })
+    owner = await createUser(database.db, { login: 'mona', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
   })
   afterAll(async () => {
     await database?.close()
@@ -185,7 +185,7 @@ describe('workspace management', () => {
     ).rows.map((row) => row.path)
 
   it('moves, new folders and renames of the folders above them, run together, leave every path true and never deadlock', async () => {
-    const racer = await createUser(database.db, { login: 'racer', password: 'correct horse' })
+    const racer = await createUser(database.db, { login: 'racer', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
     const root = await getNode(database.db, racer, [])
     const failures: unknown[] = []
     const settle = (work: Promise<unknown>) => work.catch((error: unknown) => void (error instanceof NodeConflict || error instanceof NodeNotFound || failures.push(error)))

@@ -6,7 +6,7 @@ import { down, up } from '../../migrations/20261201090000_workspace_search.ts'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { searchWorkspace } from '../../src/effects/workspace/search-index.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 describe('workspace search migration', () => {
   let database: TestDatabase
@@ -19,7 +19,7 @@ describe('workspace search migration', () => {
 
   it('indexes every current version of existing files, exactly as new versions are indexed', async () => {
     const { db } = database
-    const owner = await createUser(db, { login: 'mia', password: 'correct horse' })
+    const owner = await createUser(db, { login: 'mia', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
     const long = Array.from({ length: 400 }, (_, i) => (i % 7 === 0 ? `\n\nParagraph ${i}: 上下文压缩 😀 keeps evidence.` : ` Sentence ${i} goes on.`)).join('')
     for (const [name, text] of [['long.md', long], ['short.txt', 'A short note about pipelines.'], ['empty.txt', '']] as const) {
       await putFile(db, { owner, segments: ['docs', name], bytes: new TextEncoder().encode(text || ' '), parsed: { ok: true, mime: 'text/plain', text } })

@@ -9,7 +9,7 @@ import { searchWorkspace } from '../../src/effects/workspace/search-index.ts'
 import { getNode } from '../../src/effects/workspace/store.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { sliceCodePoints } from '../../src/effects/workspace/text-paging.ts'
-import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { putText } from '../support/text-file.ts'
 
 const filler = (n: number) => Array.from({ length: n }, (_, i) => `Line ${i} talks about nothing in particular.`).join('\n')
@@ -22,8 +22,8 @@ describe('workspace search', () => {
 
   beforeAll(async () => {
     database = await openTestDatabase()
-    owner = await createUser(database.db, { login: 'sam', password: 'correct horse' })
-    other = await createUser(database.db, { login: 'olga', password: 'correct horse' })
+    owner = await createUser(database.db, { login: 'sam', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
+    other = await createUser(database.db, { login: 'olga', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
     await put(owner, ['guides', 'streaming.md'], `${filler(60)}\n\nThe stream ends with exactly one done event.\n`)
     await put(owner, ['notes', 'compaction-notes.md'], 'Compaction keeps file URIs and offsets. Compaction runs in batches; compaction never rewrites sources.')
     await put(owner, ['notes', 'zh.md'], '# 笔记\n\n上下文压缩会保留证据和文件地址。')

@@ -5,7 +5,7 @@ import { deleteNode, getNode, listChildren, listFilesUnder, makeDirectories, put
 import { readCurrent, readRaw } from '../../src/effects/workspace/file-contents.ts'
 import { parseKbUri } from '../../src/effects/workspace/uri.ts'
 import { InvalidUri, NodeConflict, NodeNotFound, OutsideScope } from '../../src/effects/workspace/workspace-errors.ts'
-import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { DATABASE_KINDS, openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 const text = (s: string) => new TextEncoder().encode(s)
 const parsed = (s: string) => ({ ok: true, mime: 'text/markdown', text: s })
@@ -21,7 +21,7 @@ describe.each(DATABASE_KINDS)('workspace store on %s', (kind) => {
 
   it('creates a user with a root, adds files with versions, and lists children in a stable order', async () => {
     const { db } = database
-    const alice = await createUser(db, { login: 'alice', password: 'correct horse' })
+    const alice = await createUser(db, { login: 'alice', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
     const first = await putFile(db, { owner: alice, segments: ['notes', 'b.md'], bytes: text('# B'), parsed: parsed('# B') })
     expect(first.outcome).toBe('added')
     expect(first.node.uri).toBe('kb://users/alice/notes/b.md')
@@ -52,7 +52,7 @@ describe.each(DATABASE_KINDS)('workspace store on %s', (kind) => {
 
   it('keeps raw bytes and the reason when a body could not be parsed, and records parse jobs', async () => {
     const { db } = database
-    const bob = await createUser(db, { login: 'bob', password: 'correct horse' })
+    const bob = await createUser(db, { login: 'bob', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
     const { node } = await putFile(db, {
       owner: bob,
       segments: ['bin.dat'],
@@ -69,7 +69,7 @@ describe.each(DATABASE_KINDS)('workspace store on %s', (kind) => {
 
   it('refuses a file where a directory is needed and the reverse', async () => {
     const { db } = database
-    const carol = await createUser(db, { login: 'carol', password: 'correct horse' })
+    const carol = await createUser(db, { login: 'carol', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
     await putFile(db, { owner: carol, segments: ['x'], bytes: text('x'), parsed: parsed('x') })
     await expect(putFile(db, { owner: carol, segments: ['x', 'y.md'], bytes: text('y'), parsed: parsed('y') })).rejects.toBeInstanceOf(NodeConflict)
     await makeDirectories(db, carol, ['d'])
@@ -79,8 +79,8 @@ describe.each(DATABASE_KINDS)('workspace store on %s', (kind) => {
 
   it('scopes: another user\'s tree is refused, tools cannot leave the selected node, deleted nodes are gone', async () => {
     const { db } = database
-    const dave = await createUser(db, { login: 'dave', password: 'correct horse' })
-    const erin = await createUser(db, { login: 'erin', password: 'correct horse' })
+    const dave = await createUser(db, { login: 'dave', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
+    const erin = await createUser(db, { login: 'erin', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
     await putFile(db, { owner: erin, segments: ['secret.md'], bytes: text('erin secret'), parsed: parsed('erin secret') })
     await putFile(db, { owner: dave, segments: ['docs', 'a.md'], bytes: text('a'), parsed: parsed('a') })
     await putFile(db, { owner: dave, segments: ['other', 'b.md'], bytes: text('b'), parsed: parsed('b') })
@@ -102,7 +102,7 @@ describe.each(DATABASE_KINDS)('workspace store on %s', (kind) => {
 
   it('lists files under a scope in path order, with LIKE metacharacters in names treated literally', async () => {
     const { db } = database
-    const frank = await createUser(db, { login: 'frank', password: 'correct horse' })
+    const frank = await createUser(db, { login: 'frank', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
     for (const path of [['a_b', '1.md'], ['axb', '2.md'], ['a_b', 'sub', '3.md'], ['a%', '4.md']]) {
       await putFile(db, { owner: frank, segments: path, bytes: text(path.join('/')), parsed: parsed(path.join('/')) })
     }
@@ -118,7 +118,7 @@ describe.each(DATABASE_KINDS)('workspace store on %s', (kind) => {
 
   it('switches versions atomically: concurrent readers see a whole old or whole new version', async () => {
     const { db } = database
-    const gina = await createUser(db, { login: 'gina', password: 'correct horse' })
+    const gina = await createUser(db, { login: 'gina', password: 'correct horse', hashCost: TEST_PASSWORD_COST })
     const versions = Array.from({ length: 8 }, (_, i) => `version-${i} `.repeat(200))
     const { node } = await putFile(db, { owner: gina, segments: ['f.txt'], bytes: text(versions[0]!), parsed: parsed(versions[0]!) })
     const writes = (async () => {

@@ -7,7 +7,7 @@ import { parseKbUri } from '../../src/effects/workspace/uri.ts'
 import type { ToolContext } from '../../src/effects/tools/tool-definition.ts'
 import { makeToolRegistry } from '../../src/effects/tools/tool-registry.ts'
 import { WORKSPACE_TOOLS } from '../../src/effects/tools/workspace-tools.ts'
-import { DATABASE_KINDS, openTestDatabase, type TestDatabase } from '../support/test-database.ts'
+import { DATABASE_KINDS, openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 import { putText } from '../support/text-file.ts'
 
 
@@ -22,8 +22,8 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
 
   beforeAll(async () => {
     database = await openTestDatabase(kind)
-    owner = await createUser(database.db, { login: 'tina', password: 'a-long-password' })
-    stranger = await createUser(database.db, { login: 'ursula', password: 'a-long-password' })
+    owner = await createUser(database.db, { login: 'tina', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
+    stranger = await createUser(database.db, { login: 'ursula', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
     await put(owner, ['docs', 'guide.md'], 'The compaction limit keeps history small.\nSee kb://me/docs/limits.md for numbers.')
     await put(owner, ['docs', 'limits.md'], 'At most 12 model steps, 24 tool calls and 16 model calls per turn.')
     await put(owner, ['docs', 'cjk.md'], '知识库的压缩会保留文件地址。😀 emoji 😀 末尾')

@@ -10,6 +10,7 @@ import { decodeSseStream, type SseEvent } from '../../src/sse/sse-decoder.ts'
 import { fakeCliProfile } from '../support/compile-harness.ts'
 import { signIn, startTestServer, TEST_SECRET, type TestServer } from '../support/test-server.ts'
 import { putText } from '../support/text-file.ts'
+import { TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 const API = '/api/v1/knowledge-agent'
 /** vi.waitFor gives up after 1 s by default; a loaded machine may need longer (it returns as soon as the condition holds). */
@@ -45,7 +46,7 @@ describe('job streams end as soon as their credential does', () => {
     // the timer alone would take an hour: whatever ends a stream here is the change feed's notice
     server = await startTestServer({ compile: { worker: false, cliProfiles: [fakeCliProfile()] }, credentialRecheckMs: 3_600_000 })
     await server.ctx.feed!.ready()
-    user = await createUser(server.database.db, { login: 'carol', password: 'password-carol' })
+    user = await createUser(server.database.db, { login: 'carol', password: 'password-carol', hashCost: TEST_PASSWORD_COST })
     await putText(server.database.db, { owner: user, segments: ['docs', 'a.md'], text: '# A' })
   })
   afterAll(async () => {
@@ -120,7 +121,7 @@ describe('job streams re-check their credential on a timer too', () => {
   const controller = new AbortController()
   beforeAll(async () => {
     server = await startTestServer({ compile: { worker: false, cliProfiles: [fakeCliProfile()] }, credentialRecheckMs: 50 })
-    await createUser(server.database.db, { login: 'dave', password: 'password-dave' })
+    await createUser(server.database.db, { login: 'dave', password: 'password-dave', hashCost: TEST_PASSWORD_COST })
   })
   afterAll(async () => {
     controller.abort()

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { openPostgres, type DatabaseHandle } from '../../src/effects/db/database.ts'
 import { sql, type Kysely } from 'kysely'
 import type { DB } from '../../src/effects/db/schema.ts'
+import type { ScryptCost } from '../../src/effects/auth/passwords.ts'
 
 /** One engine everywhere: the suites run on PostgreSQL only (kept as a list for test names). */
 export type DatabaseKind = 'postgres'
@@ -81,3 +82,10 @@ export async function blockedOnALock(client: pg.Client): Promise<void> {
     if (Number(rows[0]!.n) > 0) return
   }
 }
+
+/**
+ * The scrypt cost of the tests' accounts: 1/32 of the default's work, so that the suite's hundreds
+ * of accounts and sign-ins do not spend a minute of CPU hashing. The hash carries its cost; signing
+ * in verifies it the same way. (Tests of hashing itself use the default.)
+ */
+export const TEST_PASSWORD_COST: ScryptCost = { N: 1 << 10, r: 8, p: 1 }

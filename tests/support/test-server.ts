@@ -4,7 +4,6 @@ import type { Server } from 'node:http'
 import { startCoreRuntime } from '../../src/effects/app-layer.ts'
 import { loadConfig, type AppConfig } from '../../src/effects/config/app-config.ts'
 import { createApiTokenFor, createUser } from '../../src/effects/auth/users.ts'
-import type { ScryptCost } from '../../src/effects/auth/passwords.ts'
 import type { DatabaseHandle } from '../../src/effects/db/database.ts'
 import { createLogger, type Logger } from '../../src/effects/logging/logger.ts'
 import type { ModelRegistryOptions } from '../../src/effects/llm/model-registry.ts'
@@ -13,7 +12,7 @@ import type { AppContext } from '../../src/http/app-context.ts'
 import type { DocumentParser } from '../../src/effects/workspace/parse/document-parser.ts'
 import { createApp } from '../../src/http/create-app.ts'
 import { appContextOf } from '../../src/server.ts'
-import { createPostgresDatabase } from './test-database.ts'
+import { createPostgresDatabase, TEST_PASSWORD_COST } from './test-database.ts'
 import type { CliProfile, QueueSettings } from '../../src/effects/compile/compile-config.ts'
 import type { RunningCompileFeature } from '../../src/effects/compile/compile-feature.ts'
 
@@ -38,13 +37,6 @@ export interface TestServer {
 }
 
 export const TEST_SECRET = 'test-secret-0123456789abcdef'
-
-/**
- * The scrypt cost of the tests' accounts: 1/32 of the default's work, so that the suite's hundreds
- * of accounts and sign-ins do not spend a minute of CPU hashing. The hash carries its cost; signing
- * in verifies it the same way. (Tests of hashing itself use the default.)
- */
-export const TEST_PASSWORD_COST: ScryptCost = { N: 1 << 10, r: 8, p: 1 }
 
 export interface TestServerOptions {
   /** Wraps the app's document parser (tests that act while an upload is being parsed). */
