@@ -1,93 +1,14 @@
 // The embedded default as a user meets it: `knowagent serve` as a real child process on a fresh
 // data dir runs a real PostgreSQL beside it; CLI commands work next to it; a second serve refuses;
-// SIGTERM stops PostgreSQL too; kill -9 loses nothing committed; a stale postmaster.pid and a
-// leftover PGlite data dir are handled. No postgres process outlives a test.
-import { afterEach, describe, expect, it } from 'vitest'
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+// SIGTERM stops PostgreSQL too, also while it starts or shuts down. No postgres process outlives a
+// test. (kill -9, a stale postmaster.pid, a PGlite data dir: embedded-postgres-recovery.test.ts.)
+import { describe, expect, it } from 'vitest'
+import { statSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { main } from '../../src/cli.ts'
+import { newDataDir, postgresProcessesFor, runCli, SERVE_START_DEADLINE_MS, spawnServe, startServe, stopServeProcessesAfterEach } from '../support/serve-process.ts'
 
-const SERVE_START_DEADLINE_MS = 120_000 // first start: initdb + the sample corpus, on a busy CI machine
-
-function runCli(args: string[], env: Record<string, string>) {
-  const out: string[] = []
-  const err: string[] = []
-  return main(args, { out: (l) => out.push(l), err: (l) => err.push(l), env }).then((code) => ({ code, out: out.join('\n'), err: err.join('\n') }))
-}
-
-/** PIDs of postgres processes serving `<dataDir>/pgdata`, from /proc. */
-function postgresProcessesFor(dataDir: string): number[] {
-  const pgdata = join(dataDir, 'pgdata')
-  return readdirSync('/proc').flatMap((entry) => {
-    if (!/^\d+$/.test(entry)) return []
-    try {
-      const argv = readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0')
-      return argv[0]?.endsWith('postgres') && argv.includes(pgdata) ? [Number(entry)] : []
-    } catch {
-      return []
-    }
-  })
-}
-
-interface Serve {
-  readonly child: ChildProcessWithoutNullStreams
-  readonly url: string
-  readonly stderr: () => string
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-}
-
-/** `knowagent serve` on `dataDir`, not waited for. */
-function spawnServe(dataDir: string): Omit<Serve, 'url'> {
-  const child = spawn(process.execPath, ['bin/knowagent.mjs', 'serve'], {
-    env: { ...process.env, KNOWAGENT_DATA_DIR: dataDir, PORT: '0', KNOWAGENT_DEMO_PASSWORD: 'demo-password-1', LOG_LEVEL: 'warn', DATABASE_URL: '' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  })
-  children.push(child)
-  let stderr = ''
-  child.stderr.on('data', (chunk) => (stderr += chunk))
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
-  return { child, stderr: () => stderr, exited }
-}
-
-function startServe(dataDir: string): Promise<Serve> {
-  const serve = spawnServe(dataDir)
-  return new Promise<Serve>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${serve.stderr()}`)), SERVE_START_DEADLINE_MS)
-    const check = () => {
-      const match = /running at (http:\/\/\S+)/.exec(serve.stderr())
-      if (match && serve.stderr().includes('Sign in')) {
-        clearTimeout(timer)
-        resolve({ ...serve, url: match[1]! })
-      }
-    }
-    serve.child.stderr.on('data', check)
-    void serve.exited.then(({ code }) => {
-      clearTimeout(timer)
-      reject(new Error(`serve exited with ${code} before it started:\n${serve.stderr()}`))
-    })
-  })
-}
-
-const children: ChildProcessWithoutNullStreams[] = []
-const dataDirs: string[] = []
-
-function newDataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'knowagent-embedded-'))
-  dataDirs.push(dir)
-  return dir
-}
-
-afterEach(async () => {
-  // A failed assertion must not leave a server or a postgres running after the test.
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  for (const dir of dataDirs.splice(0)) {
-    for (const pid of postgresProcessesFor(dir)) process.kill(pid, 'SIGKILL')
-    rmSync(dir, { recursive: true, force: true })
-  }
-})
+stopServeProcessesAfterEach()
 
 describe('the embedded PostgreSQL', () => {
   it('serve runs it, a CLI command works beside it, a second serve refuses, and SIGTERM stops it too', async () => {
@@ -142,54 +63,4 @@ describe('the embedded PostgreSQL', () => {
     expect(serve.stderr()).toContain('cutting open connections')
     expect(postgresProcessesFor(dataDir)).toEqual([])
   }, 300_000)
-
-  it('survives kill -9 of the server: the restart finds the database, nothing committed is lost', async () => {
-    const dataDir = newDataDir()
-    const first = await startServe(dataDir)
-    expect((await runCli(['user', 'add', 'olga', '--password', 'a-long-password'], { KNOWAGENT_DATA_DIR: dataDir })).code).toBe(0)
-    first.child.kill('SIGKILL')
-    await first.exited
-    expect(postgresProcessesFor(dataDir).length).toBeGreaterThan(0) // the postmaster outlives a crashed server
-
-    const second = await startServe(dataDir)
-    const duplicate = await runCli(['user', 'add', 'olga', '--password', 'a-long-password'], { KNOWAGENT_DATA_DIR: dataDir })
-    expect(duplicate.code).toBe(1)
-    expect(duplicate.err).toContain('olga') // the user committed before the crash is there
-    second.child.kill('SIGTERM')
-    expect((await second.exited).code).toBe(0)
-    expect(postgresProcessesFor(dataDir)).toEqual([])
-  }, 300_000)
-
-  it('starts after a crash that left a postmaster.pid naming a live process that is not postgres', async () => {
-    const dataDir = newDataDir()
-    const serve = await startServe(dataDir)
-    // A power cut: the server and every postgres process die at once; the pid file stays, and its
-    // pid now belongs to another program (not this process: postgres ignores its parent's pid).
-    serve.child.kill('SIGKILL')
-    await serve.exited
-    for (const pid of postgresProcessesFor(dataDir)) process.kill(pid, 'SIGKILL')
-    await expect.poll(() => postgresProcessesFor(dataDir), { timeout: 30_000 }).toEqual([])
-    const pidFile = join(dataDir, 'pgdata', 'postmaster.pid')
-    const other = spawn('sleep', ['600'])
-    try {
-      const [, ...rest] = readFileSync(pidFile, 'utf8').split('\n')
-      writeFileSync(pidFile, [String(other.pid), ...rest].join('\n'))
-      const again = await runCli(['user', 'add', 'quinn', '--password', 'a-long-password'], { KNOWAGENT_DATA_DIR: dataDir })
-      expect(again, again.err).toMatchObject({ code: 0, out: 'created user quinn' })
-      expect(postgresProcessesFor(dataDir)).toEqual([])
-    } finally {
-      other.kill('SIGKILL')
-    }
-  }, 300_000)
-
-  it('refuses a data dir left by the former embedded engine (PGlite) with what to do', async () => {
-    const dataDir = newDataDir()
-    mkdirSync(join(dataDir, 'pgdata'))
-    writeFileSync(join(dataDir, 'pgdata', 'PG_VERSION'), '18\n')
-    const result = await runCli(['migrate'], { KNOWAGENT_DATA_DIR: dataDir })
-    expect(result.code).toBe(1)
-    expect(result.err).toContain('PGlite')
-    expect(result.err).toContain(`mv ${join(dataDir, 'pgdata')}`)
-    expect(postgresProcessesFor(dataDir)).toEqual([])
-  })
 })
