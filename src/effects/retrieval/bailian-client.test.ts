@@ -66,6 +66,19 @@ async function failureOf<A, E>(effect: Effect.Effect<A, E>): Promise<E> {
 }
 
 describe('list', () => {
+  // Issue 34: a service whose name echoed the key kept it in the catalog
+  // cache, the settings page and the catalog block the model sees.
+  test('a key echoed in a listed service is redacted where the list is decoded', async () => {
+    fake.setWorkspace('ws-client', {
+      apiKey: API_KEY,
+      services: [{ agent_id: 'search-echo', agent_name: `Search for ${API_KEY}`, scene: 'search' }],
+    })
+    const listing = await Effect.runPromise(client.listScene(connection, 'search'))
+    expect(listing.entries).toHaveLength(1)
+    expect(JSON.stringify(listing)).not.toContain(API_KEY)
+    expect(listing.entries[0]).toMatchObject({ agentId: 'search-echo', agentName: 'Search for [redacted]' })
+  })
+
   test('queries each scene separately, deployed only, with the bearer key', async () => {
     const before = fake.requests.length
     const catalog = await Effect.runPromise(client.listCatalog(connection))

@@ -127,7 +127,7 @@ export function makeBailianClient(options: BailianClientOptions = {}): BailianCl
       connection,
       operation: 'list',
       body: { agent_scene: scene, agent_status: 'deployed', page_number: pageNumber, page_size: LIST_PAGE_SIZE },
-      decode: (json) => decodeListPage(json, scene),
+      decode: (json, redact) => decodeListPage({ json, scene, redact }),
     })
 
   const listScene: BailianClient['listScene'] = (connection, scene) =>

@@ -115,21 +115,26 @@ export function refusalOf({ operation, json, redact }: { operation: BailianOpera
   })
 }
 
-export function decodeListPage(json: unknown, scene: Scene): Outcome<{ entries: CatalogEntry[]; rows: number; total: number | undefined }> {
+/**
+ * One page of the service list. Every text the service echoes is redacted here, at the boundary
+ * (a service named after the key would otherwise carry it into the cache, the settings page and
+ * the catalog block the model sees).
+ */
+export function decodeListPage({ json, scene, redact }: { json: unknown; scene: Scene; redact: Redact }): Outcome<{ entries: CatalogEntry[]; rows: number; total: number | undefined }> {
   const body = Option.getOrUndefined(decodeListBody(json))
   if (body === undefined) return failure(new BailianProtocolError({ operation: 'list', detail: 'the answer has no data.rows', partialText: '' }))
   const rows = body.data.rows ?? []
   const entries: CatalogEntry[] = []
   for (const row of rows) {
-    const agentId = row.agent_id?.trim() ?? ''
+    const agentId = redact(row.agent_id?.trim() ?? '')
     if (agentId === '') continue // a row without an id cannot be called
     entries.push({
       agentId,
-      agentName: row.agent_name ?? '',
+      agentName: redact(row.agent_name ?? ''),
       scene,
-      status: row.agent_status ?? 'deployed',
-      modifyTime: row.modify_time === null || row.modify_time === undefined ? undefined : String(row.modify_time),
-      description: row.description ?? undefined,
+      status: redact(row.agent_status ?? 'deployed'),
+      modifyTime: row.modify_time === null || row.modify_time === undefined ? undefined : redact(String(row.modify_time)),
+      description: row.description === null || row.description === undefined ? undefined : redact(row.description),
     })
   }
   return success({ entries, rows: rows.length, total: body.data.total_count ?? undefined })
