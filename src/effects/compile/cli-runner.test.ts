@@ -181,6 +181,24 @@ describe('runCliInvocation', () => {
     await vi.waitFor(() => expect(isRunning(pids.grandchild!)).toBe(false), { timeout: 5_000, interval: 20 })
   })
 
+  // Issue 34: stderr was redacted, stdout (the answer, published as a summary page) was not.
+  it('redacts from its answer every value it was given and the server secrets a prompt may quote', async () => {
+    const inv = invocation(
+      { command: [process.execPath, FAKE_CLI, '--mode', 'env'], env: ['PATH', 'SOME_TOKEN', 'TEAM_NAME'] },
+      {
+        serverEnv: { PATH: process.env.PATH ?? '/usr/bin', SOME_TOKEN: 'tok-passed-to-the-cli', TEAM_NAME: 'team-blue-ops', OPENAI_API_KEY: 'sk-model-key-never-passed', HOME: '/root' },
+        prompt: 'The file says: sk-model-key-never-passed',
+      },
+    )
+    const exit = await run(inv)
+    if (!Exit.isSuccess(exit)) throw new Error('the CLI failed')
+    expect(exit.value).toContain('SOME_TOKEN=[redacted]')
+    expect(exit.value).toContain('TEAM_NAME=[redacted]') // every value it was given, whatever its name
+    expect(exit.value).toContain('The file says: [redacted]') // a model key of the server, not given to it
+    for (const secret of ['tok-passed-to-the-cli', 'team-blue-ops', 'sk-model-key-never-passed']) expect(exit.value).not.toContain(secret)
+    expect(exit.value).not.toContain('HOME=') // never passed: the allow-list holds
+  })
+
   it('puts the end of stderr, capped and with the secrets it was given redacted, into the failure', async () => {
     const inv = invocation({ command: [process.execPath, FAKE_CLI, '--mode', 'fail'], env: ['SECRET_TOKEN'] }, { serverEnv: { SECRET_TOKEN: 'sk-very-secret-value' } })
     const failure = await failureOf(inv)

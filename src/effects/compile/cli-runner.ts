@@ -31,6 +31,19 @@ export interface CliInvocation {
   readonly stdin: string
   readonly timeoutMs: number
   readonly maxOutputBytes: number
+  /**
+   * Values redacted from everything the program writes (its answer, which is published, and its
+   * stderr): every value of its environment, and the server's secrets (see `serverSecrets`).
+   */
+  readonly secrets: ReadonlyArray<string>
+}
+
+/** A server environment variable whose name says it holds a secret (model keys, DASHSCOPE_API_KEY, tokens). */
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i
+
+/** The values of the server's environment that must never reach a published page. */
+export function serverSecrets(serverEnv: Readonly<Record<string, string | undefined>>): string[] {
+  return Object.entries(serverEnv).flatMap(([name, value]) => (value !== undefined && SECRET_NAME.test(name) ? [value] : []))
 }
 
 /**
@@ -75,6 +88,7 @@ export function buildCliInvocation({
     program: program!,
     args: rest.map(substitute),
     env: { ...env, ...extraEnv },
+    secrets: [...Object.values(env), ...Object.values(extraEnv), ...serverSecrets(serverEnv)],
     cwd: profile.cwd,
     stdin: prompt,
     timeoutMs: (profile.timeoutSeconds ?? DEFAULT_CLI_TIMEOUT_SECONDS) * 1000,
@@ -134,7 +148,7 @@ export function runCliInvocation(invocation: CliInvocation): Effect.Effect<strin
       resume(Effect.fail(cliFailure({ code: 'cli.spawn', message: `could not start the CLI: ${(error as Error).message}`, retryable: false })))
       return
     }
-    const secrets = Object.values(invocation.env)
+    const secrets = invocation.secrets
     const stdout: Buffer[] = []
     let stdoutBytes = 0
     let stderr = ''
@@ -203,7 +217,8 @@ export function runCliInvocation(invocation: CliInvocation): Effect.Effect<strin
         const excerpt = stderrExcerpt({ stderr, secrets })
         return resume(Effect.fail(cliFailure({ code: 'cli.empty_output', message: `the CLI wrote nothing to stdout${excerpt ? `: ${excerpt}` : ''}`, retryable: true })))
       }
-      resume(Effect.succeed(text))
+      // A program that prints its environment (or a key it was given) must not publish it.
+      resume(Effect.succeed(createRedactor(secrets)(text)))
     })
 
     // Interrupted: kill the group and wait for the program to be gone.
