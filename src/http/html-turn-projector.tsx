@@ -24,6 +24,7 @@ import {
   ToolSummary,
   TurnErrorNotice,
 } from '../../views/partials/turn-fragments.tsx'
+import type { FinishReason } from '../machines/index.ts'
 import type { SseWriter } from './sse.ts'
 import type { TurnProgressEvent, TurnProjector, TurnTerminal } from './turn-stream.ts'
 
@@ -211,7 +212,7 @@ export function htmlTurnProjector({
       const parts = takeDirty()
       if (terminal.type === 'done') {
         if (segments === 0) parts.push(partial(ids.part('body'), <NoAnswerText />, 'beforeend'))
-        parts.push(...statusPartial(doneStatus({ tools: tools.size })))
+        parts.push(...statusPartial(doneStatus({ tools: tools.size, finishReason: terminal.finish_reason })))
       } else {
         parts.push(partial(ids.part('body'), <TurnErrorNotice code={terminal.code} message={terminal.message} />, 'beforeend'))
         parts.push(...statusPartial(terminal.code === 'cancelled' ? 'Stopped' : 'Failed'))
@@ -223,7 +224,10 @@ export function htmlTurnProjector({
   }
 }
 
-function doneStatus({ tools }: { tools: number }): string {
-  return tools === 0 ? 'Answered' : `Answered · ${tools} tool call${tools === 1 ? '' : 's'}`
+/** A cut answer must not read as a complete one (issue 33). */
+function doneStatus({ tools, finishReason }: { tools: number; finishReason: FinishReason }): string {
+  const outcome =
+    finishReason === 'length' ? 'Cut off at the output limit' : finishReason === 'content_filter' ? "Stopped by the provider's content filter" : 'Answered'
+  return tools === 0 ? outcome : `${outcome} · ${tools} tool call${tools === 1 ? '' : 's'}`
 }
 

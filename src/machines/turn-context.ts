@@ -37,7 +37,7 @@ import {
   type TurnOutput,
   type TurnStatus,
 } from './turn-contract.ts'
-import { historyForNextTurn } from './turn-history.ts'
+import { historyForNextTurn, markCutAnswer } from './turn-history.ts'
 import { collectToolCallIds, type PlannedToolCall, planToolCalls, toAssistantToolCalls, toolErrorContent } from './tool-call-validation.ts'
 import type { ChatMessage, FinishReason, ModelResult, ToolSchema, TurnModelInfo, Usage } from './turn-types.ts'
 
@@ -333,7 +333,7 @@ export function buildTurnOutput(context: TurnContext): TurnOutput {
   const messages = context.messages.length > 0 ? context.messages : [...context.input.history, { role: 'user' as const, content: context.input.question }]
   return {
     status: context.status ?? 'failed',
-    messages: historyForNextTurn(messages),
+    messages: historyForNextTurn(context.status === 'done' ? markCutAnswer({ messages, finishReason: context.finishReason }) : messages),
     finishReason: context.finishReason,
     error: context.error,
     counters: context.counters,

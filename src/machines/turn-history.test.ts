@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { closeUnansweredToolCalls, historyForNextTurn, toolPairingProblems } from './turn-history.ts'
+import { closeUnansweredToolCalls, CUT_ANSWER_MARKS, historyForNextTurn, markCutAnswer, toolPairingProblems } from './turn-history.ts'
 import type { ChatMessage } from './turn-types.ts'
 
 const calls: ChatMessage = {
@@ -49,5 +49,29 @@ describe('toolPairingProblems', () => {
 
   it('reports a result for a call of an earlier assistant message', () => {
     expect(toolPairingProblems([calls, result('a'), result('b'), result('c'), { role: 'user', content: 'q' }, result('a')])).toHaveLength(1)
+  })
+})
+
+describe('markCutAnswer', () => {
+  const question: ChatMessage = { role: 'user', content: 'q' }
+
+  it.each(['length', 'content_filter'] as const)('marks the last answer cut by %s as incomplete', (finishReason) => {
+    const messages: ChatMessage[] = [question, { role: 'assistant', content: 'The answer is' }]
+    expect(markCutAnswer({ messages, finishReason })).toEqual([
+      question,
+      { role: 'assistant', content: `The answer is\n\n${CUT_ANSWER_MARKS[finishReason]}` },
+    ])
+  })
+
+  it('gives an empty cut answer the mark alone', () => {
+    expect(markCutAnswer({ messages: [question, { role: 'assistant', content: null }], finishReason: 'length' }).at(-1)).toEqual({
+      role: 'assistant',
+      content: CUT_ANSWER_MARKS.length,
+    })
+  })
+
+  it.each(['stop', undefined] as const)('leaves an answer that ended with %s as it is', (finishReason) => {
+    const messages: ChatMessage[] = [question, { role: 'assistant', content: 'done' }]
+    expect(markCutAnswer({ messages, finishReason })).toEqual(messages)
   })
 })

@@ -1,5 +1,5 @@
 // The history a turn hands back: valid to send to a strict provider in the next turn.
-import type { ChatMessage } from './turn-types.ts'
+import type { ChatMessage, FinishReason } from './turn-types.ts'
 
 /**
  * Adds a `role:"tool"` result with `content` for every tool call that has none, right after
@@ -65,4 +65,30 @@ export function toolPairingProblems(messages: ReadonlyArray<ChatMessage>): strin
   })
   closeOpenCalls(messages.length)
   return problems
+}
+
+/**
+ * The note a cut answer carries in the history, as the page marks an answer the person stopped
+ * (views/static/js/chat.js `STOPPED_MARK`): the next turn's model must not take it as complete.
+ */
+export const CUT_ANSWER_MARKS = {
+  length: '[This answer was cut off at the output limit; the text above is incomplete.]',
+  content_filter: "[This answer was stopped by the provider's content filter; the text above is incomplete.]",
+} as const satisfies Partial<Record<FinishReason, string>>
+
+/** Appends the cut mark to the last assistant message when the answer ended on `length` or `content_filter`. */
+export function markCutAnswer({
+  messages,
+  finishReason,
+}: {
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly finishReason: FinishReason | undefined
+}): ChatMessage[] {
+  if (finishReason !== 'length' && finishReason !== 'content_filter') return [...messages]
+  const at = messages.findLastIndex((message) => message.role === 'assistant')
+  const answer = messages[at]
+  if (answer?.role !== 'assistant') return [...messages]
+  const mark = CUT_ANSWER_MARKS[finishReason]
+  const text = answer.content ?? ''
+  return messages.with(at, { ...answer, content: text === '' ? mark : `${text}\n\n${mark}` })
 }

@@ -21,7 +21,7 @@ import { estimateInputBytes, inputLimit } from './context-accounting.ts'
 import { readContextBlock, renderContextBlock, visibleContextBlocks } from './context-blocks.ts'
 import type { PreStepInput, PreStepOutput, PrepareInput, PrepareOutput, TurnEmitted, TurnInput, TurnOutput } from './turn-contract.ts'
 import { MAX_CONTEXT_KEYS } from './turn-context.ts'
-import { toolPairingProblems } from './turn-history.ts'
+import { CUT_ANSWER_MARKS, toolPairingProblems } from './turn-history.ts'
 import { turnMachine } from './turn.machine.ts'
 import type { ChatMessage } from './turn-types.ts'
 
@@ -168,7 +168,8 @@ describe('a turn', () => {
     expect(output).toMatchObject({ status: 'done', finishReason })
     expect(emitted.at(-1)).toEqual({ type: 'done', finish_reason: finishReason, usage: cut.usage })
     expect(tracker.started).not.toContain('runTool')
-    expect(output.messages.at(-1)).toEqual({ role: 'assistant', content: 'The answer is' })
+    // issue 33: the history carried into the next turn said nothing of the cut
+    expect(output.messages.at(-1)).toEqual({ role: 'assistant', content: `The answer is\n\n${CUT_ANSWER_MARKS[finishReason]}` })
   })
 
   it('fails on an incomplete provider response, keeping the partial text out of the history', async () => {

@@ -149,6 +149,30 @@ describe('chat streaming', () => {
     expect(workspace.problems()).toEqual([])
   })
 
+  // issue 33: an answer cut at the output limit (or by the content filter) read "Answered"
+  it('an answer the provider cut shows why in its status, and the history marks it incomplete', async () => {
+    ui.app.provider.enqueue(
+      streamScript(chatCompletionSse([{ text: 'The answer is' }, { finish: 'length' }, 'done'])),
+      streamScript(chatCompletionSse([{ text: 'Part of it' }, { finish: 'content_filter' }, 'done'])),
+    )
+    const page = await open()
+    await ask(page, 'What is the answer?')
+    await waitForAnswer(page, { n: 1 })
+    await expect(assistantMessage(page, 1).locator('.answer').textContent()).resolves.toContain('The answer is')
+    await expect(assistantMessage(page, 1).locator('.msg-status').textContent()).resolves.toBe('Cut off at the output limit')
+
+    await ask(page, 'And the rest?')
+    await waitForAnswer(page, { n: 2 })
+    await expect(assistantMessage(page, 2).locator('.msg-status').textContent()).resolves.toBe("Stopped by the provider's content filter")
+    expect(await history(page)).toEqual([
+      { role: 'user', content: 'What is the answer?' },
+      { role: 'assistant', content: 'The answer is\n\n[This answer was cut off at the output limit; the text above is incomplete.]' },
+      { role: 'user', content: 'And the rest?' },
+      { role: 'assistant', content: "Part of it\n\n[This answer was stopped by the provider's content filter; the text above is incomplete.]" },
+    ])
+    expect(workspace.problems()).toEqual([])
+  })
+
   it('the page parses UTF-8 split inside code points, CRLF split between CR and LF, and many events in one chunk', async () => {
     const text = '知识库 notes 😀 — 答案是四十二。'
     ui.app.provider.enqueue(streamScript(textAnswerSse(text, { chunkChars: 3 })), streamScript(textAnswerSse(`Again: ${text}`, { chunkChars: 2 })))

@@ -249,6 +249,21 @@ describe('the OpenAI-compatible face (/v1)', () => {
       expect(limited.choices[0]).toMatchObject({ finish_reason: 'length', message: { content: '' } })
     })
 
+    // issue 33: an answer the provider cut must not reach the client as finish_reason "stop"
+    it.each(['length', 'content_filter'] as const)('passes the provider finish_reason %s through, streaming and not', async (finish) => {
+      const cut = () => streamScript(chatCompletionSse([{ text: 'The answer is' }, { text: ' forty' }, { finish }, 'done']))
+      provider.enqueue(cut())
+      const stream = await openai.chat.completions.create({ model: 'knowagent/remote', stream: true, messages: [{ role: 'user', content: 'q' }] })
+      const chunks: OpenAI.ChatCompletionChunk[] = []
+      for await (const chunk of stream) chunks.push(chunk)
+      expect(chunks.flatMap((c) => c.choices.map((choice) => choice.finish_reason)).filter((r) => r !== null)).toEqual([finish])
+      expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('The answer is forty')
+
+      provider.enqueue(cut())
+      const completion = await openai.chat.completions.create({ model: 'knowagent/remote', messages: [{ role: 'user', content: 'q' }] })
+      expect(completion.choices[0]).toMatchObject({ finish_reason: finish, message: { content: 'The answer is forty' } })
+    })
+
     it('closing the connection cancels the turn just the same', async () => {
       provider.enqueue({ kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'thinking hard' }]) }], end: 'hang' })
       const requestIndex = provider.requests.length

@@ -117,6 +117,24 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
     expect((await findTurn(server.database.db, res.headers.get('x-turn-id')!))!.status).toBe('failed')
   })
 
+  // issue 33: an answer cut at the output limit ended `done` like a complete one
+  it.each([
+    ['length', '[This answer was cut off at the output limit; the text above is incomplete.]'],
+    ['content_filter', "[This answer was stopped by the provider's content filter; the text above is incomplete.]"],
+  ])('an answer cut by finish_reason %s ends done with that finish reason and a marked history', async (finish, mark) => {
+    provider.enqueue(streamScript(chatCompletionSse([{ text: 'The answer is' }, { text: ' forty' }, { finish }, 'done'])))
+    const res = await post({ uri: 'kb://me/', model_id: 'remote', message: 'What is the answer?' })
+    const { events } = await readSseEvents(res)
+    expect(terminalEvents(events)).toHaveLength(1)
+    const done = events.at(-1)!
+    expect(done).toMatchObject({ event: 'done', data: { finish_reason: finish } })
+    expect((done.data.history as unknown[]).slice(-2)).toEqual([
+      { role: 'user', content: 'What is the answer?' },
+      { role: 'assistant', content: `The answer is forty\n\n${mark}` },
+    ])
+    expect(await findTurn(server.database.db, res.headers.get('x-turn-id')!)).toMatchObject({ status: 'done', finish_reason: finish })
+  })
+
   it('sends keep-alive comments while the provider is silent', async () => {
     const silence = Promise.withResolvers<void>() // the provider answers once two keep-alives arrived
     provider.enqueue({ kind: 'stream', chunks: [{ bytes: textAnswerSse('late'), after: silence.promise }] })
