@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest'
+import { planToolCalls } from '../../machines/index.ts'
 import { createChunkAssembler, normaliseFinishReason, validateToolArguments } from './chunk-assembler.ts'
 
 const choice = (delta: Record<string, unknown>, finishReason: string | null = null, index = 0) => ({
@@ -94,15 +95,62 @@ describe('createChunkAssembler', () => {
     ])
   })
 
-  test('an id seen before, under another index, continues that call', () => {
+  test('an id seen before under index 0 continues that call when the index is reused (Ollama)', () => {
     const { result } = assemble([
       toolDelta({ index: 0, id: 'a', function: { name: 'search', arguments: '{"query":' } }),
-      toolDelta({ index: 1, id: 'b', function: { name: 'ls', arguments: '{}' } }),
-      toolDelta({ index: 5, id: 'a', function: { arguments: '"x"}' } }),
+      toolDelta({ index: 0, id: 'b', function: { name: 'ls', arguments: '{}' } }),
+      toolDelta({ index: 0, id: 'a', function: { arguments: '"x"}' } }),
     ])
     expect(result.toolCalls.map((c) => [c.index, c.id, c.argumentsJson])).toEqual([
       [0, 'a', '{"query":"x"}'],
       [1, 'b', '{}'],
+    ])
+  })
+
+  // Regression (issue 33): index 5 carrying call 0's id was appended to call 0, so two calls
+  // became one and the duplicate id never reached the turn's validation.
+  test('two indexes with one id stay two calls with that id, never merged', () => {
+    const { result } = assemble([
+      toolDelta({ index: 0, id: 'a', function: { name: 'search', arguments: '{"query":"x"}' } }),
+      toolDelta({ index: 1, id: 'b', function: { name: 'ls', arguments: '{}' } }),
+      toolDelta({ index: 5, id: 'a', function: { name: 'read', arguments: '{"uri":' } }),
+      toolDelta({ index: 5, function: { arguments: '"kb://me/x"}' } }),
+      toolDelta({ index: 0, id: 'a', function: { arguments: '' } }),
+    ])
+    expect(result.toolCalls.map((c) => [c.index, c.id, c.name, c.argumentsJson])).toEqual([
+      [0, 'a', 'search', '{"query":"x"}'],
+      [1, 'b', 'ls', '{}'],
+      [2, 'a', 'read', '{"uri":"kb://me/x"}'],
+    ])
+  })
+
+  // Regression (issue 33): only the first fragment was kept, so "r" + "ead" called a tool "r".
+  test('a name streamed in fragments is joined', () => {
+    const { result } = assemble([
+      toolDelta({ index: 0, id: 'c1', type: 'function', function: { name: 'r', arguments: '' } }),
+      toolDelta({ index: 0, function: { name: 'ea' } }),
+      toolDelta({ index: 0, function: { name: 'd', arguments: '{"uri":"kb://me/a"}' } }),
+      toolDelta({ index: 1, id: 'c2', function: { name: 'l' } }),
+      toolDelta({ index: 1, function: { name: 's', arguments: '{}' } }),
+    ])
+    expect(result.toolCalls.map((c) => [c.id, c.name, c.argumentsJson])).toEqual([
+      ['c1', 'read', '{"uri":"kb://me/a"}'],
+      ['c2', 'ls', '{}'],
+    ])
+  })
+
+  test('a fragment equal to the whole name so far is a repeat (DashScope), also after a join', () => {
+    const { result } = assemble([
+      toolDelta({ index: 0, id: 'c1', function: { name: 'search', arguments: '{"query":' } }),
+      toolDelta({ index: 0, id: '', function: { name: 'search', arguments: '"x"}' } }),
+      toolDelta({ index: 0, id: '', function: { name: 'search' } }),
+      toolDelta({ index: 1, id: 'c2', function: { name: 're' } }),
+      toolDelta({ index: 1, function: { name: 'ad', arguments: '{"uri":"kb://me/a"}' } }),
+      toolDelta({ index: 1, function: { name: 'read' } }),
+    ])
+    expect(result.toolCalls.map((c) => [c.id, c.name, c.argumentsJson])).toEqual([
+      ['c1', 'search', '{"query":"x"}'],
+      ['c2', 'read', '{"uri":"kb://me/a"}'],
     ])
   })
 
@@ -165,5 +213,31 @@ describe('createChunkAssembler', () => {
     expect(assembler.hasFinishReason()).toBe(false)
     assembler.acceptChunk(choice({}, 'length'))
     expect(assembler.hasFinishReason()).toBe(true)
+  })
+})
+
+// What the turn's validation (src/machines/tool-call-validation.ts) makes of assembled calls: the
+// assembler must hand every call over as sent, so that validation can refuse it explicitly.
+describe('assembled calls through the turn validation', () => {
+  const plan = (chunks: ReadonlyArray<unknown>) =>
+    planToolCalls({ calls: assemble(chunks).result.toolCalls, toolNames: ['ls', 'read', 'search', 'status'], usedIds: new Set(), step: 2 })
+
+  test('a split name runs as the whole tool, not as an unknown tool', () => {
+    const [planned] = plan([
+      toolDelta({ index: 0, id: 'c1', function: { name: 'r', arguments: '' } }),
+      toolDelta({ index: 0, function: { name: 'ead', arguments: '{"uri":"kb://me/a"}' } }),
+    ])
+    expect(planned).toMatchObject({ kind: 'run', id: 'c1', name: 'read' })
+  })
+
+  test('the second call with one id is not run: a duplicate_id tool error under a fresh id', () => {
+    const planned = plan([
+      toolDelta({ index: 0, id: 'same', function: { name: 'search', arguments: '{"query":"x"}' } }),
+      toolDelta({ index: 1, id: 'same', function: { name: 'read', arguments: '{"uri":"kb://me/a"}' } }),
+    ])
+    expect(planned.map((call) => [call.kind, call.id, call.name, call.kind === 'reject' ? call.reason : 'ran'])).toEqual([
+      ['run', 'same', 'search', 'ran'],
+      ['reject', 'kacall_2_1', 'read', 'duplicate_id'],
+    ])
   })
 })

@@ -3,7 +3,11 @@
 // tests/fixtures/transcripts/):
 // - reasoning as `reasoning_content` (DeepSeek, DashScope) or `reasoning` (OpenRouter, vLLM, Ollama)
 // - tool calls keyed by `index`, falling back to `id` when `index` is missing (Gemini) or reused
-//   by a different id (Gemini, Ollama send every call as index 0)
+//   by a different id (Gemini, Ollama send every call as index 0); an id that already belongs to
+//   a call under another index is a second call with a duplicate id, kept apart (the turn refuses
+//   it explicitly, see src/machines/tool-call-validation.ts), never merged into the first
+// - names streamed in fragments are joined; a fragment equal to the whole name so far is a repeat
+//   (DashScope repeats the whole name in later deltas)
 // - `id` / `name` only in the first delta, or repeated as "" later (DashScope)
 // - empty `function: {}` deltas, whole calls in one chunk, `arguments` as an object (Ollama)
 // - chunks with `choices: []` (Azure content-filter results first, usage-only chunks last)
@@ -40,6 +44,8 @@ export interface ChunkAssembler {
 
 interface ToolCallDraft {
   readonly position: number
+  /** The `index` it was opened under (undefined when the provider sent none). */
+  readonly index: number | undefined
   id: string
   name: string
   rawArguments: string
@@ -55,10 +61,10 @@ export function createChunkAssembler(): ChunkAssembler {
   const draftById = new Map<string, ToolCallDraft>()
 
   const newDraft = ({ index, id }: { index: number | undefined; id: string | undefined }): ToolCallDraft => {
-    const draft: ToolCallDraft = { position: drafts.length, id: id ?? '', name: '', rawArguments: '' }
+    const draft: ToolCallDraft = { position: drafts.length, index, id: id ?? '', name: '', rawArguments: '' }
     drafts.push(draft)
     if (index !== undefined) draftByIndex.set(index, draft)
-    if (id !== undefined) draftById.set(id, draft)
+    if (id !== undefined && !draftById.has(id)) draftById.set(id, draft)
     return draft
   }
 
@@ -68,7 +74,9 @@ export function createChunkAssembler(): ChunkAssembler {
       const sameCall = byIndex !== undefined && (id === undefined || byIndex.id === '' || byIndex.id === id)
       if (sameCall) return byIndex
       const byId = id === undefined ? undefined : draftById.get(id)
-      if (byId !== undefined) {
+      // Continues its call only where indexes are reused (Ollama) or absent (Gemini); a call opened
+      // under another index is another call that repeats the id.
+      if (byId !== undefined && (byId.index === undefined || byId.index === index)) {
         draftByIndex.set(index, byId)
         return byId
       }
@@ -85,11 +93,11 @@ export function createChunkAssembler(): ChunkAssembler {
     const draft = findDraft({ index, id })
     if (draft.id === '' && id !== undefined) {
       draft.id = id
-      draftById.set(id, draft)
+      if (!draftById.has(id)) draftById.set(id, draft)
     }
     const fn = isRecord(delta['function']) ? delta['function'] : {}
     const name = nonEmptyString(fn['name'])
-    if (draft.name === '' && name !== undefined) draft.name = name // later repeats are ignored
+    if (name !== undefined && name !== draft.name) draft.name += name // equal to the name so far: a repeat
     const args = fn['arguments']
     if (typeof args === 'string') draft.rawArguments += args
     else if (isRecord(args) || Array.isArray(args)) draft.rawArguments = JSON.stringify(args) // a complete value
