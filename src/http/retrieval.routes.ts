@@ -48,7 +48,7 @@ export function retrievalRoutes(ctx: AppContext, feature: RetrievalFeature): Rou
   const router = Router()
   router.use(RETRIEVAL_SETTINGS_PATH, redirectHtmxToSignIn(), requireAuth(), requireSession('the retrieval settings need a browser session; API tokens cannot read or change them'), urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
 
-  const cacheView = async (snapshot: BailianSettingsSnapshot, message?: CacheView['message']): Promise<{ view: CacheView; services: Record<Scene, Array<{ id: string; name: string }>> }> => {
+  const cacheView = async (userId: string, snapshot: BailianSettingsSnapshot, message?: CacheView['message']): Promise<{ view: CacheView; services: Record<Scene, Array<{ id: string; name: string }>> }> => {
     const none = { search: [], chat: [] }
     const connection = connectionOf(snapshot)
     if (connection instanceof BailianMissingCredentials) {
@@ -66,7 +66,14 @@ export function retrievalRoutes(ctx: AppContext, feature: RetrievalFeature): Rou
       }
     }
     const status = await feature.cache.read(connection.workspaceId)
-    const readable = status.document !== undefined && status.readers.has(feature.cache.fingerprint(connection.apiKey))
+    const fingerprint = feature.cache.fingerprint(connection.apiKey)
+    const readable = status.document !== undefined && status.readers.has(fingerprint)
+    // A refusal of this user's own key is not recorded on the shared document: only they see it.
+    const refusal = feature.refresher.keyRefusal({ workspaceId: connection.workspaceId, userId, fingerprint })
+    const shownError =
+      refusal !== undefined && (status.lastErrorAt === undefined || refusal.at >= status.lastErrorAt)
+        ? { lastError: `your API key was refused: ${refusal.message}`, lastErrorAt: refusal.at }
+        : { lastError: status.lastError, lastErrorAt: status.lastErrorAt }
     const document = readable ? status.document : undefined
     const services = (scene: Scene) =>
       sortByRecency(document?.entries.filter((entry) => entry.scene === scene) ?? []).map((entry) => ({ id: entry.agentId, name: entry.agentName || '(unnamed)' }))
@@ -80,8 +87,7 @@ export function retrievalRoutes(ctx: AppContext, feature: RetrievalFeature): Rou
               { label: 'Chat services', ...document.scenes.chat },
             ]
           : [],
-        lastError: status.lastError,
-        lastErrorAt: status.lastErrorAt,
+        ...shownError,
         message,
       },
       services: { search: services('search'), chat: services('chat') },
@@ -91,7 +97,7 @@ export function retrievalRoutes(ctx: AppContext, feature: RetrievalFeature): Rou
   const renderSettings = async (req: Request, res: Response, { status = 200, error, notice }: { status?: number; error?: string; notice?: string } = {}) => {
     const user = req.auth!.user
     const snapshot = await feature.settings.resolve(user.id)
-    const { view, services } = await cacheView(snapshot)
+    const { view, services } = await cacheView(user.id, snapshot)
     const apiKey = snapshot.settings.apiKey.source
     const fields: SettingField[] = FIELDS.map((field) => {
       const resolved = snapshot.settings[field.key]
@@ -170,7 +176,7 @@ export function retrievalRoutes(ctx: AppContext, feature: RetrievalFeature): Rou
     if (req.get('hx-request') !== 'true') {
       return res.redirect(303, `${RETRIEVAL_SETTINGS_PATH}?notice=${message.kind === 'ok' ? 'refreshed' : 'refresh-failed'}`)
     }
-    const { view } = await cacheView(snapshot, message)
+    const { view } = await cacheView(user.id, snapshot, message)
     res.type('html').set('Cache-Control', 'no-store').send(await renderFragment(CacheSection({ cache: view, csrfToken: req.auth!.csrfToken })))
   })
 

@@ -178,9 +178,14 @@ export function withCounters(context: TurnContext, change: Partial<TurnCounters>
   return { ...context.counters, ...change }
 }
 
-/** What the pre-step hook sees: the step about to run, the context, and the blocks placed now. */
+/** What the pre-step hook sees: the step about to run, the context, the blocks placed now and the tools offered. */
 export function preStepInput(context: TurnContext): PreStepInput {
-  return { step: context.counters.modelSteps + 1, messages: context.messages, visibleBlocks: visibleContextBlocks(context.messages) }
+  return {
+    step: context.counters.modelSteps + 1,
+    messages: context.messages,
+    visibleBlocks: visibleContextBlocks(context.messages),
+    toolNames: context.tools.map((tool) => tool.function.name),
+  }
 }
 
 /** Places the hook's blocks; refused sources and the hook's own warnings come back as warnings. */

@@ -65,6 +65,8 @@ export interface PreStepInput {
   readonly step: number
   readonly messages: ReadonlyArray<ChatMessage>
   readonly visibleBlocks: ReadonlyArray<ContextBlock>
+  /** The tools the model is offered at this step: none for a model without native tool calling. */
+  readonly toolNames: ReadonlyArray<string>
 }
 export interface PreStepOutput {
   /** Set (insert or replace) or remove (`content: null`) blocks; sources not named stay as they are. */

@@ -92,7 +92,7 @@ async function configureAlice(_feature: RetrievalFeature, values: { workspaceId?
 const listRequests = () => fake.requestsFor('list').length
 
 function step(feature: RetrievalFeature, { turnId = 'turn-1', visible = [], messages = [], user = alice }: { turnId?: string; visible?: ContextBlock[]; messages?: ChatMessage[]; user?: User } = {}): Promise<PreStepOutput> {
-  return Effect.runPromise(feature.preStep({ caller: user, turnId, input: { step: 1, messages, visibleBlocks: visible } }))
+  return Effect.runPromise(feature.preStep({ caller: user, turnId, input: { step: 1, messages, visibleBlocks: visible, toolNames: ['kb_search', 'kb_chat'] } }))
 }
 
 const catalogOf = (output: PreStepOutput) => output.blocks?.find((block) => block.source === CATALOG_SOURCE)?.content

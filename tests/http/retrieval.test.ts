@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { AppConfig } from '../../src/effects/config/app-config.ts'
 import { resolveBailianConfig } from '../../src/effects/retrieval/bailian-config.ts'
 import { type FakeBailian, startFakeBailian } from '../support/fake-bailian.ts'
-import { type ScriptedProvider, startScriptedProvider, streamScript, textAnswerSse } from '../support/scripted-provider.ts'
+import { type ScriptedProvider, scriptedModel, startScriptedProvider, streamScript, textAnswerSse } from '../support/scripted-provider.ts'
 import { startScriptedServer } from '../support/scripted-server.ts'
 import { readSseEvents } from '../support/sse-frames.ts'
 import { addUserWithToken, signIn, type TestServer } from '../support/test-server.ts'
@@ -45,7 +45,12 @@ describe('enabled (the default)', () => {
   let session: { cookie: string; csrf: string }
   let token: string
   beforeAll(async () => {
-    ;({ server } = await startScriptedServer({ provider, retrieval: true, configure: withBailian(true) }))
+    ;({ server } = await startScriptedServer({
+      provider,
+      retrieval: true,
+      configure: withBailian(true),
+      models: (provider) => [scriptedModel(provider), scriptedModel(provider, { id: 'text-only', name: 'Text only', supportsNativeToolCalling: false })],
+    }))
     const alice = await addUserWithToken(server, 'alice')
     token = alice.token
     session = await signIn(server, 'alice', alice.password)
@@ -166,6 +171,58 @@ describe('enabled (the default)', () => {
     expect(body.messages[1]).toMatchObject({ role: 'system' })
     expect(body.messages[1]!.content).toContain('[knowagent:context source="retrieval-catalog"]')
     expect(body.messages[1]!.content).toContain('- search-docs: Docs search')
+  })
+
+  // Issue 33 item 4: a text-only model was told to call kb_search / kb_chat, tools it never got.
+  test('a text-only model gets no catalog block; a tool model in the same workspace does', async () => {
+    await save({ api_key: KEY, workspace_id: 'ws-http' })
+    const ask = async (modelId: string) => {
+      const requestIndex = provider.requests.length
+      provider.enqueue(streamScript(textAnswerSse('Nothing to search.')))
+      const res = await fetch(`${server.url}/api/v1/knowledge-agent/stream`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ uri: 'kb://me/', model_id: modelId, message: 'Which knowledge bases are there?' }),
+      })
+      const { events } = await readSseEvents(res)
+      expect(events.at(-1)?.event).toBe('done')
+      return provider.requests[requestIndex]!.body as { messages: Array<{ role: string; content: string }>; tools?: unknown[] }
+    }
+    const textOnly = await ask('text-only')
+    expect(textOnly.tools ?? []).toEqual([])
+    expect(JSON.stringify(textOnly.messages)).not.toContain('retrieval-catalog')
+    expect(JSON.stringify(textOnly.messages)).not.toContain('kb_search')
+    const withTools = await ask('remote')
+    expect(withTools.messages[1]!.content).toContain('[knowagent:context source="retrieval-catalog"]')
+  })
+
+  // Issue 33 item 7: after the service refused a user's own key the page still said "Last error: none".
+  test("a refused key shows on its owner's page as the last error, and not on another user's page", async () => {
+    fake.setWorkspace('ws-refused', { apiKey: 'sk-the-right-key', services: [{ agent_id: 'search-x', agent_name: 'X', scene: 'search' }] })
+    const bob = await addUserWithToken(server, 'bob')
+    const bobSession = await signIn(server, 'bob', bob.password)
+    const carol = await addUserWithToken(server, 'carol')
+    const carolSession = await signIn(server, 'carol', carol.password)
+    const post = (who: { cookie: string; csrf: string }, path: string, fields: Record<string, string>) =>
+      fetch(`${server.url}${path}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: who.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: form({ _csrf: who.csrf, ...fields }),
+      })
+    const lastError = async (who: { cookie: string }) => {
+      const html = await (await fetch(`${server.url}/settings/retrieval`, { headers: { cookie: who.cookie } })).text()
+      return /<dd data-testid="cache-last-error">([^<]*)<\/dd>/.exec(html)?.[1]
+    }
+    // Carol's key works; Bob's is refused.
+    expect((await post(carolSession, '/settings/retrieval', { api_key: 'sk-the-right-key', workspace_id: 'ws-refused' })).status).toBe(303)
+    await expect.poll(() => lastError(carolSession)).toBe('none')
+    expect((await post(bobSession, '/settings/retrieval', { api_key: 'sk-a-refused-key', workspace_id: 'ws-refused' })).status).toBe(303)
+    expect((await post(bobSession, '/settings/retrieval/refresh', {})).headers.get('location')).toBe('/settings/retrieval?notice=refresh-failed')
+    const bobs = await lastError(bobSession)
+    expect(bobs).toContain('your API key was refused')
+    expect(bobs).toContain('Invalid API-key provided.')
+    expect(await lastError(carolSession)).toBe('none')
   })
 })
 

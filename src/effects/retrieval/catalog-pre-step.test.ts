@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { decideCatalogBlock } from './catalog-pre-step.ts'
+import { decideCatalogBlock, offersRetrievalTools } from './catalog-pre-step.ts'
 import { createChatProgress } from './kb-chat.tool.ts'
 
 describe('decideCatalogBlock', () => {
@@ -35,5 +35,16 @@ describe('createChatProgress', () => {
   test('answer text without a step announced first still gets its heading', () => {
     const progress = createChatProgress()
     expect(progress({ type: 'answer', text: 'Plain' })).toBe('Writing the answer:\nPlain')
+  })
+})
+
+describe('offersRetrievalTools', () => {
+  test.each([
+    { toolNames: [], expected: false },
+    { toolNames: ['kb_ls', 'kb_read'], expected: false },
+    { toolNames: ['kb_ls', 'kb_search'], expected: true },
+    { toolNames: ['kb_chat'], expected: true },
+  ])('$toolNames → $expected', ({ toolNames, expected }) => {
+    expect(offersRetrievalTools(toolNames)).toBe(expected)
   })
 })

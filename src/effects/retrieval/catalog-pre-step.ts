@@ -4,7 +4,9 @@
 // or the block was removed); otherwise it asks for nothing. Around that it schedules refreshes,
 // never waiting for one: a stale or missing document, changed credentials or workspace, and a tool
 // that ran `bl knowledge service create|deploy|delete|copy` since the last look. It never fails:
-// anything unexpected becomes a warning and leaves the context as it was.
+// anything unexpected becomes a warning and leaves the context as it was. A step that offers
+// neither kb_search nor kb_chat (a model without native tool calling) gets no catalog at all: the
+// block tells the model to call those tools, and the UI already says what such a model cannot do.
 import * as Cause from 'effect/Cause'
 import * as Effect from 'effect/Effect'
 import type { ContextBlockChange, PreStepOutput } from '../../machines/index.ts'
@@ -17,6 +19,12 @@ import { buildCatalogMessage, CATALOG_SOURCE } from './catalog-message.ts'
 import type { CatalogRefresher } from './catalog-refresher.ts'
 
 const MAX_TRACKED_TURNS = 512
+const CATALOG_TOOLS: ReadonlySet<string> = new Set(['kb_search', 'kb_chat'])
+
+/** Whether the step's model can call a retrieval tool, and so has any use for the catalog. */
+export function offersRetrievalTools(toolNames: ReadonlyArray<string>): boolean {
+  return toolNames.some((name) => CATALOG_TOOLS.has(name))
+}
 
 interface TurnState {
   readonly seenCalls: Set<string>
@@ -61,6 +69,7 @@ export function makeCatalogPreStepHook({
   const hook: PreStepHook = ({ caller, turnId, input }) =>
     Effect.promise(async (): Promise<PreStepOutput> => {
       const visible = input.visibleBlocks.find((block) => block.source === CATALOG_SOURCE)?.content
+      if (!offersRetrievalTools(input.toolNames)) return { blocks: decideCatalogBlock({ desired: undefined, visible }) }
       const snapshot = await settings.resolve(caller.id)
       const connection = findConnection(snapshot)
       if (typeof connection === 'string') return { blocks: decideCatalogBlock({ desired: undefined, visible }) }

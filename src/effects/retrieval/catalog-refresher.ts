@@ -36,6 +36,14 @@ export interface RefreshFailure {
   readonly keySpecific: boolean
 }
 
+/** The service refused a user's own key (401/403) when listing a workspace. */
+export interface KeyRefusal {
+  readonly message: string
+  readonly at: Date
+  /** The fingerprint of the refused key: a refusal no longer applies once the user's key changed. */
+  readonly fingerprint: string
+}
+
 export interface CatalogRefresher {
   /** Before a model step: refresh in the background if the document is missing or stale. Never waits. */
   readonly check: (input: { readonly userId: string; readonly workspaceId: string; readonly fetchedAt: Date | undefined }) => void
@@ -46,6 +54,11 @@ export interface CatalogRefresher {
    * concerns this user (a refused key concerns only its owner).
    */
   readonly lastFailure: (workspaceId: string, userId: string) => RefreshFailure | undefined
+  /**
+   * The refusal of this user's key by the workspace (kept in this process until a fetch with the
+   * user's settings succeeds), if the key is still the one refused. Never another user's.
+   */
+  readonly keyRefusal: (input: { readonly workspaceId: string; readonly userId: string; readonly fingerprint: string }) => KeyRefusal | undefined
   readonly stop: () => Promise<void>
 }
 
@@ -70,6 +83,8 @@ export function makeCatalogRefresher(options: CatalogRefresherOptions): CatalogR
   const stopping = new AbortController()
   const machines = new Map<string, Running>()
   const failures = new Map<string, RefreshFailure>()
+  const refusals = new Map<string, KeyRefusal>()
+  const refusalKey = (workspaceId: string, userId: string) => `${workspaceId}\u0000${userId}`
   let failureSeq = 0
   let nextTicket = 0
   const waiters = new Map<number, { workspaceId: string; generation: number | undefined; resolve: (outcome: RefreshOutcome) => void }>()
@@ -89,6 +104,9 @@ export function makeCatalogRefresher(options: CatalogRefresherOptions): CatalogR
         const error = listed.failure
         const refusedKey = error._tag === 'BailianHttpError' && (error.status === 401 || error.status === 403)
         failures.set(input.workspaceId, { seq: ++failureSeq, message: error.message, userId: input.requester, keySpecific: refusedKey })
+        if (refusedKey) {
+          refusals.set(refusalKey(input.workspaceId, input.requester), { message: error.message, at: new Date(now()), fingerprint: cache.fingerprint(connection.apiKey) })
+        }
         // A refused key stops reading the shared document; it is not the workspace's error to show others.
         yield* Effect.promise(() =>
           refusedKey
@@ -106,6 +124,7 @@ export function makeCatalogRefresher(options: CatalogRefresherOptions): CatalogR
           fetchedAt: new Date(now()),
         }),
       )
+      refusals.delete(refusalKey(input.workspaceId, input.requester))
       return { ok: true, at: now() } as const
     })
 
@@ -187,6 +206,10 @@ export function makeCatalogRefresher(options: CatalogRefresherOptions): CatalogR
     lastFailure: (workspaceId, userId) => {
       const failure = failures.get(workspaceId)
       return failure === undefined || (failure.keySpecific && failure.userId !== userId) ? undefined : failure
+    },
+    keyRefusal: ({ workspaceId, userId, fingerprint }) => {
+      const refusal = refusals.get(refusalKey(workspaceId, userId))
+      return refusal?.fingerprint === fingerprint ? refusal : undefined
     },
     stop: async () => {
       stopping.abort('shutdown')
