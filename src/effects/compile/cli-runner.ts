@@ -33,7 +33,8 @@ export interface CliInvocation {
   readonly maxOutputBytes: number
   /**
    * Values redacted from everything the program writes (its answer, which is published, and its
-   * stderr): every value of its environment, and the server's secrets (see `serverSecrets`).
+   * stderr): every value of the profile's allow-listed environment, and every secret-named value
+   * of the server's environment and of what knowagent adds (see `serverSecrets`).
    */
   readonly secrets: ReadonlyArray<string>
 }
@@ -88,7 +89,9 @@ export function buildCliInvocation({
     program: program!,
     args: rest.map(substitute),
     env: { ...env, ...extraEnv },
-    secrets: [...Object.values(env), ...Object.values(extraEnv), ...serverSecrets(serverEnv)],
+    // The operator's allow-listed values and every secret-named one; not what knowagent adds for
+    // the job's owner (BAILIAN_WORKSPACE_ID is the owner's, shown in their settings, and meant to be quoted).
+    secrets: [...Object.values(env), ...serverSecrets(extraEnv), ...serverSecrets(serverEnv)],
     cwd: profile.cwd,
     stdin: prompt,
     timeoutMs: (profile.timeoutSeconds ?? DEFAULT_CLI_TIMEOUT_SECONDS) * 1000,
