@@ -4,14 +4,13 @@
 // renamed folder), the answer tools, the keyboard, the Ctrl+K search and the colour scheme.
 // (File management and uploads: workspace-files.test.ts.)
 import { describe, expect, it } from 'vitest'
-import type { Page } from 'playwright-core'
 import { ask, assistantMessage, screenshot, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
+import { chatHistory, DESKTOP, documentKept, fileDialog, markDocument, nodeAction, PHONE } from '../support/workspace-page.ts'
+
 
 const ui = useBrowserFixture({ start: startChatWorkspace })
-const PHONE = { width: 390, height: 844 }
-const DESKTOP = { width: 1360, height: 860 }
 
 describe('chatting in the workspace', () => {
   const mode = SECURE_PAGE
@@ -19,12 +18,8 @@ describe('chatting in the workspace', () => {
   const open = workspace.open
   const tag = mode.randomUUID ? 'uuid' : 'nouuid'
   const root = 'kb://users/alice/'
-  const history = (page: Page) => page.locator('#chat-history').inputValue().then((value) => JSON.parse(value) as Array<Record<string, unknown>>)
-  const fileDialog = (page: Page) => page.locator('#files-dialog')
-  const action = (page: Page, name: string) => page.locator('#content .node-actions').getByRole('button', { name, exact: true })
-  /** Marks the document: a full page load loses the mark, an in-place update keeps it. */
-  const markDocument = (page: Page) => page.evaluate(() => ((window as { __kept?: boolean }).__kept = true))
-  const documentKept = (page: Page) => page.evaluate(() => (window as { __kept?: boolean }).__kept === true)
+  const history = chatHistory
+  const action = nodeAction
 
   for (const viewport of [DESKTOP, PHONE]) {
     const width = viewport === PHONE ? 'phone' : 'desktop'

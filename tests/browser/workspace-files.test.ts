@@ -6,10 +6,10 @@ import type { Locator, Page } from 'playwright-core'
 import { ask, screenshot, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { streamScript, textAnswerSse } from '../support/scripted-provider.ts'
+import { chatHistory, DESKTOP, documentKept, fileDialog, markDocument, nodeAction, PHONE } from '../support/workspace-page.ts'
+
 
 const ui = useBrowserFixture({ start: startChatWorkspace })
-const PHONE = { width: 390, height: 844 }
-const DESKTOP = { width: 1360, height: 860 }
 
 describe('living in the workspace', () => {
   const mode = SECURE_PAGE
@@ -17,13 +17,9 @@ describe('living in the workspace', () => {
   const open = workspace.open
   const tag = mode.randomUUID ? 'uuid' : 'nouuid'
   const root = 'kb://users/alice/'
-  const history = (page: Page) => page.locator('#chat-history').inputValue().then((value) => JSON.parse(value) as Array<Record<string, unknown>>)
+  const history = chatHistory
   const treeRow = (page: Page, name: string) => page.locator('#tree li.node > .row', { has: page.locator('.name', { hasText: new RegExp(`^${name}$`) }) })
-  const fileDialog = (page: Page) => page.locator('#files-dialog')
-  const action = (page: Page, name: string) => page.locator('#content .node-actions').getByRole('button', { name, exact: true })
-  /** Marks the document: a full page load loses the mark, an in-place update keeps it. */
-  const markDocument = (page: Page) => page.evaluate(() => ((window as { __kept?: boolean }).__kept = true))
-  const documentKept = (page: Page) => page.evaluate(() => (window as { __kept?: boolean }).__kept === true)
+  const action = nodeAction
 
   for (const viewport of [DESKTOP, PHONE]) {
     const width = viewport === PHONE ? 'phone' : 'desktop'
