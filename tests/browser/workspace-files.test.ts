@@ -227,14 +227,24 @@ describe('living in the workspace', () => {
   })
 })
 
-/** Drops files on an element the way a file manager does (a DataTransfer with Files). */
+/**
+ * Drops files on an element the way a file manager does (a DataTransfer with Files). The element is looked up again
+ * when an htmx swap (the tree refreshed by the previous upload) detached it between the lookup and the dispatch: a
+ * detached element's drop never reaches the page's listener, so a retry cannot upload twice.
+ */
 async function dropFiles(target: Locator, files: ReadonlyArray<{ name: string; text: string }>): Promise<void> {
-  await target.evaluate((target, list) => {
-    const transfer = new DataTransfer()
-    for (const file of list) transfer.items.add(new File([file.text], file.name, { type: 'text/plain' }))
-    const rect = target.getBoundingClientRect()
-    const at = { clientX: rect.left + 20, clientY: rect.top + 20, bubbles: true, cancelable: true, dataTransfer: transfer }
-    target.dispatchEvent(new DragEvent('dragover', at))
-    target.dispatchEvent(new DragEvent('drop', at))
-  }, files)
+  for (let attempt = 0; attempt < 20; attempt += 1) {
+    const delivered = await target.evaluate((target, list) => {
+      if (!target.isConnected) return false
+      const transfer = new DataTransfer()
+      for (const file of list) transfer.items.add(new File([file.text], file.name, { type: 'text/plain' }))
+      const rect = target.getBoundingClientRect()
+      const at = { clientX: rect.left + 20, clientY: rect.top + 20, bubbles: true, cancelable: true, dataTransfer: transfer }
+      target.dispatchEvent(new DragEvent('dragover', at))
+      target.dispatchEvent(new DragEvent('drop', at))
+      return true
+    }, files)
+    if (delivered) return
+  }
+  throw new Error('the drop target kept being replaced')
 }
