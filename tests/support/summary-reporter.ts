@@ -1,6 +1,6 @@
 // Prints each project's wall time (first file started → last file ended; projects overlap, so they
 // do not add up to the run) and the busy time of its files, then one plain closing line
-// ("N passed, N failed, N skipped") that CI reads. The suite's budget is in README.md.
+// ("N passed, N failed, N skipped") that CI reads; a file that failed outside its tests counts as failed. The suite's budget is in README.md.
 import type { Reporter, TestModule } from 'vitest/node'
 
 interface Span {
@@ -34,12 +34,18 @@ export default class SummaryReporter implements Reporter {
     let failed = 0
     let skipped = 0
     for (const module of testModules) {
+      let failedHere = 0
       for (const test of module.children.allTests()) {
         const state = test.result().state
         if (state === 'passed') passed++
-        else if (state === 'failed') failed++
+        else if (state === 'failed') failedHere++
         else skipped++
       }
+      // A file or a suite that failed outside its tests (a syntax error, a beforeAll that threw, e.g.
+      // no Chromium) leaves its tests skipped: each such error is a failure of its own.
+      for (const suite of [module, ...module.children.allSuites()]) failedHere += suite.errors().length
+      if (failedHere === 0 && module.state() === 'failed') failedHere = 1
+      failed += failedHere
     }
     failed += unhandledErrors.length
     const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
