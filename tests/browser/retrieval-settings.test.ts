@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { resolveBailianConfig } from '../../src/effects/retrieval/bailian-config.ts'
-import { launchBrowser } from '../support/browser.ts'
+import { releaseSharedBrowser, sharedBrowser } from '../support/browser.ts'
 import { type FakeBailian, startFakeBailian } from '../support/fake-bailian.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 
@@ -35,7 +35,7 @@ beforeAll(async () => {
       env: { BAILIAN_DEFAULT_CHAT_AGENT_ID: 'chat-from-env' },
       configure: (config) => ({ ...config, retrievalBailian: resolveBailianConfig({ endpointHost: fake.endpointHost, workspaceId: 'ws-config' }) }),
     }),
-    launchBrowser(),
+    sharedBrowser(),
   ])
   const alice = await addUserWithToken(server, 'alice')
   login = await signIn(server, 'alice', alice.password)
@@ -46,7 +46,7 @@ afterEach(async () => {
   context = undefined
 })
 afterAll(async () => {
-  await browser?.close()
+  await releaseSharedBrowser(browser)
   await server?.close()
   await fake?.close()
 })

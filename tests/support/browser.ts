@@ -15,7 +15,7 @@
 // the page's scripts run, as on a plain-HTTP LAN page where browsers do not offer it
 // (tests/browser/lan-page.test.ts runs the chat end to end so). Screenshots go
 // to test-artifacts/browser/ (git-ignored); a failing test leaves one of its page there.
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { basename } from 'node:path'
 import { afterAll, afterEach, beforeAll, type TestContext } from 'vitest'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
@@ -35,9 +35,36 @@ export const CHROMIUM_ARGS = [
 
 export const ARTIFACTS_DIR = new URL('../../test-artifacts/browser/', import.meta.url).pathname
 
+/**
+ * Debian's browser itself: /usr/bin/chromium is a shell script that sources /etc/chromium.d and
+ * adds flags (extensions, API keys) a test has no use for; playwright passes its own.
+ */
+export const CHROMIUM_PATH = existsSync('/usr/lib/chromium/chromium') ? '/usr/lib/chromium/chromium' : '/usr/bin/chromium'
+
 /** playwright's launch() gives every browser a fresh temporary user-data directory. */
 export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true })
+  return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true })
+}
+
+let shared: Promise<Browser> | undefined
+
+/**
+ * The worker's one Chromium, launched by the first browser file it runs and used by the next ones
+ * (vitest keeps a worker's modules between files, `isolate: false`): each test gets its own
+ * context — its own cookies, storage and cache — so files share the process, not any state. A
+ * browser that crashed or was closed is launched again. Playwright closes it when the worker exits.
+ */
+export async function sharedBrowser(): Promise<Browser> {
+  const running = shared === undefined ? undefined : await shared.catch(() => undefined)
+  if (running?.isConnected()) return running
+  shared = launchBrowser()
+  return shared
+}
+
+/** Closes the contexts a file left open in the shared browser, so that the next file starts with none. */
+export async function releaseSharedBrowser(browser: Browser | undefined): Promise<void> {
+  if (browser === undefined || !browser.isConnected()) return
+  await Promise.all(browser.contexts().map((context) => context.close()))
 }
 
 export interface UuidMode {
@@ -87,8 +114,8 @@ export interface BrowserFixture<App extends WorkspaceApp> {
 }
 
 /**
- * Starts Chromium and the app (`start`, e.g. startChatWorkspace) once for the test file, in
- * beforeAll, and stops them in afterAll; with `proxy`, a stream proxy in front of the app too.
+ * Starts the app (`start`, e.g. startChatWorkspace) once for the test file, in beforeAll, and
+ * stops it in afterAll, with the worker's shared Chromium (sharedBrowser); with `proxy`, a stream proxy in front of the app too.
  */
 export function useBrowserFixture<App extends WorkspaceApp>({
   start,
@@ -101,12 +128,12 @@ export function useBrowserFixture<App extends WorkspaceApp>({
   let browser: Browser | undefined
   let proxy: StreamProxy | undefined
   beforeAll(async () => {
-    ;[app, browser] = await Promise.all([start(), launchBrowser()])
+    ;[app, browser] = await Promise.all([start(), sharedBrowser()])
     if (wantsProxy) proxy = await startStreamProxy(app.server.url)
   })
   afterAll(async () => {
     await proxy?.close()
-    await browser?.close()
+    await releaseSharedBrowser(browser)
     await app?.close()
   })
   const started = <T>(value: T | undefined, what: string): T => {
