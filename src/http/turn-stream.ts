@@ -261,6 +261,7 @@ export async function runProjectedTurn(
       preferences: input.preferences,
       onEvent: forward,
       signal: stop.signal,
+      turnSeconds: ctx.config.turnSeconds,
       logger: ctx.logger.child({ turnId, login: user.login }),
       instanceId: ctx.instanceId,
     })

@@ -14,6 +14,8 @@ export interface TurnLimits {
 }
 
 export const DEFAULT_TURN_LIMITS: TurnLimits = { maxModelSteps: 12, maxToolCalls: 24, maxModelCalls: 16 }
+/** How long a turn may run unless its host says otherwise (`limits.turnSeconds`): the host's clock sends `limit.turn_time`. */
+export const DEFAULT_TURN_SECONDS = 600
 export const DEFAULT_MAX_TOOL_OUTPUT_CHARS = 24_000
 
 export interface TurnInput {
@@ -139,6 +141,15 @@ export type TurnEvent =
        */
       readonly partial?: string | undefined
     }
+  | {
+      /**
+       * The host's clock: the turn ran past its time limit (`limits.turnSeconds`). It fails the
+       * turn `limit.turn_time` from any state, keeping the text of the step in flight as `partial`.
+       */
+      readonly type: 'limit.turn_time'
+      readonly seconds: number
+      readonly partial?: string | undefined
+    }
   | ModelStreamForwardEvent
 
 // ── runtime events out (xstate `emit`) ────────────────────────────────────────────────────
@@ -229,6 +240,7 @@ export const TURN_ERROR_CODES = {
   modelStepLimit: 'limit.model_steps',
   toolCallLimit: 'limit.tool_calls',
   modelCallLimit: 'limit.model_calls',
+  turnTimeLimit: 'limit.turn_time',
   contextOverLimit: 'context.over_limit',
   compactionNotConverging: 'compaction.not_converging',
   toolCallsMissing: 'model.tool_calls_missing',

@@ -26,6 +26,8 @@
 //   one named guard per kind.
 // - Crashes (an actor's `onError`) fail the turn with `internal_error`, except in the pre-step
 //   hook, which only warns.
+// - Time: `limit.turn_time` (sent by the host's clock) from any non-final state → `failed` with
+//   that code and the step's partial text; the running actor is stopped as on a cancel.
 // - Cancellation: `user.stop` from any non-final state → `cancelled`. Leaving the state stops the
 //   running child actor, which interrupts its Effect. A host that must stop a turn (client
 //   disconnect, shutdown) should send `user.stop` before `actor.stop()`, since a stopped actor
@@ -82,7 +84,7 @@ export { boundToolOutput, buildTurnOutput, contextReport, initialTurnContext, me
 
 /** The text of the step in flight: what the host streamed past the machine, else what the machine saw. */
 function stoppedPartial(context: TurnContext, event: TurnEvent): string | undefined {
-  const partial = event.type === 'user.stop' && event.partial !== undefined ? event.partial : context.streamedText
+  const partial = (event.type === 'user.stop' || event.type === 'limit.turn_time') && event.partial !== undefined ? event.partial : context.streamedText
   return partial === '' ? undefined : partial
 }
 
@@ -207,6 +209,16 @@ export const turnMachine = setup({
   output: ({ context }) => buildTurnOutput(context),
   on: {
     'user.stop': { target: '.cancelled' },
+    'limit.turn_time': {
+      target: '.failed',
+      actions: assign(({ context, event }) => ({
+        error: {
+          code: TURN_ERROR_CODES.turnTimeLimit,
+          message: `the turn ran past its time limit of ${event.seconds} s and was ended`,
+          partial: stoppedPartial(context, event),
+        },
+      })),
+    },
   },
   states: {
     preparing: {

@@ -27,7 +27,10 @@ export const TURN_SCOPE = 'kb://users/alice/notes/'
 export const TURN_ACTORS = ['prepare', 'preStep', 'callModel', 'compact', 'runTool'] as const
 export type TurnActorId = (typeof TURN_ACTORS)[number]
 
-export type TurnPathEvent = ActorOutcomeEvent | { readonly type: 'user.stop'; readonly label: string }
+export type TurnPathEvent =
+  | ActorOutcomeEvent
+  | { readonly type: 'user.stop'; readonly label: string }
+  | { readonly type: 'limit.turn_time'; readonly label: string; readonly seconds: number }
 
 export interface TurnAlphabet {
   readonly prepare: boolean
@@ -99,6 +102,8 @@ export function turnEventsIn({
 function scriptedEventsIn({ snapshot, profile }: { readonly snapshot: TurnSnapshot; readonly profile: TurnProfile }): TurnPathEvent[] {
   const { alphabet, input } = profile
   const stop: TurnPathEvent = { type: 'user.stop', label: 'stop' }
+  // The host's clock, where a turn waits longest: on the model's stream and on a tool.
+  const overTime: TurnPathEvent = { type: 'limit.turn_time', label: 'over time', seconds: 600 }
   if (snapshot.status !== 'active') return []
   if (snapshot.matches('preparing')) {
     return [
@@ -138,11 +143,12 @@ function scriptedEventsIn({ snapshot, profile }: { readonly snapshot: TurnSnapsh
             crash('callModel'),
           ]
         : []),
+      overTime,
       stop,
     ]
   }
   if (snapshot.matches({ runningTools: 'executing' })) {
-    return [...alphabet.toolOutputs.map((size) => done('runTool', `output:${size}`, toolOutput(size))), ...(alphabet.modelFailures ? [crash('runTool')] : []), stop]
+    return [...alphabet.toolOutputs.map((size) => done('runTool', `output:${size}`, toolOutput(size))), ...(alphabet.modelFailures ? [crash('runTool'), overTime] : []), stop]
   }
   return [stop]
 }

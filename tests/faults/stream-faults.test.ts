@@ -103,3 +103,39 @@ describe('faults under a running turn', () => {
     expect(provider.openConnections()).toBe(0)
   })
 })
+
+describe('a turn past its time limit (limits.turnSeconds)', () => {
+  let provider: ScriptedProvider
+  let server: TestServer
+  let close: (() => Promise<void>) | undefined
+  let alice: Awaited<ReturnType<typeof addUserWithToken>>
+
+  beforeAll(async () => {
+    ;({ server, provider, close } = await startScriptedServer({
+      models: (provider) => [scriptedModel(provider, { idleTimeoutMs: IDLE_MS })],
+      configure: (config) => ({ ...config, turnSeconds: 1 }),
+    }))
+    alice = await addUserWithToken(server, 'alice')
+  })
+  afterAll(() => close?.())
+
+  it('a provider that sends keep-alive comments for ever (each resets the idle timeout) is cut off: limit.turn_time with the partial text, the turn closed failed, the provider let go', async () => {
+    // Half an answer, then an SSE comment every 50 ms (well inside the 300 ms idle timeout) for 60 s.
+    const keepAlives = Array.from({ length: 1200 }, () => ({ bytes: ': keep-alive\n\n', delayMs: 50 }))
+    provider.enqueue({ kind: 'stream', chunks: [{ bytes: 'data: {"choices":[{"index":0,"delta":{"content":"half an answer"}}]}\n\n' }, ...keepAlives] })
+    const index = provider.requests.length
+    const res = await fetch(`${server.url}/api/v1/knowledge-agent/stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ uri: 'kb://me/', model_id: 'remote', message: 'q' }),
+    })
+    const turnId = res.headers.get('x-turn-id')!
+    const { events } = await readSseEvents(res)
+    expect(terminalEvents(events)).toHaveLength(1)
+    expect(events.at(-1)).toMatchObject({ event: 'error', data: { code: 'limit.turn_time', partial: 'half an answer' } })
+    expect(events.at(-1)!.data.message).toContain('time limit of 1 s')
+    const turn = await findTurn(server.database.db, turnId)
+    expect({ status: turn!.status, code: turn!.error_code }).toEqual({ status: 'failed', code: 'limit.turn_time' })
+    expect((await provider.waitForClientClose(index)).clientClosedAt).toBeDefined()
+  })
+})

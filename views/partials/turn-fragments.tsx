@@ -129,6 +129,7 @@ const ERROR_TITLES: Record<string, string> = {
   'limit.model_steps': 'Step limit reached',
   'limit.tool_calls': 'Tool-call limit reached',
   'limit.model_calls': 'Model-call limit reached',
+  'limit.turn_time': 'Time limit reached',
   'context.over_limit': 'The conversation is too long for this model',
 }
 

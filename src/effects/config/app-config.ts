@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { resolve } from 'node:path'
 import { ModelsConfigSchema } from '../llm/model-config.ts'
+import { DEFAULT_TURN_SECONDS } from '../../machines/turn-contract.ts'
 import { CliProfilesSchema, CompileSettingsSchema } from '../compile/compile-config.ts'
 import { type BailianConfig, resolveBailianConfig, RetrievalConfigSchema } from '../retrieval/bailian-config.ts'
 import { DEFAULT_PARSE_LIMITS, DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_MS, defaultParserProcesses } from '../workspace/parse/parse-outcome.ts'
@@ -36,6 +37,8 @@ export const ConfigFileSchema = Schema.Struct({
       compileRequestsPerMinute: Schema.optional(PositiveInt),
       /** Largest chat message accepted, in characters. */
       maxMessageChars: Schema.optional(PositiveInt),
+      /** Longest a turn may run, in seconds, whatever its provider streams (keep-alives included); then it fails `limit.turn_time`. */
+      turnSeconds: Schema.optional(PositiveInt),
       /** Largest uploaded or imported file, in bytes (a file of exactly this size is accepted). */
       maxFileBytes: Schema.optional(PositiveInt),
       /** Files in one upload request. */
@@ -83,6 +86,8 @@ export interface AppConfig {
   readonly streamsPerMinute: number
   readonly compileRequestsPerMinute: number
   readonly maxMessageChars: number
+  /** A turn's wall-clock limit (`limits.turnSeconds`, default 600). */
+  readonly turnSeconds: number
   readonly maxFileBytes: number
   /** `retrieval.bailian` with defaults (enabled unless switched off). */
   readonly retrievalBailian: BailianConfig
@@ -175,6 +180,7 @@ export function loadConfig({
     streamsPerMinute: file.limits?.streamsPerMinute ?? 30,
     compileRequestsPerMinute: file.limits?.compileRequestsPerMinute ?? 20,
     maxMessageChars: file.limits?.maxMessageChars ?? 32_000,
+    turnSeconds: file.limits?.turnSeconds ?? DEFAULT_TURN_SECONDS,
     retrievalBailian: resolveBailianConfig(file.retrieval?.bailian),
     maxFileBytes,
     maxFilesPerUpload: file.limits?.maxFilesPerUpload ?? 32,

@@ -10,6 +10,7 @@
 import type { AnyActorRef } from 'xstate'
 import {
   turnMachine,
+  DEFAULT_TURN_SECONDS,
   type CallModelInput,
   type CallModelOutput,
   type CompactInput,
@@ -56,6 +57,8 @@ export interface RunTurnOptions {
   readonly onEvent: (event: TurnEmitted) => void
   /** Aborting stops the turn; `reason` on the signal (a TurnStopReason string) is recorded. */
   readonly signal: AbortSignal
+  /** The turn's wall-clock limit: past it the turn fails `limit.turn_time` (default 600 s). */
+  readonly turnSeconds?: number | undefined
   readonly preStep?: PreStepHook | undefined
   readonly logger?: Logger | undefined
   readonly limits?: TurnInput['limits']
@@ -64,6 +67,9 @@ export interface RunTurnOptions {
   /** The server instance running the turn (instance-registry.ts), recorded so a dead one's turns can be closed. */
   readonly instanceId?: string | undefined
 }
+
+/** The abort reason of a turn's own clock (never a TurnStopReason: it fails the turn, not cancels it). */
+const TURN_TIME = Symbol('turn time limit')
 
 export function stopReasonOf(reason: unknown): TurnStopReason {
   return reason === 'disconnect' || reason === 'shutdown' || reason === 'user' ? reason : 'user'
@@ -141,20 +147,28 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
     ? Promise.resolve()
     : recordTurnStarted(db, { id: turnId, userId: caller.id, uri: options.uri, modelId: model.info.id, instanceId: options.instanceId })
   const notRecorded = new AbortController()
+  // A provider's keep-alive chunks reset the stream's idle timeout for ever: only this ends such a turn.
+  const turnSeconds = options.turnSeconds ?? DEFAULT_TURN_SECONDS
+  const overTime = new AbortController()
+  const clock = setTimeout(() => overTime.abort(TURN_TIME), turnSeconds * 1000)
   const finish = (outcome: Parameters<typeof recordTurnFinished>[1]) =>
     recordTurnFinished(db, outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
   const running = runActor({
     logic: hostedTurnMachine,
     input: { turnId, uri: options.uri, question: options.question, history: options.history, model: model.info, limits: options.limits },
-    signal: AbortSignal.any([options.signal, notRecorded.signal]),
+    signal: AbortSignal.any([options.signal, notRecorded.signal, overTime.signal]),
     beforeStart: (actor) => void turnHosts.set(actor.system, host),
-    stopEvent: (reason) => ({ type: 'user.stop' as const, reason: stopReasonOf(reason), partial: stepText.toString() }),
+    stopEvent: (reason) =>
+      reason === TURN_TIME
+        ? { type: 'limit.turn_time' as const, seconds: turnSeconds, partial: stepText.toString() }
+        : { type: 'user.stop' as const, reason: stopReasonOf(reason), partial: stepText.toString() },
     onEmitted: (event) => {
       if (event.type === 'context' || event.type === 'tool') stepText.clear() // a new step or a tool: nothing in flight
       emit(event)
     },
   })
   running.catch(() => undefined) // observed below, once the row is written
+  void running.finally(() => clearTimeout(clock)).catch(() => undefined)
   try {
     await recorded
   } catch (error) {
