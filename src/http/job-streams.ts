@@ -3,13 +3,14 @@
 // center. The stream re-checks its credential and ends when it is revoked, and lets go of
 // everything when the client leaves.
 import type { Response } from 'express'
-import { CREDENTIALS_CHANNEL, type User } from '../effects/auth/users.ts'
+import type { User } from '../effects/auth/users.ts'
 import type { CompileJobView, JobListFilter } from '../effects/compile/compile-jobs-store.ts'
 import type { CompileFeature } from '../effects/compile/compile-service.ts'
 import { JOB_STREAM_REVOKED_EVENT, JobRow, JobRowNotice, JobRows, jobRowId } from '../../views/partials/compile-jobs.tsx'
 import { renderFragmentSync } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { whenClientGone } from './client-gone.ts'
+import { watchCredential } from './credential-watch.ts'
 import { openSse, type SseWriter } from './sse.ts'
 
 const matches = (filter: JobListFilter, job: CompileJobView) =>
@@ -24,8 +25,6 @@ export interface JobStreamProjector {
   readonly revoked: () => void
 }
 
-/** How often a job stream re-checks the credential it was opened with (AppContext.credentialRecheckMs). */
-export const CREDENTIAL_RECHECK_MS = 15_000
 const REVOKED_STREAM_MESSAGE = 'the session or token this stream was opened with is no longer valid (signed out, revoked or expired)'
 
 export function jsonJobProjector(sse: SseWriter): JobStreamProjector {
@@ -98,21 +97,19 @@ export async function streamJobs(
       .then(() => (revoked ? undefined : task()))
       .catch((error: unknown) => ctx.logger.warn('job stream update failed', { error: error instanceof Error ? error.message : String(error) }))
   }
-  const check = () =>
-    enqueue(async () => {
-      if (await stillAuthorized()) return
-      revoked = true
-      projector.revoked()
-      end()
-    })
-  // At once when one of the user's sessions or tokens ended (any process; or the feed reconnected,
-  // when such a notice may have been missed), and on a timer for what sends none (expiry).
-  const stopFollowing = [ctx.feed?.on(CREDENTIALS_CHANNEL, (userId) => void (userId === user.id && check())), ctx.feed?.onReset(check)]
-  const recheck = setInterval(check, ctx.credentialRecheckMs ?? CREDENTIAL_RECHECK_MS)
-  recheck.unref()
-  // Once now, before anything is sent: a credential that ended between this request's sign-in
-  // check and the subscription above announced it to nobody.
-  check()
+  const revoke = () => {
+    if (revoked) return
+    revoked = true // nothing queued after this is sent
+    projector.revoked()
+    end()
+  }
+  // At once when one of the user's sessions or tokens ended, and on a timer (credential-watch.ts).
+  const credential = watchCredential(ctx, { userId: user.id, stillLive: stillAuthorized, onEnded: revoke })
+  // Once now, in the queue before the first snapshot: a credential that ended between this
+  // request's sign-in check and the subscription above announced it to nobody.
+  enqueue(async () => {
+    if (!(await stillAuthorized())) revoke()
+  })
   const snapshot = () => enqueue(async () => projector.snapshot((await feature.service.list({ caller: user, filter })).jobs))
   // Subscribed before the first snapshot: a change in between is sent after it, never lost.
   const unsubscribe = feature.events.subscribe((event) => {
@@ -128,8 +125,7 @@ export async function streamJobs(
   ctx.shutdownSignal.addEventListener('abort', end, { once: true })
   if (ctx.shutdownSignal.aborted) end()
   await ended
-  clearInterval(recheck)
-  for (const unfollow of stopFollowing) unfollow?.()
+  credential.release()
   unwatch()
   ctx.shutdownSignal.removeEventListener('abort', end)
   unsubscribe()

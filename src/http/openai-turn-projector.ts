@@ -77,7 +77,8 @@ export function openAiErrorType(status: number): string {
 /**
  * The HTTP status a failed turn is answered with when the client did not stream: the workspace
  * codes keep theirs (the selected node vanished or is not visible), an input too large for the
- * model is the client's to fix (400), a stop by server shutdown is 503, what the model provider
+ * model is the client's to fix (400), a stop by server shutdown is 503, a token revoked
+ * while the turn ran is 401, what the model provider
  * did wrong is 502, and anything else is a bug (500).
  */
 export function turnErrorStatus(code: string): number {
@@ -93,6 +94,8 @@ export function turnErrorStatus(code: string): number {
       return 409
     case 'cancelled':
       return 503
+    case 'auth.revoked':
+      return 401
   }
   if (code.startsWith('provider.') || code.startsWith('compaction.') || code.startsWith('model.')) return 502
   return 500

@@ -20,7 +20,8 @@ import type { ChatMessage, TurnEmitted, TurnOutput, Usage } from '../machines/in
 import type { TerminalFields } from '../client/wire-events.ts'
 import type { AppContext } from './app-context.ts'
 import { whenClientGone } from './client-gone.ts'
-import { revokedToken, tokenStillLive, type UncheckedToken } from './authenticate.ts'
+import { credentialStillLive, revokedToken, tokenStillLive, type UncheckedToken } from './authenticate.ts'
+import { watchCredential } from './credential-watch.ts'
 import { badRequest, HttpError } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'
 import { checkMessageFitsModel } from './stream-request.ts'
@@ -149,16 +150,23 @@ function rateLimited(ctx: AppContext, waitMs: number): HttpError {
 }
 
 /** Aborts on client disconnect (the response closed before it finished) or server shutdown. */
-function watchForStop(ctx: AppContext, res: Response): { signal: AbortSignal; release: () => void } {
+/**
+ * What stops a running turn: its client leaving (also during admission), the server shutting
+ * down, or the end of the session or token the request was authenticated with (signed out,
+ * password changed, token revoked — announced by any process, credential-watch.ts).
+ */
+function watchForStop(ctx: AppContext, { res, user }: { res: Response; user: User }): { signal: AbortSignal; release: () => void } {
   const stop = new AbortController()
   const onShutdown = () => stop.abort('shutdown')
-  const unwatch = whenClientGone(res, () => stop.abort('disconnect')) // also a client that left during admission
+  const unwatch = whenClientGone(res, () => stop.abort('disconnect'))
   ctx.shutdownSignal.addEventListener('abort', onShutdown, { once: true })
   if (ctx.shutdownSignal.aborted) onShutdown()
+  const credential = watchCredential(ctx, { userId: user.id, stillLive: () => credentialStillLive(ctx, res.req), onEnded: () => stop.abort('revoked') })
   return {
     signal: stop.signal,
     release: () => {
       unwatch()
+      credential.release()
       ctx.shutdownSignal.removeEventListener('abort', onShutdown)
     },
   }
@@ -234,7 +242,7 @@ export async function runProjectedTurn(
     await closeUnfinishedTurn(ctx, turnId)
     throw error
   }
-  const stop = watchForStop(ctx, res)
+  const stop = watchForStop(ctx, { res, user })
   let held: TerminalEmitted | undefined
   const forward = (event: TurnEmitted) => {
     if (held) return

@@ -302,7 +302,7 @@ export function summaryNotSmaller(context: TurnContext, summary: string): boolea
   return estimateMessagesBytes([summaryMessage]) >= plan.bytes
 }
 
-export type MachineErrorCode = Exclude<(typeof TURN_ERROR_CODES)[keyof typeof TURN_ERROR_CODES], 'cancelled' | 'internal_error' | 'limit.turn_time'>
+export type MachineErrorCode = Exclude<(typeof TURN_ERROR_CODES)[keyof typeof TURN_ERROR_CODES], 'cancelled' | 'auth.revoked' | 'internal_error' | 'limit.turn_time'>
 
 export function machineErrorMessage(code: MachineErrorCode, context: TurnContext): string {
   const { counters } = context

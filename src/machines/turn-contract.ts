@@ -129,7 +129,8 @@ export interface RunToolOutput {
 
 // ── events in ─────────────────────────────────────────────────────────────────────────────
 
-export type TurnStopReason = 'user' | 'disconnect' | 'shutdown'
+/** Who stopped a turn: its user, its client leaving, the server shutting down, or the end of the credential it ran under (`auth.revoked`). */
+export type TurnStopReason = 'user' | 'disconnect' | 'shutdown' | 'revoked'
 
 export type TurnEvent =
   | {
@@ -246,4 +247,6 @@ export const TURN_ERROR_CODES = {
   toolCallsMissing: 'model.tool_calls_missing',
   internal: 'internal_error',
   cancelled: 'cancelled',
+  /** Cancelled because the session or token the turn ran under ended (signed out, password changed, token revoked). */
+  authRevoked: 'auth.revoked',
 } as const

@@ -28,7 +28,8 @@
 //   hook, which only warns.
 // - Time: `limit.turn_time` (sent by the host's clock) from any non-final state → `failed` with
 //   that code and the step's partial text; the running actor is stopped as on a cancel.
-// - Cancellation: `user.stop` from any non-final state → `cancelled`. Leaving the state stops the
+// - Cancellation: `user.stop` from any non-final state → `cancelled` (code `cancelled`, or
+//   `auth.revoked` when its reason is `revoked`). Leaving the state stops the
 //   running child actor, which interrupts its Effect. A host that must stop a turn (client
 //   disconnect, shutdown) should send `user.stop` before `actor.stop()`, since a stopped actor
 //   has no output.
@@ -188,11 +189,18 @@ export const turnMachine = setup({
     })),
     setCancelled: assign(({ context, event }) => ({
       status: 'cancelled' as const,
-      error: {
-        code: TURN_ERROR_CODES.cancelled,
-        message: `the turn was stopped (${event.type === 'user.stop' ? (event.reason ?? 'user') : 'user'})`,
-        partial: stoppedPartial(context, event),
-      },
+      error:
+        event.type === 'user.stop' && event.reason === 'revoked'
+          ? {
+              code: TURN_ERROR_CODES.authRevoked,
+              message: 'the turn was stopped: the session or token it ran under ended (signed out, password changed or token revoked)',
+              partial: stoppedPartial(context, event),
+            }
+          : {
+              code: TURN_ERROR_CODES.cancelled,
+              message: `the turn was stopped (${event.type === 'user.stop' ? (event.reason ?? 'user') : 'user'})`,
+              partial: stoppedPartial(context, event),
+            },
       messages: closeUnansweredToolCalls({ messages: context.messages, content: toolErrorContent('cancelled') }),
     })),
     emitError: emit(({ context }) => ({

@@ -72,7 +72,7 @@ export interface RunTurnOptions {
 const TURN_TIME = Symbol('turn time limit')
 
 export function stopReasonOf(reason: unknown): TurnStopReason {
-  return reason === 'disconnect' || reason === 'shutdown' || reason === 'user' ? reason : 'user'
+  return reason === 'disconnect' || reason === 'shutdown' || reason === 'user' || reason === 'revoked' ? reason : 'user'
 }
 
 /** What one turn's actors need from its host; found through the turn's actor system. */
