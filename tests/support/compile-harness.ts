@@ -24,7 +24,7 @@ import type { TestDatabase } from './test-database.ts'
 
 export const FAKE_CLI = fileURLToPath(new URL('../fixtures/cli/fake-cli.mjs', import.meta.url))
 
-export const TEST_QUEUE_SETTINGS: QueueSettings = { concurrency: 2, heartbeatSeconds: 10, retryDelaySeconds: 1, pollingIntervalSeconds: 0.5, inServe: true }
+export const TEST_QUEUE_SETTINGS: QueueSettings = { concurrency: 2, perUserConcurrency: 4, maxActiveJobsPerUser: 1000, heartbeatSeconds: 10, retryDelaySeconds: 1, pollingIntervalSeconds: 0.5, inServe: true }
 
 /** The built-in local model plus the given models (e.g. scripted ones). */
 export function registryWith(models: ReadonlyArray<ChatModel> = []): ModelRegistry {

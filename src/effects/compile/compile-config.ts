@@ -84,6 +84,10 @@ export const CompileSettingsSchema = Schema.Struct({
     Schema.Struct({
       /** Jobs one worker process runs at a time. Default 2. */
       concurrency: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 32 }))),
+      /** Jobs of one person running at once across every worker, so that one person cannot hold every slot. Default 1. */
+      perUserConcurrency: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 32 }))),
+      /** Queued and running jobs one person may have at once; a request past it is refused `too_many_active_jobs`. Default 20. */
+      maxActiveJobsPerUser: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 }))),
       /** A claimed job whose worker sent no heartbeat for this long is taken over. Default 30, at least 10. */
       heartbeatSeconds: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(10))),
       /** First retry delay; doubles with each attempt (with jitter). Default 5. */
@@ -127,6 +131,8 @@ export function resolveCompileDefaults({ settings, firstModelId }: { settings: C
 
 export interface QueueSettings {
   readonly concurrency: number
+  readonly perUserConcurrency: number
+  readonly maxActiveJobsPerUser: number
   readonly heartbeatSeconds: number
   readonly retryDelaySeconds: number
   readonly pollingIntervalSeconds: number
@@ -137,6 +143,8 @@ export function resolveQueueSettings(settings: CompileSettings | undefined): Que
   const queue = settings?.queue
   return {
     concurrency: queue?.concurrency ?? 2,
+    perUserConcurrency: queue?.perUserConcurrency ?? 1,
+    maxActiveJobsPerUser: queue?.maxActiveJobsPerUser ?? 20,
     heartbeatSeconds: queue?.heartbeatSeconds ?? 30,
     retryDelaySeconds: queue?.retryDelaySeconds ?? 5,
     pollingIntervalSeconds: queue?.pollingIntervalSeconds ?? 2,

@@ -28,6 +28,15 @@ export class CompileRateLimited extends Data.TaggedError('CompileRateLimited')<{
   }
 }
 
+/** A retry while the caller already has `compile.queue.maxActiveJobsPerUser` jobs queued or running. HTTP 429. */
+export class TooManyActiveJobs extends Data.TaggedError('TooManyActiveJobs')<{ readonly limit: number }> {
+  readonly code = 'too_many_active_jobs'
+  readonly status = 429
+  override get message() {
+    return `you have ${this.limit} compile jobs queued or running, the most one person may have; wait for some to finish or cancel them`
+  }
+}
+
 /** No compile job with that id among the caller's (or not an id at all). HTTP 404. */
 export class JobNotFound extends Data.TaggedError('JobNotFound')<{ readonly id: string }> {
   readonly code = 'job_not_found'
@@ -85,5 +94,6 @@ export type CompileRequestError =
   | JobNotFound
   | JobFinished
   | JobNotRetryable
+  | TooManyActiveJobs
   | UnreadableJobConfiguration
   | ConflictingActiveJob

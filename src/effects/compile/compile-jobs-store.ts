@@ -194,6 +194,26 @@ export async function activeJobsForFiles(db: Db, nodeIds: ReadonlyArray<string>)
   })
 }
 
+/** The lock's class (first key): "cmpl" in ASCII, beside the tree lock's "know". */
+const ACTIVE_JOBS_LOCK_CLASS = 0x636d706c
+
+/**
+ * Counts the owner's queued and running jobs under a transaction-scoped lock of that owner's, so
+ * that two requests of one person cannot both pass the bound on active jobs. Take it first in the
+ * transaction, before the file rows' locks.
+ */
+export async function lockAndCountActiveJobs(trx: Db, ownerId: string): Promise<number> {
+  await sql`select pg_advisory_xact_lock(${ACTIVE_JOBS_LOCK_CLASS}::int4, hashtext(${ownerId}::text))`.execute(trx)
+  const row = await trx
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('owner_id', '=', ownerId)
+    .where('kind', '=', COMPILE_KIND)
+    .where('status', 'in', ['queued', 'running'])
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
 export async function insertCompileJob(
   db: Db,
   {

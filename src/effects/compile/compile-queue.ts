@@ -111,11 +111,16 @@ export async function startQueue(options: StartQueueOptions): Promise<QueueHandl
   }
 }
 
-/** Queues one attempt sequence of `jobId` inside the caller's transaction; returns the queue job's id. */
+/**
+ * Queues one attempt sequence of `jobId` inside the caller's transaction; returns the queue job's
+ * id. The job is in its owner's group: workers run at most `perUserConcurrency` jobs of one group at
+ * once, across every process (pg-boss counts the group's active jobs in the fetch's own statement),
+ * so one person's long jobs leave the other slots to everyone else.
+ */
 export async function sendCompileJob(
   queue: QueueHandle,
   trx: Db,
-  { jobId, queueJobId, maxAttempts, timeoutSeconds }: { jobId: string; queueJobId: string; maxAttempts: number; timeoutSeconds: number },
+  { jobId, ownerId, queueJobId, maxAttempts, timeoutSeconds }: { jobId: string; ownerId: string; queueJobId: string; maxAttempts: number; timeoutSeconds: number },
 ): Promise<string> {
   const id = await queue.boss.send(COMPILE_QUEUE, { jobId } satisfies CompileQueueData, {
     id: queueJobId,
@@ -126,6 +131,7 @@ export async function sendCompileJob(
     expireInSeconds: timeoutSeconds + EXPIRY_MARGIN_SECONDS,
     heartbeatSeconds: queue.settings.heartbeatSeconds,
     deadLetter: DEAD_LETTER_QUEUE,
+    group: { id: ownerId },
     db: fromKysely(trx),
   })
   if (id === null) throw new Error('the compile queue refused the job')

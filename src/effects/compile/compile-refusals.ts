@@ -23,6 +23,7 @@ export type RefusalCode =
   | 'duplicate'
   | 'other_directory'
   | 'conflicting_active_job'
+  | 'too_many_active_jobs'
   | 'unknown_model'
   | 'unknown_profile'
   | 'model_not_allowed'

@@ -24,9 +24,10 @@ import {
   JobFinished,
   JobNotFound,
   JobNotRetryable,
+  TooManyActiveJobs,
   UnreadableJobConfiguration,
 } from './compile-errors.ts'
-import { activeJobsForFiles, cancelCompileJob, type CompileJobView, findCompileJob, insertCompileJob, requeueCompileJob, type StoredCompileJob } from './compile-jobs-store.ts'
+import { activeJobsForFiles, cancelCompileJob, type CompileJobView, findCompileJob, insertCompileJob, lockAndCountActiveJobs, requeueCompileJob, type StoredCompileJob } from './compile-jobs-store.ts'
 import { cancelQueueJob, type QueueHandle, sendCompileJob } from './compile-queue.ts'
 import { type AskedConfiguration, type Candidate, type Refusal, type RefusalContext, resolveConfiguration, screenUris, unstorableSnapshot } from './compile-refusals.ts'
 import { type CompileSnapshot, sameConfiguration, toPublicConfiguration } from './compile-snapshot.ts'
@@ -78,7 +79,7 @@ export interface CompileRequests {
   /** Queues a failed or cancelled job again, with its snapshot and a fresh set of attempts. */
   readonly retry: (
     args: CompileAsker & { readonly id: string },
-  ) => Effect.Effect<CompileJobView, JobNotFound | JobNotRetryable | CompileRateLimited | UnreadableJobConfiguration | ConflictingActiveJob>
+  ) => Effect.Effect<CompileJobView, JobNotFound | JobNotRetryable | CompileRateLimited | UnreadableJobConfiguration | ConflictingActiveJob | TooManyActiveJobs>
 }
 
 export interface CompileRequestsOptions extends RefusalContext {
@@ -136,15 +137,17 @@ async function enqueue(options: CompileRequestsOptions, caller: Owner, params: C
   if (unstorable) return { jobs: [], queued: [], refused: [...refused, ...screened.candidates.map((candidate) => ({ uri: candidate.uri, code: 'invalid_configuration' as const, message: unstorable }))] }
   const jobId = randomUUID()
   const outcome = await db.transaction().execute(async (trx) => {
-    // Lock the files (in one order, so two requests cannot deadlock): concurrent requests for
+    // First the caller's count of active jobs (one request of theirs at a time past this point)…
+    const active = await lockAndCountActiveJobs(trx, caller.id)
+    // …then the files (in one order, so two requests cannot deadlock): concurrent requests for
     // the same file serialise here, and the second sees the first's job.
     const ids = screened.candidates.map((candidate) => candidate.node.id).sort()
     await trx.selectFrom('nodes').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute()
-    const active = await activeJobsForFiles(trx, ids)
+    const holders = await activeJobsForFiles(trx, ids)
     const queued: Array<{ uri: string; job_id: string; created: boolean }> = []
     const fresh: Candidate[] = []
     for (const candidate of screened.candidates) {
-      const holder = active.find((entry) => entry.nodeId === candidate.node.id)
+      const holder = holders.find((entry) => entry.nodeId === candidate.node.id)
       if (!holder) fresh.push(candidate)
       else if (holder.snapshot && sameConfiguration(holder.snapshot, snapshot)) queued.push({ uri: candidate.uri, job_id: holder.jobId, created: false })
       else {
@@ -157,9 +160,14 @@ async function enqueue(options: CompileRequestsOptions, caller: Owner, params: C
         })
       }
     }
+    const limit = queue.settings.maxActiveJobsPerUser
+    if (fresh.length > 0 && active >= limit) {
+      const message = `you have ${active} compile jobs queued or running, the most one person may have (${limit}); wait for some to finish or cancel them`
+      for (const candidate of fresh.splice(0)) refused.push({ uri: candidate.uri, code: 'too_many_active_jobs', message })
+    }
     if (fresh.length > 0) {
       const queueJobId = randomUUID()
-      await sendCompileJob(queue, trx, { jobId, queueJobId, maxAttempts: snapshot.maxAttempts, timeoutSeconds: snapshot.timeoutSeconds })
+      await sendCompileJob(queue, trx, { jobId, ownerId: caller.id, queueJobId, maxAttempts: snapshot.maxAttempts, timeoutSeconds: snapshot.timeoutSeconds })
       await insertCompileJob(trx, {
         id: jobId,
         owner: caller,
@@ -229,18 +237,20 @@ export function makeCompileRequests(options: CompileRequestsOptions): CompileReq
       if (!snapshot) return yield* new UnreadableJobConfiguration({ id: jobId })
       // The answer is the job as this request left it (queued), read in its transaction: a worker may claim it the moment it commits.
       const outcome = yield* Effect.promise(() =>
-        db.transaction().execute(async (trx): Promise<CompileJobView | ConflictingActiveJob | JobNotRetryable> => {
+        db.transaction().execute(async (trx): Promise<CompileJobView | ConflictingActiveJob | JobNotRetryable | TooManyActiveJobs> => {
+          const limit = queueHandle.settings.maxActiveJobsPerUser
+          if ((await lockAndCountActiveJobs(trx, caller.id)) >= limit) return new TooManyActiveJobs({ limit })
           const ids = stored.fileRefs.flatMap((file) => (file.nodeId ? [file.nodeId] : [])).sort()
           if (ids.length > 0) await trx.selectFrom('nodes').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute()
           const holder = (await activeJobsForFiles(trx, ids)).find((entry) => entry.jobId !== jobId)
           if (holder) return new ConflictingActiveJob({ holderId: holder.jobId, configuration: holder.snapshot ? toPublicConfiguration(holder.snapshot) : undefined })
           const queueJobId = randomUUID()
           if (!(await requeueCompileJob(trx, { id: jobId, ownerId: caller.id, queueJobId }))) return new JobNotRetryable({ id: jobId, jobStatus: undefined })
-          await sendCompileJob(queueHandle, trx, { jobId, queueJobId, maxAttempts: snapshot.maxAttempts, timeoutSeconds: snapshot.timeoutSeconds })
+          await sendCompileJob(queueHandle, trx, { jobId, ownerId: caller.id, queueJobId, maxAttempts: snapshot.maxAttempts, timeoutSeconds: snapshot.timeoutSeconds })
           return (await findCompileJob(trx, { id: jobId, ownerId: caller.id }))!.view
         }),
       )
-      if (outcome instanceof ConflictingActiveJob || outcome instanceof JobNotRetryable) return yield* outcome
+      if (outcome instanceof ConflictingActiveJob || outcome instanceof JobNotRetryable || outcome instanceof TooManyActiveJobs) return yield* outcome
       return outcome
     })
 

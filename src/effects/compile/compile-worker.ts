@@ -144,6 +144,8 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
     {
       batchSize: 1,
       localConcurrency: options.settings.concurrency,
+      // one person's jobs at once, counted over every worker (each job is in its owner's group, compile-queue.ts)
+      groupConcurrency: options.settings.perUserConcurrency,
       pollingIntervalSeconds: options.settings.pollingIntervalSeconds,
       perJobResults: true,
     },
