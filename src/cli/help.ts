@@ -83,7 +83,8 @@ export function describeCliError(error: CliError.NonShowHelpErrors, { commandPat
       return `unknown command "${[...commandPath.slice(1), error.subcommand].join(' ')}"${didYouMean(error.suggestions)}`
     case 'MissingArgument':
     case 'UnexpectedArgument':
-      return `${error._tag === 'UnexpectedArgument' ? `unexpected ${error.arguments.map((arg) => JSON.stringify(arg)).join(' ')}: ` : ''}expected "${[command, ...(doc.args ?? []).map(argumentSignature)].join(' ')}"`
+      // The extra arguments are not repeated: one may be a password or token typed in the wrong place.
+      return `${error._tag === 'UnexpectedArgument' ? 'too many arguments: ' : ''}expected "${[command, ...(doc.args ?? []).map(argumentSignature)].join(' ')}"`
     case 'MissingOption': {
       const flag = doc.flags.find((candidate) => candidate.name === error.option)
       return `${command} needs ${flag ? flagSignature(flag) : `--${error.option}`}`

@@ -89,6 +89,13 @@ describe('bad arguments', () => {
     expect(run.stderr).toMatch(new RegExp(`^usage: knowagent ${command}\\b`, 'm'))
   })
 
+  it('extra arguments are refused without being repeated (one may be a secret typed in the wrong place)', async () => {
+    const run = await knowagent(['user', 'add', 'alice', 'a-password-in-the-wrong-place'])
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain('knowagent: too many arguments: expected "user add <login>"')
+    expect(run.stderr).not.toContain('a-password-in-the-wrong-place')
+  })
+
   it('an unknown command exits 2 naming it, with the closest command', async () => {
     const run = await knowagent(['serv'])
     expect(run.code).toBe(2)
