@@ -27,7 +27,7 @@ describe('knowagent CLI', () => {
     [['user'], 'expected "user add <login>"'],
     [['user', 'add'], 'expected "user add <login>"'],
     [['token', 'create'], 'expected "token create <login>"'],
-    [['import', 'x'], 'expected <folder> <kb-uri>'],
+    [['import', 'x'], 'expected "import <folder> <kb-uri>"'],
     [['import', 'x', 'kb://me/'], 'import needs --user'],
     [['user', 'add', 'x', '--bogus'], "Unknown option '--bogus'"],
   ])('bad arguments %j print usage and exit 2', async (args, message) => {

@@ -1,0 +1,204 @@
+// What each `knowagent` command does once its arguments are parsed (src/cli/command-line.ts parses
+// them). Each action prints through `Io` and resolves to the exit code; a failure rejects, and
+// src/cli.ts reports it and exits 1.
+import { loadConfig } from '../effects/config/app-config.ts'
+import * as Effect from 'effect/Effect'
+import * as ManagedRuntime from 'effect/ManagedRuntime'
+import { databaseLayer, unwrapLayerError } from '../effects/app-layer.ts'
+import { AppSecret } from '../effects/config/secret.ts'
+import { Database, migrateOnOwnConnection, type DatabaseHandle } from '../effects/db/database.ts'
+import { silentLogger } from '../effects/logging/logger.ts'
+import { generatePassword } from '../effects/auth/passwords.ts'
+import { createApiTokenFor, createUser, findUserByLogin, listApiTokens, revokeApiTokens, setPassword, UserError, type ApiTokenInfo } from '../effects/auth/users.ts'
+import { formatImportReport, importFolder } from '../effects/workspace/import-folder.ts'
+import { parseKbUri } from '../effects/workspace/uri.ts'
+
+export interface Io {
+  readonly out: (line: string) => void
+  readonly err: (line: string) => void
+  readonly env: Readonly<Record<string, string | undefined>>
+}
+
+export const defaultIo: Io = {
+  out: (line) => process.stdout.write(line + '\n'),
+  err: (line) => process.stderr.write(line + '\n'),
+  env: process.env,
+}
+
+/** Runs a command with the database (the embedded one is started, or found running beside a server). */
+async function withDatabase<T>(io: Io, run: (db: DatabaseHandle, secret: string) => Promise<T>, { migrate = true } = {}): Promise<T> {
+  const config = loadConfig({ env: io.env })
+  const runtime = ManagedRuntime.make(databaseLayer({ config, logger: silentLogger, migrate }))
+  try {
+    const { database, secret } = await runtime.runPromise(Effect.all({ database: Database, secret: AppSecret })).catch((error: unknown) => {
+      throw unwrapLayerError(error)
+    })
+    return await run(database, secret)
+  } finally {
+    await runtime.dispose()
+  }
+}
+
+async function userNamed(db: DatabaseHandle['db'], login: string) {
+  const user = await findUserByLogin(db, login)
+  if (!user) throw new UserError(`no user "${login}"`)
+  return user
+}
+
+const isoMinute = (at: Date | null) => (at ? at.toISOString().slice(0, 16).replace('T', ' ') : '-')
+
+/** One header line and one line per token: id, created, last used, revoked, label — never the token. */
+export function formatTokenList(tokens: ReadonlyArray<ApiTokenInfo>): string[] {
+  if (tokens.length === 0) return ['no API tokens']
+  const row = (cells: string[]) => cells.map((cell, i) => (i < 4 ? cell.padEnd(i === 0 ? 36 : 16) : cell)).join('  ').trimEnd()
+  return [
+    row(['id', 'created (UTC)', 'last used', 'revoked', 'label']),
+    ...tokens.map((t) => row([t.id, isoMinute(t.createdAt), isoMinute(t.lastUsedAt), isoMinute(t.revokedAt), JSON.stringify(t.label ?? '')])),
+  ]
+}
+
+/**
+ * Runs a long-lived command (serve, worker) until SIGINT or SIGTERM, then `stop`s it. The signals
+ * are taken before `start` runs, not once it has announced itself: a signal that arrives while it
+ * starts (or right after its "running" line, before a listener would otherwise be in place) stops
+ * it as soon as it is up — never by the default action, which would leave the embedded PostgreSQL
+ * behind. `onSignal` hears every signal with its count (`running` is undefined during start-up);
+ * the first one stops. Rejects when `start` or `stop` fails (main reports it and exits 1).
+ */
+async function untilStopped<Running>({
+  start,
+  stop,
+  onSignal,
+}: {
+  start: () => Promise<Running>
+  stop: (running: Running, signal: NodeJS.Signals) => Promise<void>
+  onSignal?: (count: number, signal: NodeJS.Signals, running: Running | undefined) => void
+}): Promise<void> {
+  let running: Running | undefined
+  let count = 0
+  let signalled!: (signal: NodeJS.Signals) => void
+  const firstSignal = new Promise<NodeJS.Signals>((resolve) => (signalled = resolve))
+  const listener = (signal: NodeJS.Signals) => {
+    count += 1
+    onSignal?.(count, signal, running)
+    signalled(signal) // only the first one counts
+  }
+  process.on('SIGINT', listener)
+  process.on('SIGTERM', listener)
+  try {
+    running = await start()
+    await stop(running, await firstSignal)
+  } finally {
+    process.off('SIGINT', listener)
+    process.off('SIGTERM', listener)
+  }
+}
+
+export async function serve(io: Io): Promise<number> {
+  const { startServer } = await import('../server.ts')
+  // Ctrl-C once stops gracefully; twice cuts what the shutdown still waits for (the embedded
+  // PostgreSQL is still stopped, so none is left behind); three times exits at once.
+  await untilStopped({
+    start: () => startServer({ config: loadConfig({ env: io.env }) }),
+    stop: (running, signal) => running.shutdown(signal),
+    onSignal: (count, signal, running) => {
+      if (count === 1) io.err(`stopping (${signal}); send it again to cut open connections at once`)
+      else if (count === 2) {
+        io.err('cutting open connections; the database is still stopped cleanly (a third signal exits at once)')
+        running?.hurry()
+      } else {
+        io.err('exiting at once: the embedded PostgreSQL, if any, keeps running and the next start takes it over')
+        process.exit(130)
+      }
+    },
+  })
+  return 0
+}
+
+export async function worker(io: Io): Promise<number> {
+  const { startWorkerProcess } = await import('../worker.ts')
+  const { createLogger } = await import('../effects/logging/logger.ts')
+  const config = loadConfig({ env: io.env })
+  await untilStopped({
+    start: async () => {
+      const running = await startWorkerProcess({ config, logger: createLogger({ level: config.logLevel }) })
+      io.out(`knowagent worker ${running.worker.id} is taking compile jobs (stop with Ctrl-C)`)
+      return running
+    },
+    stop: (running) => running.stop(),
+    onSignal: (count) => {
+      if (count === 1) return
+      io.err('exiting at once: the running compile attempts are retried once their heartbeat expires')
+      process.exit(130)
+    },
+  })
+  return 0
+}
+
+export async function migrate(io: Io): Promise<number> {
+  const applied = await withDatabase(io, async (handle) => (await migrateOnOwnConnection(handle)).applied, { migrate: false })
+  io.out(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date')
+  return 0
+}
+
+export async function addUser(io: Io, { login, password }: { login: string; password: string | undefined }): Promise<number> {
+  const chosen = password ?? generatePassword()
+  await withDatabase(io, ({ db }) => createUser(db, { login, password: chosen }))
+  io.out(password ? `created user ${login}` : `created user ${login} with password: ${chosen}`)
+  return 0
+}
+
+export async function setUserPassword(
+  io: Io,
+  { login, password, revokeTokens }: { login: string; password: string | undefined; revokeTokens: boolean },
+): Promise<number> {
+  const chosen = password ?? generatePassword()
+  const change = await withDatabase(io, ({ db }) => setPassword(db, { login, password: chosen, revokeTokens }))
+  io.out(password ? `password set for ${login}` : `new password for ${login}: ${chosen}`)
+  io.out(`${change.sessionsEnded} browser session(s) ended.`)
+  io.out(
+    revokeTokens
+      ? `${change.tokensRevoked} API token(s) revoked; none of ${login}'s tokens work any more.`
+      : `${change.tokensValid} API token(s) stay valid (revoke them with --revoke-tokens or \`knowagent token revoke ${login} --all\`).`,
+  )
+  return 0
+}
+
+export async function createToken(io: Io, { login, label }: { login: string; label: string | undefined }): Promise<number> {
+  const token = await withDatabase(io, ({ db }, secret) => createApiTokenFor(db, { secret, login, ...(label ? { label } : {}) }))
+  io.out(token)
+  return 0
+}
+
+export async function listTokens(io: Io, { login }: { login: string }): Promise<number> {
+  const tokens = await withDatabase(io, async ({ db }) => listApiTokens(db, { userId: (await userNamed(db, login)).id }))
+  for (const line of formatTokenList(tokens)) io.out(line)
+  return 0
+}
+
+export async function revokeTokens(io: Io, { login, tokenId }: { login: string; tokenId: string | 'all' }): Promise<number> {
+  const revoked = await withDatabase(io, async ({ db }) => revokeApiTokens(db, { userId: (await userNamed(db, login)).id, tokenId }))
+  io.out(tokenId === 'all' ? `${revoked} API token(s) of ${login} revoked.` : revoked ? `token ${tokenId} revoked.` : `token ${tokenId} was already revoked.`)
+  return 0
+}
+
+export async function importIntoWorkspace(io: Io, { folder, uri, login }: { folder: string; uri: string; login: string }): Promise<number> {
+  const { importSourceProblem } = await import('../effects/workspace/import-folder.ts')
+  const problem = await importSourceProblem(folder)
+  if (problem !== undefined) throw new UserError(problem)
+  const config = loadConfig({ env: io.env })
+  const report = await withDatabase(io, async ({ db }) => {
+    const user = await findUserByLogin(db, login)
+    if (!user) throw new UserError(`no user "${login}"`)
+    const target = parseKbUri({ uri, callerLogin: user.login })
+    const { makeDocumentParser } = await import('../effects/workspace/parse/document-parser.ts') // only this command parses
+    const parser = makeDocumentParser(config.parsing)
+    try {
+      return await importFolder(db, { owner: user, folder, targetSegments: target.segments, maxFileBytes: config.maxFileBytes, parser })
+    } finally {
+      await parser.close()
+    }
+  })
+  io.out(formatImportReport(report))
+  return report.failed.length > 0 ? 1 : 0
+}

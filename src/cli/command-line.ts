@@ -1,0 +1,156 @@
+// `knowagent`'s commands, arguments and flags, parsed with effect/cli (`Command`, `Flag`,
+// `Argument`): it answers `--help`/`-h` on every command and `--version`/`-v` itself, and rejects
+// what a command does not take. Its output goes through src/cli/help.ts; the actions are in
+// src/cli/actions.ts. Exit codes: 0 for help and the version, 2 for a bad command line (effect's
+// own runner would exit 1; docs/operations.md says 2), else the action's.
+import { readFileSync } from 'node:fs'
+import * as Cause from 'effect/Cause'
+import * as Effect from 'effect/Effect'
+import * as Exit from 'effect/Exit'
+import * as Layer from 'effect/Layer'
+import * as Option from 'effect/Option'
+import * as Argument from 'effect/cli/Argument'
+import * as CliConfig from 'effect/cli/CliConfig'
+import * as CliError from 'effect/cli/CliError'
+import * as CliOutput from 'effect/cli/CliOutput'
+import * as Command from 'effect/cli/Command'
+import * as Flag from 'effect/cli/Flag'
+import * as GlobalFlag from 'effect/cli/GlobalFlag'
+import { projectPath } from '../project-root.ts'
+import * as actions from './actions.ts'
+import type { Io } from './actions.ts'
+import { makePresenter } from './help.ts'
+
+/** A bad command line found after parsing: shown like a parse error, with the command's usage. */
+const usageError = (commandPath: ReadonlyArray<string>, message: string) =>
+  new CliError.ShowHelp({ commandPath, errors: [new CliError.ValidationError({ message })] })
+
+// effect's built-in --help and --version (their actions), described in our words; no --wizard,
+// --completions or --log-level.
+const builtIns = [
+  GlobalFlag.Action({
+    flag: Flag.Boolean('help').pipe(Flag.withAlias('h'), Flag.withDescription('show this help'), Flag.withDefault(false)),
+    run: GlobalFlag.Help.run,
+  }),
+  GlobalFlag.Action({
+    flag: Flag.Boolean('version').pipe(Flag.withAlias('v'), Flag.withDescription("print knowagent's version"), Flag.withDefault(false)),
+    run: GlobalFlag.Version.run,
+  }),
+]
+
+const login = Argument.String('login').pipe(Argument.withDescription("the user's login"))
+const newPassword = Flag.String('password').pipe(Flag.withMetavar('P'), Flag.optional)
+
+/**
+ * The command tree. `act` runs an action and keeps its exit code; `showHelp` runs the command line
+ * again with `--help` (for `knowagent help <command>`).
+ */
+function knowagentCommand({
+  io,
+  act,
+  showHelp,
+}: {
+  io: Io
+  act: (action: () => Promise<number>) => Effect.Effect<void>
+  showHelp: (commandPath: ReadonlyArray<string>) => Effect.Effect<void, unknown>
+}) {
+  const user = Command.make('user', {}, () => Effect.fail(usageError(['knowagent', 'user'], 'expected "user add <login>" or "user passwd <login>"'))).pipe(
+    Command.withDescription('create users and set their passwords'),
+    Command.withSubcommands([
+      Command.make(
+        'add',
+        { login, password: newPassword.pipe(Flag.withDescription('the password (when omitted, one is generated and printed)')) },
+        ({ login, password }) => act(() => actions.addUser(io, { login, password: Option.getOrUndefined(password) })),
+      ).pipe(Command.withDescription('create a user (a password is generated and printed when --password is omitted)')),
+      Command.make(
+        'passwd',
+        {
+          login,
+          password: newPassword.pipe(Flag.withDescription('the new password (when omitted, one is generated and printed)')),
+          revokeTokens: Flag.Boolean('revoke-tokens').pipe(Flag.withDescription("also revoke all of the user's API tokens"), Flag.withDefault(false)),
+        },
+        ({ login, password, revokeTokens }) => act(() => actions.setUserPassword(io, { login, password: Option.getOrUndefined(password), revokeTokens })),
+      ).pipe(Command.withDescription("set a user's password; ends their browser sessions (API tokens stay valid unless --revoke-tokens)")),
+    ]),
+  )
+
+  const token = Command.make('token', {}, () => Effect.fail(usageError(['knowagent', 'token'], 'expected "token create|list|revoke <login>"'))).pipe(
+    Command.withDescription('create, list and revoke API tokens'),
+    Command.withSubcommands([
+      Command.make('create', { login, label: Flag.String('label').pipe(Flag.withMetavar('L'), Flag.optional, Flag.withDescription("the token's label")) }, ({ login, label }) =>
+        act(() => actions.createToken(io, { login, label: Option.getOrUndefined(label) })),
+      ).pipe(Command.withDescription('create an API token; prints only the token')),
+      Command.make('list', { login }, ({ login }) => act(() => actions.listTokens(io, { login }))).pipe(
+        Command.withDescription("list a user's API tokens (id, label, created, last used, revoked; never the token)"),
+      ),
+      Command.make(
+        'revoke',
+        {
+          login,
+          tokenId: Argument.String('token-id').pipe(Argument.withDescription('the token to revoke (its id from "token list")'), Argument.optional),
+          all: Flag.Boolean('all').pipe(Flag.withDescription("revoke all of the user's tokens instead of one"), Flag.withDefault(false)),
+        },
+        ({ login, tokenId, all }) => act(() => actions.revokeTokens(io, { login, tokenId: Option.getOrElse(tokenId, () => 'all' as const) })),
+      ).pipe(
+        Command.validate(({ tokenId, all }) =>
+          Option.isSome(tokenId) === all
+            ? Effect.fail(new CliError.ValidationError({ message: 'expected "token revoke <login> <token-id>" or "token revoke <login> --all"' }))
+            : Effect.void,
+        ),
+        Command.withDescription('revoke one API token, or all of the user\'s tokens with --all'),
+      ),
+    ]),
+  )
+
+  return Command.make('knowagent', {}, () => Effect.fail(usageError(['knowagent'], 'no command given'))).pipe(
+    Command.withSubcommands([
+      Command.make('serve', {}, () => act(() => actions.serve(io))).pipe(Command.withDescription('start the server (PORT, HOST, DATABASE_URL, KNOWAGENT_DATA_DIR)')),
+      Command.make('worker', {}, () => act(() => actions.worker(io))).pipe(
+        Command.withDescription('run compile jobs only (serve runs workers too; DATABASE_URL or the data dir)'),
+      ),
+      Command.make('migrate', {}, () => act(() => actions.migrate(io))).pipe(Command.withDescription('apply database migrations')),
+      user,
+      token,
+      Command.make(
+        'import',
+        {
+          folder: Argument.String('folder').pipe(Argument.withDescription('the folder to import (recursively)')),
+          uri: Argument.String('kb-uri').pipe(Argument.withDescription('where to put it, e.g. kb://me/notes/')),
+          user: Flag.String('user').pipe(Flag.withMetavar('<login>'), Flag.withDescription('the user whose workspace it goes into')),
+        },
+        ({ folder, uri, user }) => act(() => actions.importIntoWorkspace(io, { folder, uri, login: user })),
+      ).pipe(Command.withDescription('import a folder (recursive, idempotent)')),
+      Command.make('help', { command: Argument.String('command').pipe(Argument.withDescription('the command to explain'), Argument.variadic()) }, ({ command }) =>
+        showHelp(command),
+      ).pipe(Command.withDescription('show this help, or a command\'s')),
+    ]),
+  )
+}
+
+const packageVersion = () => (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }).version
+
+/**
+ * Parses `argv` and runs the command it names. Resolves to the exit code; rejects with what an
+ * action failed with (src/cli.ts reports it and exits 1).
+ */
+export async function runCommandLine(argv: ReadonlyArray<string>, io: Io): Promise<number> {
+  let exitCode = 0
+  const command = knowagentCommand({
+    io,
+    act: (action) => Effect.promise(async () => void (exitCode = await action())),
+    showHelp: (commandPath) => Effect.suspend(() => run([...commandPath, '--help'])),
+  })
+  const layer = Layer.mergeAll(CliOutput.layerPresenter(makePresenter({ io, root: command })), CliConfig.layer({ builtIns }))
+  const version = packageVersion()
+  // effect/cli's type asks for its platform services (file system, path, terminal, stdio, child
+  // processes) but it uses them only for file and path arguments, prompts, and `Command.run`'s
+  // reading of process.argv: our arguments and flags are strings and booleans, we pass argv, and
+  // the presenter writes through `io`. A service asked for anyway would be a defect naming it.
+  const run = (args: ReadonlyArray<string>): Effect.Effect<void, unknown> =>
+    Command.runWith(command, { version })(args).pipe(Effect.provide(layer)) as Effect.Effect<void, unknown, never>
+  const exit = await Effect.runPromiseExit(run(argv))
+  if (Exit.isSuccess(exit)) return exitCode
+  const error = Cause.squash(exit.cause)
+  if (CliError.isCliError(error) && error._tag === 'ShowHelp') return 2 // the presenter has shown what is wrong
+  throw error
+}
