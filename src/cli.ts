@@ -26,6 +26,10 @@ commands:
   token list <login>                     list a user's API tokens (id, label, created, last used,
                                          revoked; never the token)
   token revoke <login> <token-id|--all>  revoke one API token, or all of the user's tokens
+  retrieval show                         the Bailian connection settings in force (endpointHost,
+                                         agentVersion, chatTimeoutMs) and where each comes from
+  retrieval set <key> <value>            change one for every server on this database, at once
+  retrieval unset <key>                  back to the config file's value, at once
   import <folder> <kb-uri> --user <login>
                                          import a folder (recursive, idempotent)
   help                                   show this help`
@@ -227,6 +231,34 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
           return 0
         }
         throw new UsageError(action ? `unknown token action "${action}"` : 'expected "token create|list|revoke <login>"')
+      }
+      case 'retrieval': {
+        const { positionals } = parse(rest, {})
+        const [action, key, value] = positionals
+        const { describeServerSettings, parseServerSetting, readServerSettingsDocument, SERVER_SETTING_KEYS, writeServerSettings, decodeServerSettings } = await import(
+          './effects/retrieval/retrieval-server-settings.ts'
+        )
+        const config = loadConfig({ env: io.env })
+        const bailian = config.retrievalBailian
+        if (action === 'show') {
+          expectPositionals(positionals, 1, '"retrieval show"')
+          const stored = decodeServerSettings(await withDatabase(io, ({ db }) => readServerSettingsDocument(db)))
+          if (!stored.ok) io.err(`knowagent: the stored settings are invalid (${stored.message}); each server keeps its last good values until they are set again`)
+          for (const line of describeServerSettings(bailian, stored.ok ? stored.value : {})) io.out(line)
+          return 0
+        }
+        if (action !== 'set' && action !== 'unset') throw new UsageError(action ? `unknown retrieval action "${action}"` : 'expected "retrieval show|set|unset"')
+        expectPositionals(positionals, action === 'set' ? 3 : 2, action === 'set' ? '"retrieval set <key> <value>"' : '"retrieval unset <key>"')
+        const parsed = parseServerSetting(key!, action === 'set' ? value! : '')
+        if (action === 'unset' && !(SERVER_SETTING_KEYS as ReadonlyArray<string>).includes(key!)) throw new UserError(parsed.ok ? `unknown setting "${key}"` : parsed.message)
+        if (action === 'set' && !parsed.ok) throw new UserError(`${parsed.message}; nothing was changed`)
+        const written = await withDatabase(io, ({ db }) =>
+          writeServerSettings(db, action === 'set' ? { patch: parsed.ok ? parsed.value : {} } : { unset: [key as (typeof SERVER_SETTING_KEYS)[number]] }),
+        )
+        if (!written.ok) throw new UserError(`${written.message}; nothing was changed`)
+        for (const line of describeServerSettings(bailian, written.value)) io.out(line)
+        io.out('every knowagent process on this database uses these values from its next call')
+        return 0
       }
       case 'import': {
         const { positionals, values } = parse(rest, { user: { type: 'string' } })
