@@ -249,12 +249,11 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         }
         if (action !== 'set' && action !== 'unset') throw new UsageError(action ? `unknown retrieval action "${action}"` : 'expected "retrieval show|set|unset"')
         expectPositionals(positionals, action === 'set' ? 3 : 2, action === 'set' ? '"retrieval set <key> <value>"' : '"retrieval unset <key>"')
-        const parsed = parseServerSetting(key!, action === 'set' ? value! : '')
-        if (action === 'unset' && !(SERVER_SETTING_KEYS as ReadonlyArray<string>).includes(key!)) throw new UserError(parsed.ok ? `unknown setting "${key}"` : parsed.message)
-        if (action === 'set' && !parsed.ok) throw new UserError(`${parsed.message}; nothing was changed`)
-        const written = await withDatabase(io, ({ db }) =>
-          writeServerSettings(db, action === 'set' ? { patch: parsed.ok ? parsed.value : {} } : { unset: [key as (typeof SERVER_SETTING_KEYS)[number]] }),
-        )
+        const known = SERVER_SETTING_KEYS.find((name) => name === key)
+        if (action === 'unset' && known === undefined) throw new UserError(`unknown setting "${key!.slice(0, 40)}"; the settings are ${SERVER_SETTING_KEYS.join(', ')}`)
+        const parsed = action === 'set' ? parseServerSetting(key!, value!) : undefined
+        if (parsed !== undefined && !parsed.ok) throw new UserError(`${parsed.message}; nothing was changed`)
+        const written = await withDatabase(io, ({ db }) => writeServerSettings(db, parsed?.ok ? { patch: parsed.value } : { unset: known ? [known] : [] }))
         if (!written.ok) throw new UserError(`${written.message}; nothing was changed`)
         for (const line of describeServerSettings(bailian, written.value)) io.out(line)
         io.out('every knowagent process on this database uses these values from its next call')
