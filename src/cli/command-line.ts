@@ -102,6 +102,22 @@ function knowagentCommand({
     ]),
   )
 
+  const settingKey = Argument.String('key').pipe(Argument.withDescription('endpointHost, agentVersion or chatTimeoutMs'))
+  const retrieval = Command.make('retrieval', {}, () => Effect.fail(usageError(['knowagent', 'retrieval'], 'expected "retrieval show|set|unset"'))).pipe(
+    Command.withDescription('the Bailian connection settings every server on this database uses'),
+    Command.withSubcommands([
+      Command.make('show', {}, () => act(() => actions.showRetrievalSettings(io))).pipe(
+        Command.withDescription('the settings in force (endpointHost, agentVersion, chatTimeoutMs) and where each comes from'),
+      ),
+      Command.make('set', { key: settingKey, value: Argument.String('value').pipe(Argument.withDescription('the new value')) }, ({ key, value }) =>
+        act(() => actions.changeRetrievalSetting(io, { action: 'set', key, value })),
+      ).pipe(Command.withDescription('change one for every server on this database, at once')),
+      Command.make('unset', { key: settingKey }, ({ key }) => act(() => actions.changeRetrievalSetting(io, { action: 'unset', key }))).pipe(
+        Command.withDescription("back to the config file's value, at once"),
+      ),
+    ]),
+  )
+
   return Command.make('knowagent', {}, () => Effect.fail(usageError(['knowagent'], 'no command given'))).pipe(
     Command.withSubcommands([
       Command.make('serve', {}, () => act(() => actions.serve(io))).pipe(Command.withDescription('start the server (PORT, HOST, DATABASE_URL, KNOWAGENT_DATA_DIR)')),
@@ -111,6 +127,7 @@ function knowagentCommand({
       Command.make('migrate', {}, () => act(() => actions.migrate(io))).pipe(Command.withDescription('apply database migrations')),
       user,
       token,
+      retrieval,
       Command.make(
         'import',
         {

@@ -70,7 +70,7 @@ export function createKnowagentClient(options: ClientOptions) {
     const response = await doFetch(`${base}${API}/options`, { headers: headersFor(options) })
     if (!response.ok) throw await failureOf(response)
     return (await response.json()) as {
-      models: Array<{ id: string; name: string; profile: string; context_window: number; supports_native_tool_calling: boolean }>
+      models: Array<{ id: string; name: string; profile: string; context_window: number; supports_native_tool_calling: boolean; supports_reasoning_effort: boolean }>
       default_model_id: string
     }
   }

@@ -136,7 +136,7 @@ async function directoryNode(ctx: AppContext, user: User, uri: string): Promise<
 }
 
 function modelOptions(ctx: AppContext) {
-  return ctx.models.list().map(({ id, name, profile, contextWindow, supportsNativeToolCalling }) => ({ id, name, profile, contextWindow, supportsNativeToolCalling }))
+  return ctx.models.list().map(({ id, name, profile, contextWindow, supportsNativeToolCalling, supportsReasoningEffort }) => ({ id, name, profile, contextWindow, supportsNativeToolCalling, supportsReasoningEffort }))
 }
 
 export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router {

@@ -31,6 +31,7 @@ export function buildOptions(ctx: AppContext, compile: CompileOptions | null = n
       profile: m.profile,
       context_window: m.contextWindow,
       supports_native_tool_calling: m.supportsNativeToolCalling,
+      supports_reasoning_effort: m.supportsReasoningEffort === true,
     })),
     default_model_id: ctx.models.list()[0]?.id ?? 'local',
     compile,

@@ -40,6 +40,10 @@ const COMMANDS: ReadonlyArray<readonly [command: string, flags: ReadonlyArray<st
   ['token create', ['--label']],
   ['token list', []],
   ['token revoke', ['--all']],
+  ['retrieval', []],
+  ['retrieval show', []],
+  ['retrieval set', []],
+  ['retrieval unset', []],
   ['import', ['--user']],
 ]
 

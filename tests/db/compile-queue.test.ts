@@ -24,7 +24,7 @@ describe('compile jobs on the queue', () => {
   let bob: Owner
   const dirs: string[] = []
   const hanging = createScriptedModel({ info: { id: 'hanging', name: 'Hanging' }, script: () => ({ kind: 'hang' }) })
-  const echo = createScriptedModel({ info: { id: 'echo', name: 'Echo' }, script: (request) => ({ kind: 'result', result: textResult(`summary of ${String(request.messages[1]?.content).slice(0, 40)}`) }) })
+  const echo = createScriptedModel({ info: { id: 'echo', name: 'Echo', supportsReasoningEffort: true }, script: (request) => ({ kind: 'result', result: textResult(`summary of ${String(request.messages[1]?.content).slice(0, 40)}`) }) })
   const treeDir = () => {
     const dir = mkdtempSync(join(tmpdir(), 'compile-cli-'))
     dirs.push(dir)

@@ -254,7 +254,7 @@ describe('the stored layers in memory, behind the change feed', () => {
     const a = await processWithFeed()
     await a.settings.resolve(user.id)
     const afterFirst = a.queries()
-    expect(afterFirst).toBe(2) // the user layer and the credentials
+    expect(afterFirst).toBe(3) // the user layer, the credentials and the server-wide connection settings
     await a.settings.resolve(user.id)
     expect(a.queries()).toBe(afterFirst)
 
@@ -263,7 +263,7 @@ describe('the stored layers in memory, behind the change feed', () => {
     const noFeed = settingsWith({ db: counted })
     await noFeed.resolve(user.id)
     await noFeed.resolve(user.id)
-    expect(queries).toBe(4)
+    expect(queries).toBe(6)
   })
 
   test("a write in this process is seen at once, and another process's write once its NOTIFY arrives", async () => {
@@ -303,7 +303,7 @@ describe('the stored layers in memory, behind the change feed', () => {
     expect(await sources(a.settings, user.id)).toMatchObject({ workspaceId: 'user:ws-while-down' })
     const down = a.queries()
     await a.settings.resolve(user.id)
-    expect(a.queries()).toBe(down + 2)
+    expect(a.queries()).toBe(down + 3)
 
     await waitUntil(() => a.feed.connected(), 'the feed to reconnect')
     await sql`update retrieval_settings set workspace_id = 'ws-after' where user_id = ${user.id}`.execute(database.db)

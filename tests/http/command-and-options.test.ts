@@ -52,8 +52,8 @@ describe('options and command endpoints', () => {
     expect(res.status).toBe(200)
     const body = await res.json()
     expect(body.models).toEqual([
-      { id: 'remote-a', name: 'Remote A', profile: 'acme', context_window: 65536, supports_native_tool_calling: false },
-      { id: 'local', name: 'Local extractive (no LLM)', profile: 'builtin', context_window: expect.any(Number), supports_native_tool_calling: true },
+      { id: 'remote-a', name: 'Remote A', profile: 'acme', context_window: 65536, supports_native_tool_calling: false, supports_reasoning_effort: false },
+      { id: 'local', name: 'Local extractive (no LLM)', profile: 'builtin', context_window: expect.any(Number), supports_native_tool_calling: true, supports_reasoning_effort: false },
     ])
     const text = JSON.stringify(body)
     for (const secret of ['sk-test-do-not-leak', '127.0.0.1:9', 'X-Secret-Header', 'hidden-value', 'SECRET_PROVIDER_KEY', 'acme-large']) {

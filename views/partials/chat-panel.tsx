@@ -11,6 +11,8 @@ export interface ModelOption {
   readonly profile: string
   readonly contextWindow: number
   readonly supportsNativeToolCalling: boolean
+  /** Takes a reasoning effort (the compile form offers reasoning levels for it). */
+  readonly supportsReasoningEffort?: boolean | undefined
 }
 
 export interface ChatPanelProps {

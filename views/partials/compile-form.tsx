@@ -60,6 +60,10 @@ export function SkillField({ options, selected, notice }: { options: CompileOpti
 
 export function CompileForm({ directoryUri, files, models, options, jobs, skillNotice }: CompileFormProps) {
   const { defaults } = options
+  // Only a model that takes a reasoning effort is offered levels; the others run without one.
+  const llmLevels = (model: ModelOption | undefined) => (model?.supportsReasoningEffort === true ? options.reasoning_levels : [])
+  const defaultLevels = llmLevels(models.find((model) => model.id === defaults.model_id))
+  const selectedLevel = defaultLevels.includes(defaults.reasoning_level) ? defaults.reasoning_level : (defaultLevels[0] ?? '')
   const raw = files.filter((file) => file.generated === null)
   const generated = files.filter((file) => file.generated !== null)
   return (
@@ -96,7 +100,7 @@ export function CompileForm({ directoryUri, files, models, options, jobs, skillN
             <select name="engine" id="compile-engine">
               <optgroup label="LLM API">
                 {models.map((model) => (
-                  <option value={engineValue({ channel: 'llm', modelId: model.id })} selected={model.id === defaults.model_id} data-levels={options.reasoning_levels.join(',')}>
+                  <option value={engineValue({ channel: 'llm', modelId: model.id })} selected={model.id === defaults.model_id} data-levels={llmLevels(model).join(',')}>
                     {model.name}
                   </option>
                 ))}
@@ -116,11 +120,13 @@ export function CompileForm({ directoryUri, files, models, options, jobs, skillN
             Reasoning level
             <select name="reasoning_level" id="compile-reasoning">
               {[...new Set([...options.reasoning_levels, ...options.cli_profiles.flatMap((profile) => profile.reasoning_levels)])].map((level) => (
-                <option value={level} selected={level === defaults.reasoning_level}>
+                <option value={level} selected={level === selectedLevel} disabled={!defaultLevels.includes(level)}>
                   {level}
                 </option>
               ))}
-              <option value="">(none)</option>
+              <option value="" selected={selectedLevel === ''} disabled={defaultLevels.length > 0}>
+                (none)
+              </option>
             </select>
           </label>
           <label>

@@ -25,13 +25,17 @@ export function maxInputCharsFor(model: Pick<ChatModel['info'], 'contextWindow' 
   return Math.max(2_000, Math.min(200_000, model.contextWindow - model.maxOutputTokens - 6_000))
 }
 
-/** A configured model through the gateway: the instruction as system message, the material as user message, no tools. */
-export function makeLlmChannel(model: ChatModel): CompileChannel {
+/**
+ * A configured model through the gateway: the instruction as system message, the material as user
+ * message, no tools; the job's reasoning level as `reasoning_effort` to a model that takes one.
+ */
+export function makeLlmChannel(model: ChatModel, reasoningLevel = ''): CompileChannel {
+  const reasoningEffort = model.info.supportsReasoningEffort === true && reasoningLevel !== '' ? reasoningLevel : undefined
   return {
     engine: `llm:${model.info.id}`,
     maxInputChars: maxInputCharsFor(model.info),
     complete: (request) =>
-      model.stream({ messages: [{ role: 'system', content: request.system }, { role: 'user', content: request.input }] }).pipe(
+      model.stream({ messages: [{ role: 'system', content: request.system }, { role: 'user', content: request.input }], reasoningEffort }).pipe(
         Effect.mapError(ChannelFailure.fromModelError),
         Effect.flatMap((result) => {
           if (result.finishReason === 'length') {
@@ -69,8 +73,8 @@ export function makeLocalChannel(compiler?: LocalCompiler): CompileChannel {
 }
 
 /** The channel for a gateway model: the local one is special-cased (it plans tool calls; it does not follow instructions). */
-export function channelForModel(model: ChatModel, localCompiler?: LocalCompiler): CompileChannel {
-  return model.info.id === LOCAL_MODEL_ID ? makeLocalChannel(localCompiler) : makeLlmChannel(model)
+export function channelForModel(model: ChatModel, { localCompiler, reasoningLevel }: { localCompiler?: LocalCompiler | undefined; reasoningLevel?: string | undefined } = {}): CompileChannel {
+  return model.info.id === LOCAL_MODEL_ID ? makeLocalChannel(localCompiler) : makeLlmChannel(model, reasoningLevel)
 }
 
 export function makeCliChannel({

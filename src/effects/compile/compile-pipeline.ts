@@ -87,7 +87,7 @@ export function resolveChannel({ engines, snapshot, extraEnv }: { engines: Compi
   if (snapshot.channel === 'llm') {
     const model = Effect.runSync(Effect.result(engines.models.get(snapshot.modelId)))
     if (model._tag === 'Failure') return failure('unknown_model', `model "${snapshot.modelId}" is no longer configured on this server`, false)
-    return channelForModel(model.success, engines.localCompiler)
+    return channelForModel(model.success, { localCompiler: engines.localCompiler, reasoningLevel: snapshot.reasoningLevel })
   }
   const profile = engines.cliProfiles.find((candidate) => candidate.id === snapshot.profileId)
   if (!profile) return failure('unknown_profile', `CLI profile "${snapshot.profileId}" is no longer configured on this server`, false)

@@ -74,10 +74,14 @@ export async function resolveConfiguration(options: RefusalContext, caller: Owne
   let reasoningLevel: string
   if (params.channel === 'llm') {
     modelId = params.modelId ?? defaults.modelId
-    const known = options.models.list().some((model) => model.id === modelId)
-    if (!known) return { ok: false, code: 'unknown_model', message: `unknown model "${modelId}"; GET options lists the models` }
+    const model = options.models.list().find((candidate) => candidate.id === modelId)
+    if (!model) return { ok: false, code: 'unknown_model', message: `unknown model "${modelId}"; GET options lists the models` }
+    const takesReasoning = model.supportsReasoningEffort === true
     reasoningLevel = params.reasoningLevel ?? defaults.reasoningLevel
-    if (!(REASONING_LEVELS as ReadonlyArray<string>).includes(reasoningLevel)) {
+    // A model that takes no reasoning effort (the local one, one configured without it) is given
+    // none: its level is not part of the job, so requests differing only in it are one job.
+    if (!takesReasoning && (reasoningLevel === '' || (REASONING_LEVELS as ReadonlyArray<string>).includes(reasoningLevel))) reasoningLevel = ''
+    else if (!(REASONING_LEVELS as ReadonlyArray<string>).includes(reasoningLevel)) {
       return { ok: false, code: 'reasoning_not_allowed', message: `reasoning level "${reasoningLevel}" is not one of ${REASONING_LEVELS.join(', ')}` }
     }
   } else {

@@ -163,6 +163,12 @@ export interface RetrievalSettingsTable {
   seeded_fields: ColumnType<string[], string[] | undefined, string[]>
   updated_at: Timestamp
 }
+/** One row (id 1): the server-wide Bailian connection settings, a JSON document decoded on read (retrieval-server-settings.ts). */
+export interface RetrievalServerSettingsTable {
+  id: Generated<number>
+  document: ColumnType<unknown, string | undefined, string>
+  updated_at: ColumnType<Date, Date | undefined, Date>
+}
 export interface UserCredentialsTable {
   user_id: string
   name: string
@@ -200,6 +206,7 @@ export interface RetrievalCatalogReadersTable {
 
 export interface DB {
   retrieval_settings: RetrievalSettingsTable
+  retrieval_server_settings: RetrievalServerSettingsTable
   user_credentials: UserCredentialsTable
   retrieval_catalogs: RetrievalCatalogsTable
   retrieval_catalog_services: RetrievalCatalogServicesTable

@@ -55,7 +55,10 @@ const ModelConfigFields = Schema.Struct({
   headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
   /** Send `stream_options: {include_usage: true}` (not every provider accepts it). */
   streamUsage: Schema.optionalKey(Schema.Boolean),
-  /** Sent as `reasoning_effort` when set (e.g. "low", "medium", "high"). */
+  /**
+   * Sent as `reasoning_effort` when set (e.g. "low", "medium", "high"); setting it also says the
+   * model takes one, so a compile job's reasoning level is sent in its place.
+   */
   reasoningEffort: Schema.optionalKey(NonBlankString),
   /** No byte for this long ends the call with StreamIdleTimeout. Default 60000. */
   idleTimeoutMs: Schema.optionalKey(PositiveInt),
@@ -110,6 +113,7 @@ export function decodeModelsConfig(
 
 /** The safe projection: all that ever leaves the server about a model (SPEC §2). */
 export function toModelInfo(config: ModelConfig | ModelInfo): ModelInfo {
+  const reasoning = 'baseUrl' in config ? config.reasoningEffort !== undefined : config.supportsReasoningEffort === true
   return {
     id: config.id,
     name: config.name,
@@ -117,5 +121,6 @@ export function toModelInfo(config: ModelConfig | ModelInfo): ModelInfo {
     contextWindow: config.contextWindow,
     maxOutputTokens: config.maxOutputTokens,
     supportsNativeToolCalling: config.supportsNativeToolCalling,
+    ...(reasoning ? { supportsReasoningEffort: true } : {}),
   }
 }

@@ -25,6 +25,8 @@ export interface ModelRequest {
   /** Omitted or empty for text-only models and compaction calls. */
   readonly tools?: ReadonlyArray<ToolSchema> | undefined
   readonly onEvent?: ((event: ModelStreamEvent) => void) | undefined
+  /** Sent as `reasoning_effort` in place of the model's configured one; only a model with `supportsReasoningEffort` gets it. */
+  readonly reasoningEffort?: string | undefined
 }
 
 /** Safe projection: all that ever leaves the server about a model. */
@@ -35,6 +37,8 @@ export interface ModelInfo {
   readonly contextWindow: number
   readonly maxOutputTokens: number
   readonly supportsNativeToolCalling: boolean
+  /** The model takes `reasoning_effort` (its config entry sets `reasoningEffort`); absent: it does not. */
+  readonly supportsReasoningEffort?: boolean | undefined
 }
 
 export interface ChatModel {

@@ -104,6 +104,14 @@ describe('request', () => {
     })
   })
 
+  test("a request's reasoning effort replaces the configured one, and never reaches a model configured without one", async () => {
+    provider.enqueue(streamScript(textAnswerSse('ok')), streamScript(textAnswerSse('ok')))
+    await Effect.runPromise(modelFor({ reasoningEffort: 'low' }).stream({ messages: [USER], reasoningEffort: 'high' }))
+    expect(provider.requests.at(-1)!.body).toMatchObject({ reasoning_effort: 'high' })
+    await Effect.runPromise(modelFor().stream({ messages: [USER], reasoningEffort: 'high' }))
+    expect(provider.requests.at(-1)!.body).not.toHaveProperty('reasoning_effort')
+  })
+
   test('a text-only model never sends tools, even when given', async () => {
     provider.enqueue(streamScript(textAnswerSse('plain')))
     await Effect.runPromise(modelFor({ supportsNativeToolCalling: false }).stream({ messages: [USER], tools: [SEARCH_TOOL] }))

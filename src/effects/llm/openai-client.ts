@@ -115,7 +115,8 @@ export function buildChatCompletionsBody({
     body['tools'] = request.tools
   }
   if (config.streamUsage === true) body['stream_options'] = { include_usage: true }
-  if (config.reasoningEffort !== undefined) body['reasoning_effort'] = config.reasoningEffort
+  // Only a model configured with a reasoning effort takes one: a request's own never reaches another.
+  if (config.reasoningEffort !== undefined) body['reasoning_effort'] = request.reasoningEffort ?? config.reasoningEffort
   return body
 }
 

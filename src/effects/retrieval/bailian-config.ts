@@ -1,5 +1,7 @@
 // `retrieval.bailian` in the config file: the switch, where the service lives, behaviour, and the
 // entry layer of the settings chain (workspace id and default services; never the API key).
+// endpointHost, agentVersion and chatTimeoutMs are start-up values: an operator's
+// `knowagent retrieval set` overrides them at run time (retrieval-server-settings.ts).
 import * as Schema from 'effect/Schema'
 import { DEFAULT_ENDPOINT_HOST, isValidWorkspaceId } from './bailian-endpoint.ts'
 

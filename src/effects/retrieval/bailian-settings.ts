@@ -6,6 +6,8 @@
 // every process; a reset of the feed drops them all, and an entry lives at most `cacheTtlMs`.
 // Writes re-read the database, never the memory. Writes come from the settings page; each is
 // announced to subscribers (the catalog refresher refreshes after a key or workspace change).
+// The server-wide connection settings (endpointHost, agentVersion, chatTimeoutMs) are one more
+// stored document (retrieval-server-settings.ts), kept the same way under SERVER_SETTINGS_KEY.
 import * as Context from 'effect/Context'
 import * as Data from 'effect/Data'
 import * as Effect from 'effect/Effect'
@@ -29,6 +31,7 @@ import {
   type SettingKey,
   type SettingLayers,
 } from './retrieval-settings.ts'
+import { applyServerSettings, decodeServerSettings, readServerSettingsDocument, SERVER_SETTINGS_KEY, type ServerSettingsDocument } from './retrieval-server-settings.ts'
 import {
   deleteCredential,
   ensureUserLayerRow,
@@ -177,14 +180,29 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
     }
   }
 
+  // The server-wide document: a stored one that does not decode (edited by hand) is logged once
+  // and the last good one stays in force — at start, the config file's values.
+  const serverMemory = makeFeedCache<ServerSettingsDocument>({ feed: options.feed, channel: SETTINGS_CHANNEL, ttlMs: options.cacheTtlMs ?? 60_000, now: options.now })
+  let lastGoodServer: ServerSettingsDocument = {}
+  let refusedServer: string | undefined
+  const readServer = async (): Promise<ServerSettingsDocument> => {
+    const decoded = decodeServerSettings(await readServerSettingsDocument(db))
+    if (decoded.ok) {
+      lastGoodServer = decoded.value
+      refusedServer = undefined
+    } else if (refusedServer !== decoded.message) {
+      refusedServer = decoded.message
+      logger.warn('the stored retrieval server settings are invalid; the last good values stay in force', { problem: decoded.message, inForce: lastGoodServer })
+    }
+    return lastGoodServer
+  }
+
   const resolve: BailianSettings['resolve'] = async (userId) => {
     await importFromBlOnce(userId)
-    const { layers, unreadable } = await layersOf(userId)
+    const [{ layers, unreadable }, server] = await Promise.all([layersOf(userId), serverMemory.read(SERVER_SETTINGS_KEY, readServer)])
     return {
       settings: resolveRetrievalSettings(layers),
-      endpointHost: config.endpointHost,
-      agentVersion: config.agentVersion,
-      chatTimeoutMs: config.chatTimeoutMs,
+      ...applyServerSettings(config, server),
       unreadableCredentials: unreadable,
     }
   }
@@ -239,7 +257,10 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
       listeners.add(listener)
       return () => listeners.delete(listener)
     },
-    close: () => memory.close(),
+    close: () => {
+      memory.close()
+      serverMemory.close()
+    },
   }
 }
 
