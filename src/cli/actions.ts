@@ -159,7 +159,18 @@ export async function setUserPassword(
   io.out(
     revokeTokens
       ? `${change.tokensRevoked} API token(s) revoked; none of ${login}'s tokens work any more.`
-      : `${change.tokensValid} API token(s) stay valid (revoke them with --revoke-tokens or \`knowagent token revoke ${login} --all\`).`,
+      : `${change.tokensValid} API token(s) stay valid (--keep-tokens; revoke them with \`knowagent token revoke ${login} --all\`).`,
+  )
+  return 0
+}
+
+export async function unlockUser(io: Io, { login }: { login: string }): Promise<number> {
+  const { createUnlockToken, UNLOCK_PARAMETER, UNLOCK_TTL_MINUTES } = await import('../effects/auth/sign-in-unlock.ts')
+  const token = await withDatabase(io, ({ db }, secret) => createUnlockToken(db, { secret, login }))
+  io.out(`/login?${UNLOCK_PARAMETER}=${token}`)
+  io.out(
+    `Open that path on this server's address within ${UNLOCK_TTL_MINUTES} minutes: it checks ${login}'s password once even while the sign-in is locked out. ` +
+      'It is used up by that one attempt; run this again for another.',
   )
   return 0
 }

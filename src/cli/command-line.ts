@@ -54,8 +54,8 @@ function knowagentCommand({
   act: (action: () => Promise<number>) => Effect.Effect<void>
   showHelp: (commandPath: ReadonlyArray<string>) => Effect.Effect<void, unknown>
 }) {
-  const user = Command.make('user', {}, () => Effect.fail(usageError(['knowagent', 'user'], 'expected "user add <login>" or "user passwd <login>"'))).pipe(
-    Command.withDescription('create users and set their passwords'),
+  const user = Command.make('user', {}, () => Effect.fail(usageError(['knowagent', 'user'], 'expected "user add|passwd|unlock <login>"'))).pipe(
+    Command.withDescription('create users, set their passwords, unlock a locked-out sign-in'),
     Command.withSubcommands([
       Command.make(
         'add',
@@ -67,10 +67,19 @@ function knowagentCommand({
         {
           login,
           password: newPassword.pipe(Flag.withDescription('the new password (when omitted, one is generated and printed)')),
-          revokeTokens: Flag.Boolean('revoke-tokens').pipe(Flag.withDescription("also revoke all of the user's API tokens"), Flag.withDefault(false)),
+          keepTokens: Flag.Boolean('keep-tokens').pipe(Flag.withDescription("keep the user's API tokens valid (they are revoked by default)"), Flag.withDefault(false)),
+          revokeTokens: Flag.Boolean('revoke-tokens').pipe(Flag.withDescription('revoke the API tokens (the default; kept for scripts that pass it)'), Flag.withDefault(false)),
         },
-        ({ login, password, revokeTokens }) => act(() => actions.setUserPassword(io, { login, password: Option.getOrUndefined(password), revokeTokens })),
-      ).pipe(Command.withDescription("set a user's password; ends their browser sessions (API tokens stay valid unless --revoke-tokens)")),
+        ({ login, password, keepTokens }) => act(() => actions.setUserPassword(io, { login, password: Option.getOrUndefined(password), revokeTokens: !keepTokens })),
+      ).pipe(
+        Command.validate(({ keepTokens, revokeTokens }) =>
+          keepTokens && revokeTokens ? Effect.fail(new CliError.ValidationError({ message: '--keep-tokens and --revoke-tokens contradict each other' })) : Effect.void,
+        ),
+        Command.withDescription("set a user's password; ends their browser sessions and revokes their API tokens (unless --keep-tokens)"),
+      ),
+      Command.make('unlock', { login }, ({ login }) => act(() => actions.unlockUser(io, { login }))).pipe(
+        Command.withDescription('print a one-time link that lets the user sign in with the right password while locked out (15 minutes)'),
+      ),
     ]),
   )
 

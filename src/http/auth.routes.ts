@@ -1,7 +1,8 @@
 import { Router, urlencoded } from 'express'
 import { authenticatePassword, createSession, deleteSession } from '../effects/auth/users.ts'
 import { createConcurrencyGate, GateBusy } from '../effects/auth/concurrency-gate.ts'
-import { beginSignInAttempt, DEFAULT_SIGN_IN_POLICY, type SignInPolicy } from '../effects/auth/sign-in-throttle.ts'
+import { beginSignInAttempt, clearLoginThrottle, DEFAULT_SIGN_IN_POLICY, type SignInPolicy } from '../effects/auth/sign-in-throttle.ts'
+import { UNLOCK_PARAMETER, useUnlockToken } from '../effects/auth/sign-in-unlock.ts'
 import { generateOpaqueToken, safeEqual } from '../effects/auth/tokens.ts'
 import { LoginPage } from '../../views/pages/login.tsx'
 import { renderPage } from '../../views/render.ts'
@@ -20,6 +21,11 @@ export function formatWait(seconds: number): string {
   if (seconds < 60) return `${seconds} s`
   const minutes = Math.ceil(seconds / 60)
   return minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h${minutes % 60 ? ` ${minutes % 60} min` : ''}`
+}
+
+/** An unlock link's token as a request carries it (anything else is no link). */
+function unlockOf(value: unknown): string | undefined {
+  return typeof value === 'string' && /^[A-Za-z0-9_-]{16,128}$/.test(value) ? value : undefined
 }
 
 export function signInPolicy(ctx: AppContext): SignInPolicy {
@@ -43,11 +49,12 @@ export function authRoutes(ctx: AppContext): Router {
     if (req.auth) return res.redirect(303, safeNext(req.query.next))
     const loginCsrf = generateOpaqueToken()
     setCookie(ctx, req, res, { name: LOGIN_CSRF_COOKIE, value: loginCsrf, maxAgeSeconds: 3600 })
-    res.type('html').send(await renderPage(LoginPage({ loginCsrf, next: safeNext(req.query.next) })))
+    res.type('html').send(await renderPage(LoginPage({ loginCsrf, next: safeNext(req.query.next), unlock: unlockOf(req.query[UNLOCK_PARAMETER]) })))
   })
 
   router.post('/login', form, async (req, res) => {
-    const { login, password, next, _login_csrf: sent } = (req.body ?? {}) as Record<string, unknown>
+    const { login, password, next, _login_csrf: sent, [UNLOCK_PARAMETER]: unlockField } = (req.body ?? {}) as Record<string, unknown>
+    const unlock = unlockOf(unlockField)
     const expected = readCookie(req, LOGIN_CSRF_COOKIE)
     const again = async (status: number, error: string) => {
       const loginCsrf = generateOpaqueToken()
@@ -56,6 +63,7 @@ export function authRoutes(ctx: AppContext): Router {
         .status(status)
         .type('html')
         .send(await renderPage(LoginPage({ loginCsrf, next: safeNext(next), error, login: typeof login === 'string' ? login : undefined })))
+      // an unlock link is used up by its one attempt: the form shown again does not carry it
     }
     if (typeof sent !== 'string' || !expected || !safeEqual(sent, expected)) {
       return again(403, 'Your sign-in form expired. Please try again.')
@@ -63,8 +71,14 @@ export function authRoutes(ctx: AppContext): Router {
     if (typeof login !== 'string' || typeof password !== 'string' || !login || !password) {
       return again(400, 'Enter your login and password.')
     }
-    // Throttled before any hash is computed; the attempt is counted as failed until it succeeds.
-    const attempt = await beginSignInAttempt(ctx.db, { login: login.trim(), address: req.ip, now: now(), policy })
+    // Through an unlock link (`knowagent user unlock`), used up here: this one password check runs
+    // whatever the lock-outs say. Otherwise throttled before any hash is computed; the attempt is
+    // counted as failed until it succeeds.
+    const unlocked = unlock !== undefined && (await useUnlockToken(ctx.db, { secret: ctx.secret, token: unlock, login: login.trim(), now: now() }))
+    const attempt = unlocked
+      ? { ok: true as const, succeeded: () => clearLoginThrottle(ctx.db, login.trim()), notChecked: async () => undefined }
+      : await beginSignInAttempt(ctx.db, { login: login.trim(), address: req.ip, now: now(), policy })
+    if (unlocked) ctx.logger.warn('sign-in through an unlock link', { login: login.slice(0, 64), address: req.ip })
     if (!attempt.ok) {
       const seconds = Math.ceil(attempt.retryAfterMs / 1000)
       ctx.logger.warn('sign-in throttled', { login: login.slice(0, 64), address: req.ip, scope: attempt.scope, retryAfterSeconds: seconds })

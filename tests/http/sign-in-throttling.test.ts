@@ -1,7 +1,8 @@
 // Sign-in throttling over HTTP: per login and per client address, refused before any password is
 // hashed, with Retry-After; the clock is the app's injected one, never slept on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
+import { createUnlockToken } from '../../src/effects/auth/sign-in-unlock.ts'
+import { addUserWithToken, startTestServer, TEST_SECRET, type TestServer } from '../support/test-server.ts'
 
 let now = 1_700_000_000_000
 let server: TestServer
@@ -19,16 +20,21 @@ afterAll(async () => {
   await server?.close()
 })
 
-/** One POST /login through the real form (its own double-submit token), from `address`. */
-async function attempt({ login, password, address }: { login: string; password: string; address: string }) {
-  const page = await fetch(`${server.url}/login`)
+/**
+ * One POST /login through the real form (its own double-submit token), from `address`; with
+ * `unlock`, the form as the unlock link `/login?unlock=…` shows it (its hidden field sent along).
+ */
+async function attempt({ login, password, address, unlock }: { login: string; password: string; address: string; unlock?: string }) {
+  const page = await fetch(`${server.url}/login${unlock === undefined ? '' : `?unlock=${unlock}`}`)
   const cookie = page.headers.getSetCookie().find((c) => c.startsWith('ka_login='))!.split(';')[0]!
-  const loginCsrf = /name="_login_csrf" value="([^"]+)"/.exec(await page.text())![1]!
+  const html = await page.text()
+  const loginCsrf = /name="_login_csrf" value="([^"]+)"/.exec(html)![1]!
+  const unlockField = /name="unlock" value="([^"]+)"/.exec(html)?.[1]
   const res = await fetch(`${server.url}/login`, {
     method: 'POST',
     redirect: 'manual',
     headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, 'x-forwarded-for': address },
-    body: new URLSearchParams({ login, password, _login_csrf: loginCsrf }),
+    body: new URLSearchParams({ login, password, _login_csrf: loginCsrf, ...(unlockField === undefined ? {} : { unlock: unlockField }) }),
   })
   return { status: res.status, retryAfter: res.headers.get('retry-after'), text: await res.text() }
 }
@@ -69,5 +75,30 @@ describe('sign-in throttling', () => {
     expect(statuses.filter((s) => s === 401)).toHaveLength(4) // 3 free + the one that started the lock-out
     expect(statuses.filter((s) => s === 429)).toHaveLength(36)
     expect(results.find((r) => r.status === 429)!.retryAfter).toBe('1')
+  })
+
+  it('an unlock link (`knowagent user unlock`) lets the right password through a lock-out once; it is used up, made for one login, and a wrong password uses it up too', async () => {
+    now += 3_600_000
+    const address = '198.18.0.7'
+    for (let i = 0; i < 12; i++) await attempt({ login: 'alice', password: 'wrong-password', address }) // login and address both locked out
+    expect((await attempt({ login: 'alice', password: alice.password, address })).status).toBe(429)
+
+    const forBob = await createUnlockToken(server.database.db, { secret: TEST_SECRET, login: 'bob', now })
+    expect((await attempt({ login: 'alice', password: alice.password, address, unlock: forBob })).status).toBe(429) // another login's link
+
+    const wasted = await createUnlockToken(server.database.db, { secret: TEST_SECRET, login: 'alice', now })
+    expect((await attempt({ login: 'alice', password: 'wrong-password', address, unlock: wasted })).status).toBe(401)
+    expect((await attempt({ login: 'alice', password: alice.password, address, unlock: wasted })).status).toBe(429) // used up
+
+    const link = await createUnlockToken(server.database.db, { secret: TEST_SECRET, login: 'alice', now })
+    const page = await (await fetch(`${server.url}/login?unlock=${link}`)).text()
+    expect(page).toContain('one-time unlock link')
+    expect((await attempt({ login: 'alice', password: alice.password, address, unlock: link })).status).toBe(303)
+    expect((await attempt({ login: 'alice', password: alice.password, address: '198.18.0.8', unlock: link })).status).toBe(303) // the login's lock-out is cleared; the link was not needed
+
+    const expired = await createUnlockToken(server.database.db, { secret: TEST_SECRET, login: 'bob', now })
+    now += 15 * 60_000 + 1
+    for (let i = 0; i < 12; i++) await attempt({ login: 'bob', password: 'wrong-password', address: '198.18.0.9' })
+    expect((await attempt({ login: 'bob', password: 'password-bob', address: '198.18.0.9', unlock: expired })).status).toBe(429)
   })
 })

@@ -185,19 +185,19 @@ describe('browser sessions', () => {
     expect(after.headers.get('location')).toBe('/login?next=%2Fworkspace')
   })
 
-  it('user passwd ends every session of the user and says the tokens stay valid; --revoke-tokens revokes them', async () => {
+  it('user passwd ends every session of the user and revokes the tokens; --keep-tokens keeps them', async () => {
     const dave = await addUserWithToken(server, 'dave')
     const first = await signIn(server, 'dave', dave.password)
     const second = await signIn(server, 'dave', dave.password)
     const aliceSession = await signIn(server, 'alice', alice.password)
-    const changed = await cli('user', 'passwd', 'dave', '--password', 'a-new-password')
-    expect(changed).toMatchObject({ code: 0, out: 'password set for dave\n2 browser session(s) ended.\n1 API token(s) stay valid (revoke them with --revoke-tokens or `knowagent token revoke dave --all`).' })
+    const changed = await cli('user', 'passwd', 'dave', '--password', 'a-new-password', '--keep-tokens')
+    expect(changed).toMatchObject({ code: 0, out: 'password set for dave\n2 browser session(s) ended.\n1 API token(s) stay valid (--keep-tokens; revoke them with `knowagent token revoke dave --all`).' })
     expect((await asCookie(first.cookie)).status).toBe(303)
     expect((await asCookie(second.cookie)).status).toBe(303)
     expect((await asCookie(aliceSession.cookie)).status).toBe(200)
     expect((await asToken(dave.token)).status).toBe(200)
     await signIn(server, 'dave', 'a-new-password')
-    const revoking = await cli('user', 'passwd', 'dave', '--password', 'another-password', '--revoke-tokens')
+    const revoking = await cli('user', 'passwd', 'dave', '--password', 'another-password')
     expect(revoking.out).toBe("password set for dave\n1 browser session(s) ended.\n1 API token(s) revoked; none of dave's tokens work any more.")
     expect((await asToken(dave.token)).status).toBe(401)
   })

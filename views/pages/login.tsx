@@ -1,6 +1,19 @@
 import { Layout } from '../layout.tsx'
 
-export function LoginPage({ loginCsrf, next, error, login }: { loginCsrf: string; next: string; error?: string | undefined; login?: string | undefined }) {
+export function LoginPage({
+  loginCsrf,
+  next,
+  error,
+  login,
+  unlock,
+}: {
+  loginCsrf: string
+  next: string
+  error?: string | undefined
+  login?: string | undefined
+  /** A one-time unlock link's token (`knowagent user unlock`): sent with the form. */
+  unlock?: string | undefined
+}) {
   return (
     <Layout title="Sign in">
       <section class="login-card">
@@ -10,9 +23,11 @@ export function LoginPage({ loginCsrf, next, error, login }: { loginCsrf: string
             {error}
           </p>
         ) : null}
+        {unlock ? <p class="notice">This page came from a one-time unlock link: your next sign-in is checked even if your login is locked out.</p> : null}
         <form method="post" action="/login">
           <input type="hidden" name="_login_csrf" value={loginCsrf} />
           <input type="hidden" name="next" value={next} />
+          {unlock ? <input type="hidden" name="unlock" value={unlock} /> : null}
           <label>
             Login
             <input name="login" autocomplete="username" required value={login ?? ''} autofocus />

@@ -118,7 +118,7 @@ export async function beginSignInAttempt(
 ): Promise<SignInGate> {
   const rules: KeyRule[] = [
     { key: `address:${addressKey(address)}`, scope: 'address', free: policy.freeFailuresPerAddress },
-    { key: `login:${login.slice(0, 128)}`, scope: 'login', free: policy.freeFailuresPerLogin },
+    { key: `login:${login.slice(0, 128)}`, scope: 'login', free: policy.freeFailuresPerLogin }, // the key clearLoginThrottle forgets
   ]
   await forgetStale(db, { now, policy })
   for (const rule of rules) {
@@ -138,6 +138,11 @@ export async function beginSignInAttempt(
       await uncount(db, addressRule)
     },
   }
+}
+
+/** Forgets a login's failures and lock-out (a sign-in through an unlock link succeeded, sign-in-unlock.ts). */
+export async function clearLoginThrottle(db: Db, login: string): Promise<void> {
+  await db.deleteFrom('sign_in_throttles').where('key', '=', `login:${login.slice(0, 128)}`).execute()
 }
 
 /** Takes one counted attempt back; the lock-out stays only if the failures left still call for one. */

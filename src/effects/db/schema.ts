@@ -146,6 +146,12 @@ export interface SignInThrottlesTable {
   blocked_until: NullableTimestamp
   last_attempt_at: Timestamp
 }
+export interface SignInUnlocksTable {
+  token_hash: string
+  user_id: string
+  created_at: Generated<Timestamp>
+  expires_at: Timestamp
+}
 export interface InstancesTable {
   id: string
   lock_key: Generated<number>
@@ -221,6 +227,7 @@ export interface DB {
   search_passages: SearchPassagesTable
   rate_limit_hits: RateLimitHitsTable
   sign_in_throttles: SignInThrottlesTable
+  sign_in_unlocks: SignInUnlocksTable
   instances: InstancesTable
   compile_job_files: CompileJobFilesTable
   compile_cache: CompileCacheTable
