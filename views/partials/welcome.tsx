@@ -1,5 +1,7 @@
 // The chat's welcome area: what KnowAgent can do here, with example questions drawn from the
-// current directory's real entries.
+// current directory's real entries. An empty directory gets no questions — every model, the
+// built-in extractive one above all, could only answer them with "nothing here covers it" —
+// but the way to fill it: an Upload files button (files.js handles `data-upload-to`).
 import type { TreeEntry } from './tree.tsx'
 
 export function directoryName(uri: string): string {
@@ -14,7 +16,7 @@ function topicOf(fileName: string): string | undefined {
   return words.sort((a, b) => b.length - a.length)[0]
 }
 
-/** Up to three questions a person could ask about this directory's entries. */
+/** Up to three questions a person could ask about this directory's entries; none when it is empty. */
 export function exampleQuestions(entries: ReadonlyArray<Pick<TreeEntry, 'name' | 'kind'>>): string[] {
   const files = entries.filter((entry) => entry.kind === 'file')
   const directories = entries.filter((entry) => entry.kind === 'directory')
@@ -25,11 +27,11 @@ export function exampleQuestions(entries: ReadonlyArray<Pick<TreeEntry, 'name' |
   if (topic) questions.push(`Which files mention ${topic}?`)
   if (directories[0]) questions.push(`What is in ${directories[0].name}/?`)
   if (questions.length < 3 && entries.length > 0) questions.push('Summarise what these files are about.')
-  if (questions.length === 0) questions.push('What can you do in this workspace?', 'How do I add files for you to read?')
   return questions.slice(0, 3)
 }
 
 export function Welcome({ directoryUri, entries }: { directoryUri: string; entries: ReadonlyArray<Pick<TreeEntry, 'name' | 'kind'>> }) {
+  const questions = exampleQuestions(entries)
   return (
     <section id="chat-welcome" class="welcome" aria-label="Welcome">
       <div class="welcome-mark" aria-hidden="true">
@@ -39,13 +41,22 @@ export function Welcome({ directoryUri, entries }: { directoryUri: string; entri
       <p>
         KnowAgent lists, searches and reads the files under <code>{directoryUri}</code> and cites the passages it quotes.
       </p>
-      <div class="examples">
-        {exampleQuestions(entries).map((question) => (
-          <button type="button" class="example" data-question={question}>
-            {question}
+      {questions.length > 0 ? (
+        <div class="examples">
+          {questions.map((question) => (
+            <button type="button" class="example" data-question={question}>
+              {question}
+            </button>
+          ))}
+        </div>
+      ) : (
+        <div class="welcome-empty">
+          <p>There are no files here yet. Upload some (or drop them on the file pane), then ask about them.</p>
+          <button type="button" class="small" data-upload-to={directoryUri}>
+            Upload files
           </button>
-        ))}
-      </div>
+        </div>
+      )}
       <p class="welcome-hint">
         Type <kbd>/</kbd> for commands: <code>/ls</code> <code>/read</code> <code>/search</code> <code>/status</code> <code>/compile</code>
       </p>
