@@ -17,7 +17,7 @@ import { renderMarkdown } from '../../views/render-markdown.ts'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { siteNav } from '../../views/layout.tsx'
-import { buildTree, directoryOf, LISTING_PAGE, listDirectory, listDirectoryPage, modelOptions, moreOf } from './workspace-listing.ts'
+import { buildTree, directoryOf, LISTING_PAGE, listDirectory, listDirectoryPage, modelOptions, moreOf, welcomeEntries } from './workspace-listing.ts'
 import { contentProblemHandler, pageProblemHandler } from './node-problems.ts'
 import { requireAuth } from './authenticate.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
@@ -126,7 +126,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const user = req.auth!.user
     const { props, directory, node } = await contentProps(req)
     const models = modelOptions(ctx)
-    const entries = props.preview ? await listDirectory(ctx, user, directory) : props.listing
+    const entries = await welcomeEntries(ctx.db, user, directory, props.preview ? await listDirectory(ctx, user, directory) : props.listing)
     res.type('html').send(
       await renderPage(
         WorkspacePage({

@@ -16,6 +16,14 @@ describe('exampleQuestions', () => {
     ])
   })
 
+  it('asks about no subfolder that holds no file', () => {
+    expect(exampleQuestions([{ name: 'new', kind: 'directory', empty: true }, { name: 'samples', kind: 'directory', empty: false }])).toEqual([
+      'What is in samples/?',
+      'Summarise what these files are about.',
+    ])
+    expect(exampleQuestions([{ name: 'new', kind: 'directory', empty: true }])).toEqual([])
+  })
+
   it('skips the topic question when no other file name has a real word', () => {
     expect(exampleQuestions([{ name: 'a.md', kind: 'file' }, { name: 'b.txt', kind: 'file' }])).toEqual([
       'What are the key points of a.md?',

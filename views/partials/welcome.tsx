@@ -16,21 +16,24 @@ function topicOf(fileName: string): string | undefined {
   return words.sort((a, b) => b.length - a.length)[0]
 }
 
+/** An entry of the directory; `empty`: a subfolder known to hold no file (nothing in it to ask about). */
+export type WelcomeEntry = Pick<TreeEntry, 'name' | 'kind'> & { readonly empty?: boolean | undefined }
+
 /** Up to three questions a person could ask about this directory's entries; none when it is empty. */
-export function exampleQuestions(entries: ReadonlyArray<Pick<TreeEntry, 'name' | 'kind'>>): string[] {
+export function exampleQuestions(entries: ReadonlyArray<WelcomeEntry>): string[] {
   const files = entries.filter((entry) => entry.kind === 'file')
-  const directories = entries.filter((entry) => entry.kind === 'directory')
+  const directories = entries.filter((entry) => entry.kind === 'directory' && entry.empty !== true)
   const questions: string[] = []
   const document = files.find((file) => /\.(md|txt|html?|pdf|docx)$/i.test(file.name)) ?? files[0]
   if (document) questions.push(`What are the key points of ${document.name}?`)
   const topic = files.filter((file) => file !== document).map((file) => topicOf(file.name)).find((word) => word !== undefined)
   if (topic) questions.push(`Which files mention ${topic}?`)
   if (directories[0]) questions.push(`What is in ${directories[0].name}/?`)
-  if (questions.length < 3 && entries.length > 0) questions.push('Summarise what these files are about.')
+  if (questions.length < 3 && files.length + directories.length > 0) questions.push('Summarise what these files are about.')
   return questions.slice(0, 3)
 }
 
-export function Welcome({ directoryUri, entries }: { directoryUri: string; entries: ReadonlyArray<Pick<TreeEntry, 'name' | 'kind'>> }) {
+export function Welcome({ directoryUri, entries }: { directoryUri: string; entries: ReadonlyArray<WelcomeEntry> }) {
   const questions = exampleQuestions(entries)
   return (
     <section id="chat-welcome" class="welcome" aria-label="Welcome">
