@@ -2,7 +2,7 @@
 // many there are; its cells are text, never markup; a malformed or huge file still previews, as
 // text. (Before, every CSV and TSV file previewed as raw text.)
 import { describe, expect, it } from 'vitest'
-import { useBrowserFixture, SECURE_PAGE } from '../support/browser.ts'
+import { screenshot, useBrowserFixture, SECURE_PAGE } from '../support/browser.ts'
 import { startChatWorkspace } from '../support/chat-workspace.ts'
 import { PHONE } from '../support/workspace-page.ts'
 
@@ -29,6 +29,7 @@ describe('the preview of CSV and TSV files', () => {
     await expect(page.locator('#content img, #content b').count()).resolves.toBe(0)
     await expect(page.evaluate(() => (window as { __xss?: number }).__xss)).resolves.toBeUndefined()
     await expect(page.locator('#content pre.text').count()).resolves.toBe(0)
+    await screenshot(page, 'desktop-csv-table')
     expect(workspace.problems()).toEqual([])
   })
 
