@@ -34,7 +34,7 @@ export async function listDirectory(ctx: AppContext, user: User, directory: Work
 /** Subfolders of the welcome looked into for files: the example questions name at most one. */
 const WELCOME_FOLDERS = 3
 
-/** A directory's entries for the chat's welcome: its first subfolders marked when they hold no file. */
+/** A directory's entries for the chat's welcome: a subfolder is `empty` when it holds no file, or is not among the first three looked into. */
 export async function welcomeEntries(db: Db, user: User, directory: WorkspaceNode, entries: ReadonlyArray<Pick<TreeEntry, 'name' | 'kind'>>): Promise<WelcomeEntry[]> {
   const folders = entries.filter((entry) => entry.kind === 'directory').slice(0, WELCOME_FOLDERS).map((entry) => entry.name)
   const empty = await emptySubfolders(db, { owner: user, parent: directory, names: folders })
