@@ -21,7 +21,7 @@ import { badRequest } from './http-errors.ts'
 import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, streamTurn } from './turn-stream.ts'
-import { directoryOf, listDirectory } from './workspace-listing.ts'
+import { directoryOf, listDirectory, welcomeEntries } from './workspace-listing.ts'
 
 export const CHAT_PREFIX = '/workspace/chat'
 const FORM_LIMIT = '6mb' // the page sends the whole history (at most 1.5 MB of JSON, up to 3× that percent-encoded)
@@ -72,7 +72,7 @@ export function resolveCommandTarget({ scopeUri, path }: { scopeUri: string; pat
 async function directoryEntries(ctx: AppContext, user: User, uri: string) {
   const { node } = await resolveNode(ctx.db, { caller: user, uri })
   const directory = await directoryOf(ctx, user, node)
-  return { directory, entries: await listDirectory(ctx, user, directory) }
+  return { directory, entries: await welcomeEntries(ctx.db, user, directory, await listDirectory(ctx, user, directory)) }
 }
 
 const DirectoryQuery = Schema.Struct({ uri: FormString.check(Schema.isMinLength(1)) })

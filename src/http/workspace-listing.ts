@@ -1,7 +1,9 @@
 // Listings the workspace page, the tree and the chat share: a directory's entries, a file's
 // directory, the models offered (safe metadata only).
 import type { User } from '../effects/auth/users.ts'
-import { childPosition, getNode, listChildren, type WorkspaceNode } from '../effects/workspace/store.ts'
+import type { Db } from '../effects/db/schema.ts'
+import { childPosition, emptySubfolders, getNode, listChildren, type WorkspaceNode } from '../effects/workspace/store.ts'
+import type { WelcomeEntry } from '../../views/partials/welcome.tsx'
 import type { ModelOption } from '../../views/partials/chat-panel.tsx'
 import { type TreeEntry, type TreeMore, TREE_PAGE_SIZE as TREE_PAGE } from '../../views/partials/tree.tsx'
 import { LISTING_PAGE_SIZE } from '../../views/partials/content-pane.tsx'
@@ -27,6 +29,16 @@ export async function directoryOf(ctx: AppContext, user: User, node: WorkspaceNo
 
 export async function listDirectory(ctx: AppContext, user: User, directory: WorkspaceNode, limit = LISTING_PAGE): Promise<TreeEntry[]> {
   return (await listDirectoryPage(ctx, user, directory, { limit })).entries
+}
+
+/** Subfolders of the welcome looked into for files: the example questions name at most one. */
+const WELCOME_FOLDERS = 3
+
+/** A directory's entries for the chat's welcome: a subfolder is `empty` when it holds no file, or is not among the first three looked into. */
+export async function welcomeEntries(db: Db, user: User, directory: WorkspaceNode, entries: ReadonlyArray<Pick<TreeEntry, 'name' | 'kind'>>): Promise<WelcomeEntry[]> {
+  const folders = entries.filter((entry) => entry.kind === 'directory').slice(0, WELCOME_FOLDERS).map((entry) => entry.name)
+  const empty = await emptySubfolders(db, { owner: user, parent: directory, names: folders })
+  return entries.map(({ name, kind }) => ({ name, kind, empty: kind === 'directory' ? empty.has(name) || !folders.includes(name) : false }))
 }
 
 /** One page of a directory's entries, with where it starts and how many there are in all. */

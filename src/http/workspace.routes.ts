@@ -11,13 +11,14 @@ import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
 import { NodeConflict } from '../effects/workspace/workspace-errors.ts'
 import { safeEqual } from '../effects/auth/tokens.ts'
 import { WorkspacePage } from '../../views/pages/workspace.tsx'
-import { ContentPane, type ContentPaneProps, type Preview } from '../../views/partials/content-pane.tsx'
+import { ContentPane, type ContentPaneProps, type Preview, type PreviewTable } from '../../views/partials/content-pane.tsx'
+import { readDelimitedTable, separatorOf } from '../effects/workspace/parse/csv.ts'
 import { TREE_PAGE_SIZE, TreeError, TreeItems } from '../../views/partials/tree.tsx'
 import { renderMarkdown } from '../../views/render-markdown.ts'
 import { renderFragment, renderPage } from '../../views/render.ts'
 import type { AppContext } from './app-context.ts'
 import { siteNav } from '../../views/layout.tsx'
-import { buildTree, directoryOf, LISTING_PAGE, listDirectory, listDirectoryPage, modelOptions, moreOf } from './workspace-listing.ts'
+import { buildTree, directoryOf, LISTING_PAGE, listDirectory, listDirectoryPage, modelOptions, moreOf, welcomeEntries } from './workspace-listing.ts'
 import { contentProblemHandler, pageProblemHandler } from './node-problems.ts'
 import { requireAuth } from './authenticate.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
@@ -94,8 +95,17 @@ async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode, offse
     versionNo: content.versionNo,
     truncated,
     parseError: content.parseStatus === 'failed' ? (content.parseError ?? 'unknown error') : undefined,
+    table: tableOf(node.name, content.parseStatus === 'parsed' && cited === undefined ? body : undefined),
     ...(isMarkdown ? { html: renderMarkdown(text, { baseUri: node.uri }) } : { text }),
   }
+}
+
+/** A CSV or TSV file's first rows as a table; undefined (the text is shown) when it is none or malformed. */
+function tableOf(name: string, body: string | undefined): PreviewTable | undefined {
+  const separator = separatorOf(name)
+  if (separator === undefined || body === undefined) return undefined
+  const table = readDelimitedTable({ text: body, separator })
+  return table === undefined ? undefined : { header: table.header, rows: table.rows, totalRows: table.totalRows }
 }
 
 /** A name as an RFC 5987 ext-value: percent-encoded UTF-8, with `'`, `(`, `)` and `*` encoded too (encodeURIComponent leaves them). */
@@ -126,7 +136,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const user = req.auth!.user
     const { props, directory, node } = await contentProps(req)
     const models = modelOptions(ctx)
-    const entries = props.preview ? await listDirectory(ctx, user, directory) : props.listing
+    const entries = await welcomeEntries(ctx.db, user, directory, props.preview ? await listDirectory(ctx, user, directory) : props.listing)
     res.type('html').send(
       await renderPage(
         WorkspacePage({

@@ -114,6 +114,18 @@ describe.each(DATABASE_KINDS)('local model over the sample corpus (%s)', (kind) 
     expect(citations[0]!.quote).toContain('cut by an intermediate proxy')
   })
 
+  // Issue 33, item 12: a CSV row was quoted bare ("OpenRouter,https://openrouter.ai/api/v1,…"),
+  // without the header row that says what its fields are.
+  it('quotes a CSV row under its header row, each cited at its own offset', async () => {
+    const { answer, citations } = await askSamples('Which provider sends SSE comment lines while waiting?')
+    const csv = 'kb://users/demo/samples/data/model-providers.csv'
+    expect(citations.slice(0, 2).map((c) => [c.uri, c.offset === 0, c.quote.slice(0, 40)])).toEqual([
+      [csv, true, 'provider,base_url,api_key_env,native_too'],
+      [csv, false, 'OpenRouter,https://openrouter.ai/api/v1,'],
+    ])
+    expect(answer).toContain(`> provider,base_url,api_key_env,native_tool_calls,streams_usage,reasoning_field,quirks\n> — ${csv} (offset 0)\n>\n> OpenRouter,`)
+  })
+
   it('stops when the signal aborts: cancelled, never done, and the history stays valid', async () => {
     const demo = (await findUserByLogin(database.db, 'demo'))!
     const controller = new AbortController()

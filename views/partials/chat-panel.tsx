@@ -3,7 +3,7 @@
 // extension; chat.js keeps the conversation's history in the form's hidden `history` field.
 import { ContextMeter } from './turn-fragments.tsx'
 import type { TreeEntry } from './tree.tsx'
-import { Welcome } from './welcome.tsx'
+import { Welcome, type WelcomeEntry } from './welcome.tsx'
 
 export interface ModelOption {
   readonly id: string
@@ -17,7 +17,7 @@ export interface ModelOption {
 
 export interface ChatPanelProps {
   readonly directoryUri: string
-  readonly entries: ReadonlyArray<Pick<TreeEntry, 'name' | 'kind'>>
+  readonly entries: ReadonlyArray<WelcomeEntry>
   readonly models: ReadonlyArray<ModelOption>
   readonly defaultModelId: string
   readonly maxMessageChars: number

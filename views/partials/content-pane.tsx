@@ -1,5 +1,6 @@
-// The content pane beside the tree: a file's preview (sanitised markdown or plain text, or the text
-// at a cited offset with the passage highlighted) or a directory's listing, each with the node's
+// The content pane beside the tree: a file's preview (sanitised markdown, a CSV or TSV file's first
+// rows as a table, plain text, or the text at a cited offset with the passage highlighted) or a
+// directory's listing, each with the node's
 // actions (new folder, upload, download, rename, move, delete). Its `data-directory-uri` tells the
 // chat which directory is current; files dropped on it are uploaded there.
 import { raw } from 'hono/html'
@@ -17,6 +18,15 @@ export interface Preview {
   readonly parseError?: string | undefined
   /** Opened at an offset (a citation, a search hit): the text around it, the passage highlighted. */
   readonly cited?: CitedText | undefined
+  /** A CSV or TSV file that reads as a table: its header and first rows (the text is shown otherwise). */
+  readonly table?: PreviewTable | undefined
+}
+
+export interface PreviewTable {
+  readonly header: ReadonlyArray<string>
+  readonly rows: ReadonlyArray<ReadonlyArray<string>>
+  /** Data rows in the file; undefined when it was too long to count. */
+  readonly totalRows: number | undefined
 }
 
 export interface CitedText {
@@ -129,7 +139,7 @@ function CitedPassage({ preview, cited }: { preview: Preview; cited: CitedText }
     <>
       <p class="meta cited-note">
         The text at character {cited.offset} of {cited.total}, as KnowAgent reads it; the passage is highlighted.{' '}
-        {preview.html !== undefined ? <NodeLink uri={preview.uri}>Formatted view</NodeLink> : null}
+        {preview.html !== undefined ? <NodeLink uri={preview.uri}>Formatted view</NodeLink> : /\.(csv|tsv|tab)$/i.test(preview.name) ? <NodeLink uri={preview.uri}>Table view</NodeLink> : null}
       </p>
       {cited.windowStart > 0 ? <p class="meta">… {cited.windowStart} characters before are not shown.</p> : null}
       <pre class="text doc">
@@ -139,6 +149,45 @@ function CitedPassage({ preview, cited }: { preview: Preview; cited: CitedText }
         </mark>
         {cited.after}
       </pre>
+    </>
+  )
+}
+
+const count = (n: number) => n.toLocaleString('en-US')
+
+/** A CSV or TSV file's first rows; every cell is text (escaped by the template). */
+function DataTable({ table }: { table: PreviewTable }) {
+  const shown = table.rows.length
+  const note =
+    table.totalRows === undefined
+      ? `Showing the first ${count(shown)} rows; the file has more.`
+      : `Showing ${count(shown)} of ${count(table.totalRows)} ${table.totalRows === 1 ? 'row' : 'rows'}.`
+  return (
+    <>
+      <p class="meta table-note" role="status">
+        {note}
+        {shown < (table.totalRows ?? Infinity) ? ' Download the file for all of them.' : ''}
+      </p>
+      <div class="table-scroll doc" tabindex={0} role="region" aria-label="Table preview">
+        <table class="data-table">
+          <thead>
+            <tr>
+              {table.header.map((cell) => (
+                <th scope="col">{cell}</th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {table.rows.map((row) => (
+              <tr>
+                {row.map((cell) => (
+                  <td>{cell}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
     </>
   )
 }
@@ -162,10 +211,12 @@ function FilePreview({ preview }: { preview: Preview }) {
         <CitedPassage preview={preview} cited={preview.cited} />
       ) : preview.html !== undefined ? (
         <div class="markdown doc">{raw(preview.html)}</div>
+      ) : preview.table !== undefined ? (
+        <DataTable table={preview.table} />
       ) : (
         <pre class="text doc">{preview.text ?? ''}</pre>
       )}
-      {preview.truncated && !preview.cited ? <p class="meta">Preview truncated.</p> : null}
+      {preview.truncated && !preview.cited && preview.table === undefined ? <p class="meta">Preview truncated.</p> : null}
     </article>
   )
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { directoryName, exampleQuestions } from './welcome.tsx'
+import { renderFragmentSync } from '../render.ts'
+import { directoryName, exampleQuestions, Welcome } from './welcome.tsx'
 
 describe('exampleQuestions', () => {
   it('asks about a real document, a topic from another file name and a subdirectory', () => {
@@ -15,6 +16,14 @@ describe('exampleQuestions', () => {
     ])
   })
 
+  it('asks about no subfolder that holds no file', () => {
+    expect(exampleQuestions([{ name: 'new', kind: 'directory', empty: true }, { name: 'samples', kind: 'directory', empty: false }])).toEqual([
+      'What is in samples/?',
+      'Summarise what these files are about.',
+    ])
+    expect(exampleQuestions([{ name: 'new', kind: 'directory', empty: true }])).toEqual([])
+  })
+
   it('skips the topic question when no other file name has a real word', () => {
     expect(exampleQuestions([{ name: 'a.md', kind: 'file' }, { name: 'b.txt', kind: 'file' }])).toEqual([
       'What are the key points of a.md?',
@@ -22,8 +31,10 @@ describe('exampleQuestions', () => {
     ])
   })
 
-  it('offers general questions for an empty directory', () => {
-    expect(exampleQuestions([])).toEqual(['What can you do in this workspace?', 'How do I add files for you to read?'])
+  // Issue 33: "What can you do in this workspace?" and "How do I add files for you to read?" were
+  // offered here, and the local model could only answer them with "Nothing in … covers".
+  it('offers no question for an empty directory, where there is nothing to quote', () => {
+    expect(exampleQuestions([])).toEqual([])
   })
 })
 
@@ -32,4 +43,18 @@ describe('directoryName', () => {
     ['kb://users/demo/', 'your workspace'],
     ['kb://users/demo/samples/guides/', 'guides/'],
   ])('%s → %s', (uri, name) => expect(directoryName(uri)).toBe(name))
+})
+
+describe('Welcome', () => {
+  it('offers an Upload files button into an empty directory instead of questions', () => {
+    const html = renderFragmentSync(Welcome({ directoryUri: 'kb://users/bob/new/', entries: [] }))
+    expect(html).not.toContain('class="example"')
+    expect(html).toContain('<button type="button" class="small" data-upload-to="kb://users/bob/new/">Upload files</button>')
+  })
+
+  it('offers the example questions in a directory with files', () => {
+    const html = renderFragmentSync(Welcome({ directoryUri: 'kb://users/bob/', entries: [{ name: 'a.md', kind: 'file' }] }))
+    expect(html).toContain('data-question="What are the key points of a.md?"')
+    expect(html).not.toContain('data-upload-to')
+  })
 })

@@ -347,6 +347,24 @@ export async function listChildren(
   return { entries: [], total: Number(count.n) }
 }
 
+/** Which of these subfolders of `parent` hold no file at any depth (the chat's welcome asks only about folders with files). */
+export async function emptySubfolders(db: Db, { owner, parent, names }: { owner: Owner; parent: WorkspaceNode; names: ReadonlyArray<string> }): Promise<Set<string>> {
+  const empty = new Set<string>()
+  for (const name of names) {
+    const path = parent.path === '' ? name : `${parent.path}/${name}`
+    const file = await db
+      .selectFrom('nodes')
+      .select('id')
+      .where('owner_id', '=', owner.id)
+      .where('kind', '=', 'file')
+      .where('path', 'like', `${path.replace(/[\\%_]/g, (c) => '\\' + c)}/%`)
+      .limit(1)
+      .executeTakeFirst()
+    if (file === undefined) empty.add(name)
+  }
+  return empty
+}
+
 /** Files at or below `scope`, ordered by path, one page (for search). */
 export async function listFilesUnder(
   db: Db,

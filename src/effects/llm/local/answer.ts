@@ -1,6 +1,7 @@
 // The local model's answers: quotes of whole passages from what it read in this turn, the best
 // document first, each with its URI and offset — or, when no passage answers the question, a
 // plain "nothing in <scope> covers it" that lists what was searched and cites nothing.
+import { delimitedHeaderOf, isDelimitedName, type HeaderRow } from './blocks.ts'
 import { findFileReferences } from './candidates.ts'
 import { isEvidence, quoteFor, type Quote } from './passages.ts'
 import type { Phrases, SearchCoverage } from './phrases.ts'
@@ -30,15 +31,32 @@ interface CitedQuote {
   readonly quote: Quote
   /** Offsets are file offsets (false for quotes from messages, cited by URI only). */
   readonly withOffset: boolean
+  /** A CSV or TSV row's header row, quoted (and cited at its own offset) above it. */
+  readonly header?: HeaderRow | undefined
 }
 
 export function formatQuotes({ quotes, phrases }: { readonly quotes: ReadonlyArray<CitedQuote>; readonly phrases: Phrases }): string {
   return quotes
-    .map(({ uri, quote, withOffset }) => {
+    .map(({ uri, quote, withOffset, header }) => {
       const source = uri === undefined ? phrases.providedMaterial : withOffset ? `${uri} ${phrases.offset(quote.start)}` : uri
-      return `${quote.lines.map((line) => `> ${line}`).join('\n')}\n> — ${source}`
+      const above = header === undefined || uri === undefined ? '' : `> ${header.text}\n> — ${uri} ${phrases.offset(header.start)}\n>\n`
+      return `${above}${quote.lines.map((line) => `> ${line}`).join('\n')}\n> — ${source}`
     })
     .join('\n\n')
+}
+
+/** Header rows longer than this are left out (a file of thousands of columns). */
+const HEADER_MAX_CHARS = 700
+
+/**
+ * The header row to quote above a CSV or TSV row: from the document's own page when it starts the
+ * file, else from another page of the same file read in this turn (each quote must be text read).
+ */
+function headerRowFor({ document, block, documents }: { document: ReadDocument; block: number; documents: ReadonlyArray<ReadDocument> }): HeaderRow | undefined {
+  if (document.blocks[block]?.kind !== 'row' || !isDelimitedName(document.page.name)) return undefined
+  const first = document.page.offset === 0 ? document : documents.find((d) => d.uri === document.uri && d.page.offset === 0)
+  const header = first === undefined ? undefined : delimitedHeaderOf(first.page)
+  return header !== undefined && header.text.length <= HEADER_MAX_CHARS ? header : undefined
 }
 
 function nameShare({ document, question, weights }: { document: ReadDocument; question: QuestionTerms; weights: ReadonlyMap<string, number> }): number {
@@ -113,7 +131,7 @@ export function answerFromDocuments({
       answered: false,
     }
   }
-  const chosen: Array<{ document: ReadDocument; quote: Quote }> = []
+  const chosen: Array<{ document: ReadDocument; quote: Quote; header: HeaderRow | undefined }> = []
   let chars = 0
   const answerNearBest = cue === undefined || cue.test(best.passage.text) ? undefined : passageNear({ document: best.document, passageIndex: best.passageIndex, cue })
   for (const entry of [best, ...(answerNearBest === undefined ? [] : [answerNearBest]), ...judged]) {
@@ -122,9 +140,12 @@ export function answerFromDocuments({
     if (chosen.filter((c) => c.document.uri === entry.document.uri).length >= MAX_QUOTES_PER_DOCUMENT) continue
     const quote = quoteFor({ page: entry.document.page, blocks: entry.document.blocks, passage: entry.passage })
     if (chosen.some((c) => c.document.uri === entry.document.uri && c.quote.start < quote.end && quote.start < c.quote.end)) continue
-    const length = quote.lines.join(' ').length
+    const headerRow = headerRowFor({ document: entry.document, block: entry.passage.block, documents })
+    // A file's header row is quoted once, above its first row quoted.
+    const header = chosen.some((c) => c.document.uri === entry.document.uri && c.header !== undefined) ? undefined : headerRow
+    const length = quote.lines.join(' ').length + (header?.text.length ?? 0)
     if (chosen.length > 0 && chars + length > MAX_QUOTED_CHARS) continue
-    chosen.push({ document: entry.document, quote })
+    chosen.push({ document: entry.document, quote, header })
     chars += length
   }
   // The best document first, and within a document the best passage first.
@@ -132,7 +153,7 @@ export function answerFromDocuments({
   const quotes = chosen
     .map((c, rank) => ({ ...c, rank }))
     .sort((a, b) => documentOrder.indexOf(a.document.uri) - documentOrder.indexOf(b.document.uri) || a.rank - b.rank)
-    .map((c) => ({ uri: c.document.uri, quote: c.quote, withOffset: true }))
+    .map((c) => ({ uri: c.document.uri, quote: c.quote, withOffset: true, header: c.header }))
   return {
     thinking: phrases.answeringThinking,
     text: `${phrases.intro(question)}\n\n${formatQuotes({ quotes, phrases })}${note}\n\n${phrases.footer}`,

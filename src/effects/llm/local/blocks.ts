@@ -31,6 +31,8 @@ export interface Block {
   readonly partial: boolean
   /** For a row of a Markdown table: where its header row starts. */
   readonly tableStart: number | undefined
+  /** A row of a CSV or TSV file (its separators, tabs included, are known without being seen in `text`). */
+  readonly delimited: boolean
 }
 
 export interface Page {
@@ -40,7 +42,7 @@ export interface Page {
   /** The page starts at the start of the file / ends at its end. */
   readonly atStart: boolean
   readonly atEnd: boolean
-  /** The file name: `.csv` files are read row by row. */
+  /** The file name: `.csv` and `.tsv` files are read row by row, under their header row. */
   readonly name: string
 }
 
@@ -101,7 +103,7 @@ function isPlainHeading(lines: ReadonlyArray<Line>, index: number): boolean {
 
 export function splitBlocks(page: Page): Block[] {
   const lines = linesOf(page)
-  const csv = /\.csv$/iu.test(page.name)
+  const csv = isDelimitedName(page.name)
   const blocks: Block[] = []
   const headings: Array<{ level: number; text: string }> = []
   let group = 0
@@ -139,6 +141,7 @@ export function splitBlocks(page: Page): Block[] {
       group: grouped ? group : undefined,
       partial,
       tableStart: options.tableStart,
+      delimited: csv && kind === 'row',
     })
   }
   let index = 0
@@ -234,6 +237,29 @@ export function splitBlocks(page: Page): Block[] {
     lastGroupKind = undefined
   }
   return blocks
+}
+
+const DELIMITED_NAME = /\.(csv|tsv|tab)$/iu
+
+export function isDelimitedName(name: string): boolean {
+  return DELIMITED_NAME.test(name)
+}
+
+export interface HeaderRow {
+  /** File offsets (code points) of the header row, and its text, whitespace collapsed. */
+  readonly start: number
+  readonly end: number
+  readonly text: string
+}
+
+/** A CSV or TSV page's header row: the file's first line, when the page starts the file and holds all of it. */
+export function delimitedHeaderOf(page: Page): HeaderRow | undefined {
+  if (!isDelimitedName(page.name) || page.offset !== 0) return undefined
+  const lineEnd = page.text.indexOf('\n')
+  if (lineEnd < 0 && !page.atEnd) return undefined
+  const line = (lineEnd < 0 ? page.text : page.text.slice(0, lineEnd)).replace(/\r$/u, '')
+  if (line.trim() === '') return undefined
+  return { start: leadingSpace(line), end: codePointLength(line) - trailingSpace(line), text: collapse(line) }
 }
 
 function tableHeader(lines: ReadonlyArray<Line>, index: number): { text: string | undefined; start: number | undefined } {

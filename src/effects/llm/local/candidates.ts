@@ -3,6 +3,7 @@
 // a byte budget; and the file a passage refers to ("see incident-….md") when the question is
 // about that file rather than the ones read.
 import type { LsEntryView, SearchHitView, SearchResultView } from './conversation.ts'
+import { isDelimitedName } from './blocks.ts'
 import { fileNameOf } from './ranking.ts'
 import { fileNameTerms, keywordTermsMatch, matchTerms, type Keyword, type QuestionTerms } from './terms.ts'
 
@@ -95,12 +96,17 @@ export function readRequests({
   readonly budgetBytes: number
 }): ReadRequest[] {
   const chosen = candidates.slice(0, MAX_FILES_TO_READ)
-  return chosen.map((candidate) => {
+  return chosen.flatMap((candidate) => {
     const limit = Math.max(READ_MIN_CHARS, Math.min(READ_MAX_CHARS, Math.floor(budgetBytes / chosen.length / candidate.bytesPerChar)))
     const offset = candidate.bestOffset < limit * 0.7 ? 0 : Math.max(0, candidate.bestOffset - Math.floor(limit / 3))
-    return { uri: candidate.uri, offset, limit }
+    const request = { uri: candidate.uri, offset, limit }
+    // A CSV or TSV row read far into the file is quoted under its header row: read that too.
+    return offset > 0 && isDelimitedName(fileNameOf(candidate.uri)) ? [{ uri: candidate.uri, offset: 0, limit: HEADER_READ_CHARS }, request] : [request]
   })
 }
+
+/** What is read of a CSV or TSV file's start for its header row (a longer header is not quoted). */
+const HEADER_READ_CHARS = 800
 
 // ---------------------------------------------------------------------------------------------
 // References to other files

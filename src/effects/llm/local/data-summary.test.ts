@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { describeDataFile, parseDelimited } from './data-summary.ts'
+import { describeDataFile } from './data-summary.ts'
 
 describe('describeDataFile', () => {
   test('a JSON object: its keys, with the labels of array entries and the keys of nested objects', () => {
@@ -23,8 +23,10 @@ describe('describeDataFile', () => {
     expect(describeDataFile({ title: 'notes.md', text })).toBeUndefined()
     expect(describeDataFile({ title: 'one-column.csv', text: 'a\nb\n' })).toBeUndefined()
   })
-})
 
-test('parseDelimited: separators and line breaks inside quotes, doubled quotes, blank lines skipped', () => {
-  expect(parseDelimited('a\t"b\tc"\n\n"d""e"\tf', '\t')).toEqual([['a', 'b\tc'], ['d"e', 'f']])
+  test('a TSV table, and a long one described from its first rows', () => {
+    expect(describeDataFile({ title: 'x.tsv', text: 'a\tb\n1\t2\n' })).toBe('A table of 1 row with 2 columns: a, b. Its a column lists 1.')
+    const long = ['k,v', ...Array.from({ length: 300 }, (_, i) => `r${i},${i}`)].join('\n')
+    expect(describeDataFile({ title: 'long.csv', text: long })).toBe('A table of 300 rows with 2 columns: k, v. Its k column begins with r0, r1, r2, r3, r4, r5 and 194 more.')
+  })
 })

@@ -2,6 +2,8 @@
 // prose, so picking "central sentences" from it gives a run of raw fields. Names, keys and values
 // are the file's own; only the framing words are ours. Deterministic.
 
+import { readDelimitedTable, separatorOf, type Separator } from '../../workspace/parse/csv.ts'
+
 const MAX_LISTED = 6
 
 function listed(values: ReadonlyArray<string>): string {
@@ -51,52 +53,22 @@ export function describeJson(text: string): string | undefined {
   return `A JSON object with ${plural(entries.length, 'key')}: ${entries.map(([key, value]) => describeValue(key, value)).join('; ')}.`
 }
 
-/** RFC 4180 fields: quoted fields may hold the separator, doubled quotes and line breaks. */
-export function parseDelimited(text: string, separator: string): string[][] {
-  const rows: string[][] = []
-  let row: string[] = []
-  let field = ''
-  let quoted = false
-  for (let i = 0; i < text.length; i += 1) {
-    const char = text[i]!
-    if (quoted) {
-      if (char === '"' && text[i + 1] === '"') {
-        field += '"'
-        i += 1
-      } else if (char === '"') quoted = false
-      else field += char
-    } else if (char === '"' && field === '') quoted = true
-    else if (char === separator) {
-      row.push(field)
-      field = ''
-    } else if (char === '\n' || char === '\r') {
-      if (char === '\r' && text[i + 1] === '\n') i += 1
-      row.push(field)
-      if (row.some((f) => f !== '')) rows.push(row)
-      row = []
-      field = ''
-    } else field += char
-  }
-  row.push(field)
-  if (row.some((f) => f !== '')) rows.push(row)
-  return rows
-}
-
-/** A table: how many rows, its columns, and the values of its first column. */
-export function describeTable(text: string, separator: string): string | undefined {
-  const [header, ...rows] = parseDelimited(text, separator)
-  if (header === undefined || header.length < 2) return undefined
-  const columns = header.map((h) => h.trim()).filter((h) => h !== '')
-  const first = `A table of ${plural(rows.length, 'row')} with ${plural(columns.length, 'column')}: ${listed(columns)}.`
-  if (rows.length === 0) return first
-  return `${first} Its ${columns[0]} column lists ${listed(rows.map((r) => r[0] ?? ''))}.`
+/** A table: how many rows, its columns, and the values of its first column (its first rows only, when it is long). */
+export function describeTable(text: string, separator: Separator): string | undefined {
+  const table = readDelimitedTable({ text, separator })
+  if (table === undefined) return undefined
+  const columns = table.header.map((h) => h.trim()).filter((h) => h !== '')
+  const rows = table.totalRows === undefined ? `more than ${plural(table.rows.length, 'row')}` : plural(table.totalRows, 'row')
+  const first = `A table of ${rows} with ${plural(columns.length, 'column')}: ${listed(columns)}.`
+  if (table.rows.length === 0) return first
+  const complete = table.totalRows === table.rows.length
+  return `${first} Its ${columns[0]} column ${complete ? 'lists' : 'begins with'} ${listed(table.rows.map((r) => r[0] ?? ''))}.`
 }
 
 /** The description of a data file named `title`, or undefined when it is not one (or does not parse). */
 export function describeDataFile({ title, text }: { readonly title: string; readonly text: string }): string | undefined {
   const extension = /\.([a-z]+)$/iu.exec(title.trim())?.[1]?.toLowerCase()
   if (extension === 'json') return describeJson(text)
-  if (extension === 'csv') return describeTable(text, ',')
-  if (extension === 'tsv') return describeTable(text, '\t')
-  return undefined
+  const separator = separatorOf(title)
+  return separator === undefined ? undefined : describeTable(text, separator)
 }

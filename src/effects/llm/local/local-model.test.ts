@@ -56,6 +56,10 @@ const FILES: Record<string, string> = {
   'kb://users/alice/notes/reviews/incident-2025-11-db-failover.md':
     '# Incident review\n\n## Summary\n\nThe standby took over, but the application kept connecting to the old address for 14 minutes because of cached DNS answers.',
 }
+// Issue 33: a CSV row was quoted bare, without the header row that says what its fields are.
+FILES['kb://users/alice/notes/holidays.csv'] = 'date,holiday,offices\n2026-01-01,New Year Day,all\n2026-10-05,Republic Day,Lisbon\n'
+FILES['kb://users/alice/notes/servers.tsv'] =
+  'host\track\towner\n' + Array.from({ length: 400 }, (_, i) => `node-${i}\track-${i % 7}\tteam-${i % 5}`).join('\n') + '\nzebrafish\track-9\tmarine lab\n'
 const SEARCHABLE = Object.keys(FILES).filter((uri) => !uri.includes('/reviews/'))
 
 function runTool(name: string, args: Record<string, unknown>): unknown {
@@ -204,7 +208,7 @@ describe('planning: search → read → answer', () => {
 
   test('nothing found: says that nothing in the scope covers it, what was searched, and cites nothing', async () => {
     const { answer } = await runTurn('quantum entanglement')
-    expect(answer).toBe('Nothing in kb://users/alice/notes/ covers “quantum entanglement”.\n\nI searched in all 5 files for “quantum”, “entanglement”; no file matched.')
+    expect(answer).toBe('Nothing in kb://users/alice/notes/ covers “quantum entanglement”.\n\nI searched in all 7 files for “quantum”, “entanglement”; no file matched.')
   })
 
   // Regression (issue 15): asked about parental leave, it quoted the travel policy's title and an unrelated sentence.
@@ -213,7 +217,7 @@ describe('planning: search → read → answer', () => {
     expect(calls).toContain('read {"uri":"kb://users/alice/notes/travel-policy.md","offset":0,"limit":6000}')
     expect(answer).toBe(
       'Nothing in kb://users/alice/notes/ covers “What is the parental leave policy?”.\n\n' +
-        'I searched in all 5 files for “parental”, “leave”, “policy”, and read the closest matches (travel-policy.md), but none of them answers it.',
+        'I searched in all 7 files for “parental”, “leave”, “policy”, and read the closest matches (travel-policy.md), but none of them answers it.',
     )
     expect(quotesOf(answer)).toEqual([])
   })
@@ -271,6 +275,33 @@ describe('planning: search → read → answer', () => {
     const a = await runTurn('How does the wiki compiler publish the overview?')
     const b = await runTurn('How does the wiki compiler publish the overview?')
     expect(b.answer).toBe(a.answer)
+  })
+})
+
+describe('CSV and TSV rows', () => {
+  test('a row is quoted under its header row, each cited at its own offset', async () => {
+    const { answer } = await runTurn('When is Republic Day?')
+    expect(answer).toContain(
+      [
+        '> date,holiday,offices',
+        '> — kb://users/alice/notes/holidays.csv (offset 0)',
+        '>',
+        '> 2026-10-05,Republic Day,Lisbon',
+        `> — kb://users/alice/notes/holidays.csv (offset ${FILES['kb://users/alice/notes/holidays.csv']!.indexOf('2026-10-05')})`,
+      ].join('\n'),
+    )
+    expect(expectQuotesAreReal(answer)).toBe(2)
+  })
+
+  test('a row far into a TSV file: its header row is read too, and quoted above it', async () => {
+    const { answer, calls } = await runTurn('Which rack is zebrafish in?')
+    expect(calls.filter((call) => call.startsWith('read '))).toContainEqual('read {"uri":"kb://users/alice/notes/servers.tsv","offset":0,"limit":800}')
+    const quotes = quotesOf(answer)
+    expect(quotes.slice(0, 2).map(({ offset, text }) => [offset, text])).toEqual([
+      [0, 'host rack owner'],
+      [Array.from(FILES['kb://users/alice/notes/servers.tsv']!).length - 'zebrafish\track-9\tmarine lab\n'.length, 'zebrafish rack-9 marine lab'],
+    ])
+    expectQuotesAreReal(answer)
   })
 })
 

@@ -66,7 +66,7 @@ const REFERS_BACK = /^(?:\*\*?)?(?:it|this|that|these|those|they|then|either|oth
 export function isEvidence(block: Block): boolean {
   if (block.kind === 'heading' || block.partial) return false
   const letters = block.text.match(/[\p{L}\p{N}]/gu)?.length ?? 0
-  if (block.kind === 'row') return letters >= 6 && (block.text.match(/[|,\t]| {3,}/gu)?.length ?? 0) >= 1
+  if (block.kind === 'row') return letters >= 6 && (block.delimited || /[|,\t]| {3,}/u.test(block.text))
   return letters >= 12 || (containsCjkText(block.text) && letters >= 6)
 }
 

@@ -105,7 +105,7 @@ function planSearchPath(context: PlanContext): LocalStep {
     return answer(answerFromDocuments({ question: observations.question, terms, documents: [], coverage: describeCoverage(searches), phrases }))
   }
   const requests = readRequests({ candidates, budgetBytes: readBudget(context) })
-  return readStep({ requests, thinking: phrases.reading(requests.map((r) => r.uri)) })
+  return readStep({ requests, thinking: phrases.reading([...new Set(requests.map((r) => r.uri))]) })
 }
 
 const isTargeted = (exchange: { readonly arguments: Record<string, unknown> }): boolean => typeof exchange.arguments['uri'] === 'string'
