@@ -53,10 +53,8 @@ describe('the preview of CSV and TSV files', () => {
     await page.locator('#content pre.text', { hasText: '"never closed,1' }).waitFor()
     await expect(page.locator('#content table.data-table').count()).resolves.toBe(0)
 
-    const started = Date.now()
     await page.goto(`/workspace?uri=${encodeURIComponent(`${root}wide.csv`)}`)
     await page.locator('#content pre.text').waitFor()
-    expect(Date.now() - started).toBeLessThan(5_000)
     await expect(page.locator('#content table.data-table').count()).resolves.toBe(0)
     await expect(page.locator('#content', { hasText: 'Preview truncated.' }).count()).resolves.toBe(1)
     expect(workspace.problems()).toEqual([])
