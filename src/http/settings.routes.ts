@@ -18,6 +18,7 @@ import { badRequest, HttpError } from './http-errors.ts'
 import { decodeBody, decodeQuery } from './decode-request.ts'
 import { INVISIBLE, quotedName } from '../effects/workspace/name-display.ts'
 import { NUL_MESSAGE } from './json-body.ts'
+import { storageUsedBytes } from '../effects/workspace/storage-limits.ts'
 
 const SettingsQuery = Schema.Struct({ notice: Schema.optional(Schema.Literals(NOTICE_CODES)) })
 const FormNonce = Schema.String.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected the form\'s one-time value' }))
@@ -32,12 +33,13 @@ export function settingsRoutes(ctx: AppContext): Router {
 
   async function page(req: Request, res: Response, extra: Partial<AccountSettingsProps> = {}, status = 200) {
     const { user, csrfToken } = req.auth!
-    const tokens = await listApiTokens(ctx.db, { userId: user.id, includeRevoked: false })
+    const [tokens, usedBytes] = await Promise.all([listApiTokens(ctx.db, { userId: user.id, includeRevoked: false }), storageUsedBytes(ctx.db, user.id)])
+    const storage = { usedBytes, limitMb: ctx.config.userStorageMb }
     res
       .status(status)
       .set('Cache-Control', 'no-store')
       .type('html')
-      .send(await renderPage(AccountSettingsPage({ login: user.login, csrfToken, tokens, nav, sections, ...extra })))
+      .send(await renderPage(AccountSettingsPage({ login: user.login, csrfToken, tokens, storage, nav, sections, ...extra })))
   }
 
   router.get('/settings', ...guard, async (req, res) => {

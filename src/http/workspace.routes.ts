@@ -250,6 +250,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
         parser: ctx.parser,
         signal: client.signal,
         spool: upload.directory,
+        limits: { userStorageMb: ctx.config.userStorageMb, uploadMbPerMinute: ctx.config.uploadMbPerMinute },
       })
       const results = {
         folderUri: stored.folderUri,

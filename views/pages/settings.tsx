@@ -79,6 +79,8 @@ export interface AccountSettingsProps {
   readonly login: string
   readonly csrfToken: string | undefined
   readonly tokens: ReadonlyArray<TokenRow>
+  /** What the person's files take with every version, against `limits.userStorageMb`. */
+  readonly storage?: { readonly usedBytes: number; readonly limitMb: number } | undefined
   /** A token just created: shown this once, never again. */
   readonly newToken?: { readonly label: string | null; readonly token: string } | undefined
   readonly notice?: string | undefined
@@ -104,6 +106,11 @@ export function AccountSettingsPage(props: AccountSettingsProps) {
         <p>
           Signed in as <strong>{props.login}</strong>. An operator changes passwords with <code>knowagent user passwd {props.login}</code>.
         </p>
+        {props.storage ? (
+          <p class="storage-usage">
+            Storage: {(props.storage.usedBytes / 1024 / 1024).toFixed(1)} MiB of {props.storage.limitMb} MiB used, every version of every file counted.
+          </p>
+        ) : null}
       </section>
       <section class="settings-card" aria-labelledby="tokens-heading">
         <h2 id="tokens-heading">Your API tokens</h2>

@@ -43,6 +43,10 @@ export const ConfigFileSchema = Schema.Struct({
       maxFileBytes: Schema.optional(PositiveInt),
       /** Files in one upload request. */
       maxFilesPerUpload: Schema.optional(PositiveInt),
+      /** Every version of every file of one person, in MiB; an upload past it is refused (413 storage_quota_exceeded). */
+      userStorageMb: Schema.optional(PositiveInt),
+      /** MiB of new file versions one person may upload in any 60 s (429 upload_rate_limited). */
+      uploadMbPerMinute: Schema.optional(PositiveInt),
       /** Text extracted from one file, in Unicode code points; more fails the parse. */
       maxParsedChars: Schema.optional(PositiveInt),
       /** Bytes decompressed while parsing one file (DOCX parts, PDF streams). */
@@ -92,6 +96,9 @@ export interface AppConfig {
   /** `retrieval.bailian` with defaults (enabled unless switched off). */
   readonly retrievalBailian: BailianConfig
   readonly maxFilesPerUpload: number
+  /** `limits.userStorageMb` (default 10,240 MiB) and `limits.uploadMbPerMinute` (default 1,024 MiB). */
+  readonly userStorageMb: number
+  readonly uploadMbPerMinute: number
   /** The document parser's budgets (its process pool takes this object as it is). */
   readonly parsing: {
     readonly processes: number
@@ -184,6 +191,8 @@ export function loadConfig({
     retrievalBailian: resolveBailianConfig(file.retrieval?.bailian),
     maxFileBytes,
     maxFilesPerUpload: file.limits?.maxFilesPerUpload ?? 32,
+    userStorageMb: file.limits?.userStorageMb ?? 10_240,
+    uploadMbPerMinute: file.limits?.uploadMbPerMinute ?? 1_024,
     parsing: {
       processes: file.limits?.parserProcesses ?? file.limits?.parserThreads ?? defaultParserProcesses(),
       timeoutMs: (file.limits?.parseTimeoutSeconds ?? DEFAULT_PARSE_TIMEOUT_MS / 1000) * 1000,

@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import type { DB, Owner } from '../db/schema.ts'
 import type { DocumentParser } from './parse/document-parser.ts'
 import { makeDirectories, type ParsedBody, type PutFileOutcome, putFileInTransaction, recordParse, type WorkspaceNode } from './store.ts'
+import { checkStorageLimits, type StorageLimits } from './storage-limits.ts'
 import { shareTree } from './tree-lock.ts'
 import { formatKbUri, pathToSegments } from './uri.ts'
 
@@ -41,6 +42,8 @@ export interface IngestBatch {
   readonly signal?: AbortSignal | undefined
   /** A private folder for the parsed texts until the transaction (memory then holds one at a time); in memory without it. */
   readonly spool?: string | undefined
+  /** A person's storage and upload-rate limits (an upload); none for what the operator imports. */
+  readonly limits?: StorageLimits | undefined
 }
 
 /** How one file was stored. */
@@ -102,9 +105,9 @@ async function folderNow(trx: Transaction<DB>, owner: Owner, folder: IngestFolde
 /**
  * Parses each file (one at a time), then stores them all in one transaction: all or none. An
  * empty batch makes the folder. Fails with the store's typed errors (InvalidUri, NodeConflict),
- * FolderGone, or the signal's reason.
+ * FolderGone, StorageQuotaExceeded or UploadRateLimited (with `limits`), or the signal's reason.
  */
-export async function ingestFiles(db: Kysely<DB>, { owner, folder, files, parser, signal, spool }: IngestBatch): Promise<IngestedBatch> {
+export async function ingestFiles(db: Kysely<DB>, { owner, folder, files, parser, signal, spool, limits }: IngestBatch): Promise<IngestedBatch> {
   const parsed: Parsed[] = []
   for (const [index, file] of files.entries()) {
     parsed.push(await parseSource({ parser, file, signal, textPath: spool === undefined ? undefined : join(spool, `${index}.txt`) }))
@@ -118,6 +121,8 @@ export async function ingestFiles(db: Kysely<DB>, { owner, folder, files, parser
       const { outcome, node, parseError } = await putFileInTransaction(trx, { owner, segments: [...where.segments, file.name], bytes, parsed: await bodyOf(parsed[index]!) })
       stored.push({ node, outcome, withoutText: parseError })
     }
+    // Over a limit with the versions just written counted: rolled back, nothing stored.
+    if (limits !== undefined && stored.some((file) => file.outcome !== 'unchanged')) await checkStorageLimits(trx, { ownerId: owner.id, limits })
     signal?.throwIfAborted() // the caller left while the batch was written: it is rolled back
     return { folderUri: where.uri, files: stored }
   })
