@@ -24,7 +24,7 @@ describe('knowagent CLI', () => {
   it.each([
     [[], 'no command given'],
     [['frobnicate'], 'unknown command "frobnicate"'],
-    [['user'], 'expected "user add <login>"'],
+    [['user'], 'expected "user add|passwd|unlock <login>"'],
     [['user', 'add'], 'expected "user add <login>"'],
     [['token', 'create'], 'expected "token create <login>"'],
     [['import', 'x'], 'expected "import <folder> <kb-uri>"'],

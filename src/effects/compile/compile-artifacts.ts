@@ -12,6 +12,7 @@ import { readCurrentBodies } from '../workspace/file-contents.ts'
 import { shareTree } from '../workspace/tree-lock.ts'
 import { formatKbUri, pathToSegments } from '../workspace/uri.ts'
 import { finishAttempt, lockClaimedJob } from './compile-jobs-store.ts'
+import { recordedSourcesOf, recordLayerSources } from './layer-freshness.ts'
 import { abstractPage, overviewPage, summaryFromPage, summaryPage } from './compile-prompts.ts'
 import type { CompileSnapshot } from './compile-snapshot.ts'
 
@@ -201,6 +202,13 @@ function plannedPages({
   ]
 }
 
+/** Which of these node ids are `owner`'s nodes now (a source deleted since an earlier summary was written is left out). */
+async function existingNodes(trx: Db, owner: Owner, ids: ReadonlyArray<string>): Promise<string[]> {
+  const unique = [...new Set(ids)]
+  if (unique.length === 0) return []
+  return (await trx.selectFrom('nodes').select('id').where('owner_id', '=', owner.id).where('id', 'in', unique).execute()).map((row) => row.id)
+}
+
 /** Every page as a new version (unchanged text ⇒ no new version) and the job's success, in one transaction. */
 export async function publishArtifacts({
   db,
@@ -235,10 +243,21 @@ export async function publishArtifacts({
       }
     }
     const artifacts: string[] = []
+    const summaryPages: string[] = []
     for (const page of pages) {
       const bytes = new TextEncoder().encode(page.text)
       const { node } = await putFileInTransaction(trx, { owner, segments: page.segments, bytes, parsed: { ok: true, mime: MARKDOWN, text: page.text } })
       await trx.updateTable('nodes').set({ generated: page.kind, generated_from: page.source ?? null }).where('id', '=', node.id).execute()
+      // What each page was built from (layer-freshness.ts): a summary its source; the overview and
+      // abstract every source summarised in the folder's summaries/ now, earlier jobs' included.
+      if (page.kind === 'summary') {
+        await recordLayerSources(trx, { pageId: node.id, sourceIds: page.source === undefined ? [] : [page.source] })
+        summaryPages.push(node.id)
+      } else {
+        const earlier = [...published.values()].filter((entry) => entry.file && entry.generated === 'summary').map((entry) => entry.id)
+        const sourceIds = [...(await recordedSourcesOf(trx, [...earlier, ...summaryPages])), ...place.summaries.map((summary) => summary.nodeId)]
+        await recordLayerSources(trx, { pageId: node.id, sourceIds: await existingNodes(trx, owner, sourceIds) })
+      }
       artifacts.push(node.uri)
     }
     const output: CompileJobOutput = { status: 'succeeded', progress: input.progress, artifacts, skipped: input.skipped }

@@ -152,6 +152,13 @@ export interface SignInUnlocksTable {
   created_at: Generated<Timestamp>
   expires_at: Timestamp
 }
+/** What a generated page was built from (compile/layer-freshness.ts). */
+export interface LayerSourcesTable {
+  page_id: string
+  source_id: string
+  source_version_id: string | null
+  source_path: string
+}
 export interface InstancesTable {
   id: string
   lock_key: Generated<number>
@@ -228,6 +235,7 @@ export interface DB {
   rate_limit_hits: RateLimitHitsTable
   sign_in_throttles: SignInThrottlesTable
   sign_in_unlocks: SignInUnlocksTable
+  layer_sources: LayerSourcesTable
   instances: InstancesTable
   compile_job_files: CompileJobFilesTable
   compile_cache: CompileCacheTable
