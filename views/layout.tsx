@@ -50,7 +50,8 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, module
         <script src={HTMX_SCRIPT_PATH} defer></script>
         {interactive ? <script type="module" src={moduleScript ?? '/static/js/main.js'}></script> : null}
       </head>
-      <body class={bodyClass} {...csrfHeaders}>
+      {/* data-login: whose page this is (the chat's stored conversations are that person's only) */}
+      <body class={bodyClass} data-login={login} {...csrfHeaders}>
         <header class="topbar">
           <a class="brand" href="/workspace">
             <span class="brand-mark" aria-hidden="true">◆</span> knowagent

@@ -4,9 +4,11 @@
 // renamed folder), the answer tools, the keyboard, the Ctrl+K search and the colour scheme.
 // (File management and uploads: workspace-files.test.ts.)
 import { describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
 import { ask, assistantMessage, screenshot, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
+import { addUserWithToken } from '../support/test-server.ts'
 import { chatHistory, DESKTOP, documentKept, fileDialog, markDocument, nodeAction, PHONE } from '../support/workspace-page.ts'
 
 
@@ -194,6 +196,52 @@ describe('chatting in the workspace', () => {
     await page.locator('#content mark#passage', { hasText: 'forty' }).waitFor()
     await expect(dialog.isVisible()).resolves.toBe(false)
     await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(`${root}other/`)
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('signing out leaves no trace of the conversations in the tab; another user signing in wipes those a tab kept', async () => {
+    const bob = await addUserWithToken(ui.app.server, `bob-${tag}`)
+    const secret = `alices-secret-${tag}`
+    const page = await open({ uri: `${root}docs/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse(`Noted: ${secret}.`)))
+    await ask(page, `Remember ${secret}`)
+    await waitForAnswer(page)
+    const stored = (target: Page) => target.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }))
+    await expect(stored(page)).resolves.toContain(secret) // kept for a reload
+    // A second tab of alice's keeps its own conversation (sessionStorage is per tab).
+    const other = await page.context().newPage()
+    await other.goto(`/workspace?uri=${encodeURIComponent(`${root}other/`)}`)
+    await other.locator('#chat-form[data-htmx-powered]').waitFor({ state: 'attached' })
+    await other.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse(`Noted too: ${secret}.`)))
+    await ask(other, `Remember ${secret} here too`)
+    await waitForAnswer(other)
+    await expect(stored(other)).resolves.toContain(secret)
+
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.waitForURL((url) => url.pathname === '/login')
+    await expect(stored(page)).resolves.not.toContain(secret)
+    // Back does not bring alice's page out of a cache: it is asked for again, and sign-in answers.
+    await page.goBack()
+    await page.waitForURL((url) => url.pathname === '/login')
+    await expect(page.content()).resolves.not.toContain(secret)
+    await page.goto('/login')
+    await page.getByRole('textbox', { name: 'Login' }).fill(`bob-${tag}`)
+    await page.getByLabel('Password').fill(bob.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL((url) => url.pathname === '/workspace')
+    await page.locator('#chat-form[data-htmx-powered]').waitFor({ state: 'attached' })
+    await expect(page.locator('.who').textContent()).resolves.toBe(`bob-${tag}`)
+    await expect(page.content()).resolves.not.toContain(secret)
+    await expect(stored(page)).resolves.not.toContain(secret)
+
+    // The other tab never saw the sign-out: bob's first page in it wipes alice's conversations.
+    await other.goto('/workspace')
+    await other.locator('#chat-form[data-htmx-powered]').waitFor({ state: 'attached' })
+    await expect(other.locator('.who').textContent()).resolves.toBe(`bob-${tag}`)
+    await expect(other.content()).resolves.not.toContain(secret)
+    await expect(stored(other)).resolves.not.toContain(secret)
     expect(workspace.problems()).toEqual([])
   })
 

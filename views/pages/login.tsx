@@ -2,7 +2,8 @@ import { Layout } from '../layout.tsx'
 
 export function LoginPage({ loginCsrf, next, error, login }: { loginCsrf: string; next: string; error?: string | undefined; login?: string | undefined }) {
   return (
-    <Layout title="Sign in">
+    // signed-out.js: the tab's stored conversations are forgotten on the page every sign-out lands on.
+    <Layout title="Sign in" interactive moduleScript="/static/js/signed-out.js">
       <section class="login-card">
         <h1>Sign in</h1>
         {error ? (

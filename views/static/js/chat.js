@@ -7,25 +7,18 @@
 //                                      network): what arrived stays, with a notice
 // Stop aborts the htmx request (the server sees the disconnect and cancels the turn).
 // The conversation (the log as shown and the history) is kept in the tab's sessionStorage per
-// directory, so a reload, back/forward or returning to a folder restores it; "New chat" clears it.
+// directory, so a reload, back/forward or returning to a folder restores it; "New chat" clears it,
+// and it is the signed-in person's only (stored-chats.js).
 // A stopped or cut-off answer goes into the history as the person saw it: its text, marked, and
 // its tool calls paired with their results (or with "stopped" when they had none).
 import { newMessageKey } from './message-key.js'
 import { fetchEventStream } from './sse-line-endings.js'
+import { claimStoredChats, forgetStoredChats, STORED_CHAT, tabStorage as session } from './stored-chats.js'
 
 const byId = (id) => document.getElementById(id)
 const STORED_MODEL = 'knowagent.model'
-const STORED_CHAT = 'knowagent.chat.v1:'
 const STOPPED_MARK = '[This answer was stopped by the user; the text above is incomplete.]'
 const CUT_OFF_MARK = '[This answer was cut off: the connection ended before it was complete.]'
-
-function session() {
-  try {
-    return window.sessionStorage
-  } catch {
-    return null // storage disabled: the conversation lives as long as the page
-  }
-}
 
 /** What a stopped or cut-off answer adds to the history: the text and paired tool calls it showed. */
 function historyOfArticle(article, mark) {
@@ -154,15 +147,6 @@ export function initChat() {
     historyField.value = JSON.stringify(stored.history)
     lastQuestion = typeof stored.lastQuestion === 'string' ? stored.lastQuestion : ''
     return true
-  }
-  /** Forgets the conversations of a folder and every folder below it (it was deleted). */
-  function forget(prefix) {
-    const storage = session()
-    if (!storage) return
-    for (let i = storage.length - 1; i >= 0; i--) {
-      const key = storage.key(i)
-      if (key?.startsWith(storageKey(prefix))) storage.removeItem(key)
-    }
   }
 
   function appendMessage(node) {
@@ -399,7 +383,7 @@ export function initChat() {
   /** A folder was deleted: its conversations go; a chat inside it moves to the folder that held it. */
   function forgetDirectory(deleted, parent) {
     const current = uriField.value
-    forget(deleted)
+    forgetStoredChats(deleted) // the folder's and those of every folder below it
     if (current === deleted || (deleted.endsWith('/') && current.startsWith(deleted))) resetConversation(parent)
   }
 
@@ -454,6 +438,7 @@ export function initChat() {
   })
 
   byId('chat-new').addEventListener('click', () => resetConversation(uriField.value, { fresh: true }))
+  claimStoredChats(document.body.dataset.login ?? '')
   restore(uriField.value)
   // Leaving the page mid-answer (reload, back): the answer so far is kept as a cut-off one.
   window.addEventListener('pagehide', () => {
