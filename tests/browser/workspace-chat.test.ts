@@ -182,8 +182,12 @@ describe('chatting in the workspace', () => {
     expect(workspace.problems()).toEqual([])
   })
 
-  it('Ctrl+K searches the whole workspace; a hit opens the passage highlighted and keeps the chat', async () => {
+  it('Ctrl+K searches the whole workspace; a hit in another folder opens the passage and moves the chat and the tree there', async () => {
     const page = await open({ uri: `${root}other/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Delta is here.')))
+    await ask(page, 'Where is Delta?')
+    await waitForAnswer(page)
     await page.keyboard.press('Control+k')
     const dialog = page.locator('#search-dialog')
     await expect(dialog.isVisible()).resolves.toBe(true)
@@ -195,7 +199,22 @@ describe('chatting in the workspace', () => {
     await hit.click()
     await page.locator('#content mark#passage', { hasText: 'forty' }).waitFor()
     await expect(dialog.isVisible()).resolves.toBe(false)
-    await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(`${root}other/`)
+    // Issue 33 (9): the chat stayed on other/ and the next question silently searched there.
+    await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(`${root}docs/`)
+    const shown = page.locator('#tree .node-link[aria-current="page"]')
+    await shown.waitFor()
+    await expect(shown.getAttribute('data-node-uri')).resolves.toBe(`${root}docs/a.md`)
+    await expect(page.getByRole('button', { name: 'Collapse docs' }).getAttribute('aria-expanded')).resolves.toBe('true')
+    const request = page.waitForRequest((r) => r.url().endsWith('/workspace/chat/stream'))
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Forty-two.')))
+    await ask(page, 'What is the answer?')
+    expect(new URLSearchParams((await request).postData() ?? '').get('uri')).toBe(`${root}docs/`)
+    await waitForAnswer(page)
+    const sent = ui.app.provider.requests.at(-1)!.body as { messages: Array<{ role: string; content: string | null }> }
+    expect(sent.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['What is the answer?'])
+    // other/'s conversation is kept for other/.
+    await page.goBack()
+    await assistantMessage(page).locator('.answer', { hasText: 'Delta is here.' }).waitFor()
     expect(workspace.problems()).toEqual([])
   })
 

@@ -89,6 +89,27 @@ describe('living in the workspace', () => {
     })
   }
 
+  it('an upload keeps the folder on show highlighted in the tree', async () => {
+    const base = `${tag}-highlight`
+    await ui.app.putText([base, 'inner', 'seed.md'], 'seed\n')
+    const page = await open({ uri: `${root}${base}/inner/` })
+    const current = page.locator('#tree [aria-current="page"]')
+    await expect(current.getAttribute('data-node-uri')).resolves.toBe(`${root}${base}/inner/`)
+    for (const name of ['one.md', 'two.md']) {
+      const chooser = page.waitForEvent('filechooser')
+      await action(page, 'Upload files').click()
+      await (await chooser).setFiles([{ name, mimeType: 'text/markdown', buffer: Buffer.from(`# ${name}\n`) }])
+      await page.locator('#upload-title', { hasText: 'Uploaded to' }).waitFor()
+      await treeRow(page, name.replace('.', '\\.')).waitFor()
+      await page.locator('#content .entry-link', { hasText: name }).waitFor()
+      await page.waitForLoadState('networkidle')
+      // Issue 33 (13): the refreshed tree came back with nothing highlighted.
+      await expect(current.evaluateAll((links) => links.map((link) => link.getAttribute('data-node-uri')))).resolves.toEqual([`${root}${base}/inner/`])
+      await page.locator('#upload-close').click()
+    }
+    expect(workspace.problems()).toEqual([])
+  })
+
   it('uploads without a reload at phone width: the button, dropped files, and a folder that vanished is offered to be created', async () => {
     const base = `${tag}-uploads`
     await ui.app.putText([base, 'seed.md'], 'seed\n')

@@ -4,17 +4,12 @@
 // go to the JSON API without a page load, with progress and each file's outcome; a folder that
 // no longer exists is offered to be created. Ctrl+K / ⌘K opens the workspace-wide search.
 import { closeDialogs, openDialog } from './dialogs.js'
-import { openNode } from './workspace.js'
+import { openNode, refreshTree } from './workspace.js'
 
 const byId = (id) => document.getElementById(id)
 const csrfToken = () => document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? ''
 const isUnder = (uri, prefix) => uri === prefix || (prefix.endsWith('/') && uri.startsWith(prefix))
 const moved = (uri, from, to) => (isUnder(uri, from) ? to + uri.slice(from.length) : uri)
-
-function refreshTree(uri) {
-  // Each pane's requests are queued on the pane itself: htmx keeps one queued request per source.
-  return htmx.ajax('GET', `/workspace/tree/whole?uri=${encodeURIComponent(uri)}`, { source: byId('tree') ?? document.body, target: '#tree', swap: 'outerHTML' })
-}
 
 function currentNodeUri() {
   return byId('content')?.dataset.nodeUri
