@@ -27,6 +27,8 @@ export interface LayoutProps {
   /** The page's module instead of /static/js/main.js (the workspace page's). */
   readonly moduleScript?: string | undefined
   readonly nav?: ReadonlyArray<NavLink> | undefined
+  /** In the top bar between the brand and the links: a page's status line (the workspace's file changes). */
+  readonly status?: Child
   readonly children?: Child
 }
 
@@ -34,7 +36,7 @@ export interface LayoutProps {
 // orphan it); no inline indicator CSS is needed (app.css styles .htmx-request).
 const HTMX_CONFIG = JSON.stringify({ history: 'reload', includeIndicatorCSS: false })
 
-export function Layout({ title, csrfToken, login, bodyClass, interactive, moduleScript, nav, children }: LayoutProps) {
+export function Layout({ title, csrfToken, login, bodyClass, interactive, moduleScript, nav, status, children }: LayoutProps) {
   // htmx 4 does not inherit attributes implicitly: `:inherited` makes every request send the token.
   const csrfHeaders = csrfToken ? { 'hx-headers:inherited': JSON.stringify({ 'X-CSRF-Token': csrfToken }) } : {}
   return (
@@ -56,6 +58,7 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, module
           <a class="brand" href="/workspace">
             <span class="brand-mark" aria-hidden="true">◆</span> knowagent
           </a>
+          {status ? <div class="topbar-status">{status}</div> : null}
           {nav && nav.length > 0 ? (
             <nav class="topnav" aria-label="Settings">
               {nav.map((link) => (

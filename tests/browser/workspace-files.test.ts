@@ -89,6 +89,38 @@ describe('living in the workspace', () => {
     })
   }
 
+  for (const viewport of [DESKTOP, PHONE]) {
+    const width = viewport === PHONE ? 'phone' : 'desktop'
+    it(`at ${width} width the message after a change covers no control: Send (and Ask KnowAgent) take clicks at once`, async () => {
+      const base = `${tag}-status-${width}`
+      await ui.app.putText([base, 'archive', 'old.md'], 'old\n')
+      const page = await open({ uri: `${root}${base}/archive/`, viewport })
+      await action(page, 'Delete').click()
+      await fileDialog(page).getByRole('button', { name: 'Delete 1 file' }).click()
+      const status = page.locator('#files-live')
+      await status.filter({ hasText: 'Deleted the folder archive (1 file).' }).waitFor()
+      await expect(status.isVisible()).resolves.toBe(true)
+      await expect(status.evaluate(coveredControls)).resolves.toEqual([])
+      if (viewport === PHONE) {
+        await screenshot(page, `phone-status-message-${tag}`)
+        const toggle = page.getByRole('button', { name: 'Ask KnowAgent' })
+        await expect(toggle.evaluate(takesClickAtCentre)).resolves.toBe(true)
+        await toggle.click({ timeout: 1000 })
+        await expect(status.evaluate(coveredControls)).resolves.toEqual([])
+      }
+      // Issue 33 (10): the message sat over Send for 8 s and swallowed the click.
+      const send = page.getByRole('button', { name: 'Send' })
+      await expect(send.evaluate(takesClickAtCentre)).resolves.toBe(true)
+      await screenshot(page, `${width}-status-after-delete-${tag}`)
+      await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+      ui.app.provider.enqueue(streamScript(textAnswerSse('Sent at once.')))
+      await page.getByRole('textbox', { name: 'Message' }).fill('Is the archive gone?')
+      await send.click({ timeout: 1000 })
+      await waitForAnswer(page)
+      expect(workspace.problems()).toEqual([])
+    })
+  }
+
   it('an upload keeps the folder on show highlighted in the tree', async () => {
     const base = `${tag}-highlight`
     await ui.app.putText([base, 'inner', 'seed.md'], 'seed\n')
@@ -268,4 +300,26 @@ async function dropFiles(target: Locator, files: ReadonlyArray<{ name: string; t
     if (delivered) return
   }
   throw new Error('the drop target kept being replaced')
+}
+
+/** The visible controls a status element is drawn over (their labels). Runs in the page. */
+function coveredControls(status: Element): string[] {
+  const box = status.getBoundingClientRect()
+  const overlaps = (other: DOMRect) => other.left < box.right && box.left < other.right && other.top < box.bottom && box.top < other.bottom
+  return [...document.querySelectorAll('a[href], button, input, select, textarea, [tabindex]')]
+    .filter((control) => !status.contains(control) && control.getClientRects().length > 0 && overlaps(control.getBoundingClientRect()))
+    .filter((control) => status.contains(document.elementFromPoint(...centreOf(control)))) // drawn on top of it, not under it
+    .map((control) => control.getAttribute('aria-label') ?? control.textContent?.trim() ?? control.tagName)
+
+  function centreOf(element: Element): [number, number] {
+    const rect = element.getBoundingClientRect()
+    return [rect.left + rect.width / 2, rect.top + rect.height / 2]
+  }
+}
+
+/** A click at the centre of the element reaches it (nothing is drawn over it there). Runs in the page. */
+function takesClickAtCentre(element: Element): boolean {
+  const rect = element.getBoundingClientRect()
+  const hit = document.elementFromPoint(rect.left + rect.width / 2, rect.top + rect.height / 2)
+  return hit !== null && element.contains(hit)
 }
