@@ -264,6 +264,29 @@ describe('chatting in the workspace', () => {
     expect(workspace.problems()).toEqual([])
   })
 
+  it('a reload restores the context meter with the conversation', async () => {
+    const page = await open({ uri: `${root}docs/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    const meter = () => page.locator('#context-meter').evaluate((element) => ({ summary: element.querySelector('#context-summary')!.textContent, detail: element.querySelector('#context-detail')!.textContent }))
+    await expect(meter().then((m) => m.summary)).resolves.toContain('measured when you ask')
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Measured.')))
+    await ask(page, 'How big is this?')
+    await waitForAnswer(page)
+    const measured = await meter()
+    expect(measured.summary).not.toContain('measured when you ask')
+    await page.reload()
+    await assistantMessage(page).locator('.answer', { hasText: 'Measured.' }).waitFor()
+    await expect(meter()).resolves.toEqual(measured)
+    // Another folder's conversation has its own figure (none yet); coming back restores this one.
+    await page.locator('#tree .node-link', { hasText: /^other$/ }).click()
+    await page.locator('#chat-welcome').waitFor()
+    await expect(meter().then((m) => m.summary)).resolves.toContain('measured when you ask')
+    await page.goBack()
+    await assistantMessage(page).locator('.answer', { hasText: 'Measured.' }).waitFor()
+    await expect(meter()).resolves.toEqual(measured)
+    expect(workspace.problems()).toEqual([])
+  })
+
   it('follows the system colour scheme: dark mode when the system prefers it', async () => {
     const page = await open({ uri: `${root}docs/a.md` })
     const colours = () =>

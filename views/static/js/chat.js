@@ -6,9 +6,9 @@
 //   request ended without a terminal → stopped (Stop pressed) or failed (EOF, HTTP error,
 //                                      network): what arrived stays, with a notice
 // Stop aborts the htmx request (the server sees the disconnect and cancels the turn).
-// The conversation (the log as shown and the history) is kept in the tab's sessionStorage per
-// directory, so a reload, back/forward or returning to a folder restores it; "New chat" clears it,
-// and it is the signed-in person's only (stored-chats.js).
+// The conversation (the log as shown, the history and the context meter's last figure) is kept in
+// the tab's sessionStorage per directory, so a reload, back/forward or returning to a folder
+// restores it; "New chat" clears it, and it is the signed-in person's only (stored-chats.js).
 // A stopped or cut-off answer goes into the history as the person saw it: its text, marked, and
 // its tool calls paired with their results (or with "stopped" when they had none).
 import { newMessageKey } from './message-key.js'
@@ -101,7 +101,9 @@ export function initChat() {
   const historyField = byId('chat-history')
   const uriField = byId('chat-uri')
   const modelSelect = byId('chat-model')
-  const initialMeter = { summary: byId('context-summary').innerHTML, detail: byId('context-detail').innerHTML }
+  const meterSummary = byId('context-summary')
+  const meterDetail = byId('context-detail')
+  const initialMeter = { summary: meterSummary.innerHTML, detail: meterDetail.innerHTML }
   let active = null // the turn in flight: { ctx, article, stopped, message, historyBefore, startedAt }
   let lastQuestion = ''
   let saveTimer
@@ -127,7 +129,8 @@ export function initChat() {
     const key = storageKey(uriField.value)
     try {
       if (!log.querySelector('.msg')) return storage.removeItem(key)
-      storage.setItem(key, JSON.stringify({ history: JSON.parse(historyField.value || '[]'), log: log.innerHTML, lastQuestion }))
+      const meter = { summary: meterSummary.innerHTML, detail: meterDetail.innerHTML }
+      storage.setItem(key, JSON.stringify({ history: JSON.parse(historyField.value || '[]'), log: log.innerHTML, lastQuestion, meter }))
     } catch {
       // full or unavailable: the page still has the conversation
     }
@@ -146,6 +149,10 @@ export function initChat() {
     log.innerHTML = stored.log
     historyField.value = JSON.stringify(stored.history)
     lastQuestion = typeof stored.lastQuestion === 'string' ? stored.lastQuestion : ''
+    if (typeof stored.meter?.summary === 'string' && typeof stored.meter.detail === 'string') {
+      meterSummary.innerHTML = stored.meter.summary
+      meterDetail.innerHTML = stored.meter.detail
+    }
     return true
   }
 
@@ -350,8 +357,8 @@ export function initChat() {
     uriField.value = directoryUri
     byId('uri-prefix-text').textContent = directoryUri
     for (const bound of document.querySelectorAll('[data-bind="directory-uri"]')) bound.textContent = directoryUri
-    byId('context-summary').innerHTML = initialMeter.summary
-    byId('context-detail').innerHTML = initialMeter.detail
+    meterSummary.innerHTML = initialMeter.summary
+    meterDetail.innerHTML = initialMeter.detail
     if (fresh) session()?.removeItem(storageKey(directoryUri)) // this folder's conversation only, not those of folders below it
     else if (restore(directoryUri)) return
     htmx.ajax('GET', `/workspace/chat/welcome?uri=${encodeURIComponent(directoryUri)}`, { source: log, target: '#chat-log', swap: 'innerHTML' })
