@@ -9,7 +9,7 @@ import { ask, assistantMessage, screenshot, useBrowserFixture, SECURE_PAGE, wait
 import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
 import { addUserWithToken } from '../support/test-server.ts'
-import { chatHistory, DESKTOP, documentKept, fileDialog, markDocument, nodeAction, PHONE } from '../support/workspace-page.ts'
+import { chatHistory, contrastRatio, DESKTOP, documentKept, fileDialog, markDocument, nodeAction, PHONE } from '../support/workspace-page.ts'
 
 
 const ui = useBrowserFixture({ start: startChatWorkspace })
@@ -284,6 +284,22 @@ describe('chatting in the workspace', () => {
     await page.goBack()
     await assistantMessage(page).locator('.answer', { hasText: 'Measured.' }).waitFor()
     await expect(meter()).resolves.toEqual(measured)
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('the composer hint and the model name are readable in both colour schemes (contrast ≥ 4.5:1)', async () => {
+    const page = await open({ uri: `${root}docs/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Readable.')))
+    await ask(page, 'Contrast?')
+    await waitForAnswer(page)
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme })
+      for (const selector of ['.composer-hint', '#chat-log .model-name', '#chat-log .elapsed']) {
+        const ratio = await page.locator(selector).first().evaluate(contrastRatio)
+        expect({ colorScheme, selector, ratio: ratio >= 4.5 ? 'ok' : ratio.toFixed(2) }).toEqual({ colorScheme, selector, ratio: 'ok' })
+      }
+    }
     expect(workspace.problems()).toEqual([])
   })
 
