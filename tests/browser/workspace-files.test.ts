@@ -142,6 +142,23 @@ describe('living in the workspace', () => {
     expect(workspace.problems()).toEqual([])
   })
 
+  it('at phone width names in the listing wrap between words, never inside one that fits the column', async () => {
+    const names = ['Infrastructure requirements overview.md', 'Quarterly planning notes for the northern region.md', 'internationalization-guidelines.md', `${tag}-${'y'.repeat(60)}.md`]
+    for (const name of names) await ui.app.putText([`${tag}-names`, name], 'x\n')
+    const page = await open({ uri: `${root}${tag}-names/`, viewport: PHONE })
+    await screenshot(page, `phone-listing-names-${tag}`)
+    const links = page.locator('#content table.entries .entry-link')
+    await expect(links.count()).resolves.toBe(names.length)
+    // Issue 33 (13): Size and Updated left the names a quarter of the table, so ordinary words
+    // ("Infrastructure", "requirements") were wider than their column and broke inside.
+    const share = await page.locator('#content table.entries').evaluate((table) => table.querySelector('th')!.getBoundingClientRect().width / table.getBoundingClientRect().width)
+    expect(share).toBeGreaterThanOrEqual(0.5)
+    const breaks = await links.evaluateAll(midWordBreaks)
+    expect(breaks).toEqual([])
+    await expect(page.locator('#content').evaluate((pane) => pane.querySelector('table.entries')!.getBoundingClientRect().right <= pane.getBoundingClientRect().right + 1)).resolves.toBe(true)
+    expect(workspace.problems()).toEqual([])
+  })
+
   it('uploads without a reload at phone width: the button, dropped files, and a folder that vanished is offered to be created', async () => {
     const base = `${tag}-uploads`
     await ui.app.putText([base, 'seed.md'], 'seed\n')
@@ -322,4 +339,43 @@ function takesClickAtCentre(element: Element): boolean {
   const rect = element.getBoundingClientRect()
   const hit = document.elementFromPoint(rect.left + rect.width / 2, rect.top + rect.height / 2)
   return hit !== null && element.contains(hit)
+}
+
+/**
+ * Where the links' text is broken across lines inside a word that would fit on one line of its
+ * column (a break after a space or a hyphen is between words). Runs in the page.
+ */
+function midWordBreaks(links: Element[]): string[] {
+  const found: string[] = []
+  for (const link of links) {
+    const node = link.firstChild
+    if (!(node instanceof Text)) continue
+    const text = node.data
+    const column = link.closest('td')!
+    const style = getComputedStyle(column)
+    const room = column.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight)
+    const range = document.createRange()
+    const topOf = (i: number) => {
+      range.setStart(node, i)
+      range.setEnd(node, i + 1)
+      return range.getClientRects()[0]?.top ?? Number.NaN
+    }
+    const widthOf = (word: string) => {
+      const probe = document.createElement('span')
+      probe.style.whiteSpace = 'nowrap'
+      probe.textContent = word
+      link.append(probe)
+      const width = probe.getBoundingClientRect().width
+      probe.remove()
+      return width
+    }
+    for (let i = 1; i < text.length; i += 1) {
+      if (!(topOf(i) > topOf(i - 1)) || /[\s-]/.test(text[i - 1]!) || /\s/.test(text[i]!)) continue
+      const start = Math.max(text.lastIndexOf(' ', i - 1), text.lastIndexOf('-', i - 1)) + 1
+      const rest = text.slice(i).search(/[\s-]/)
+      const word = text.slice(start, rest === -1 ? text.length : i + rest + 1)
+      if (widthOf(word) <= room) found.push(`${text.slice(0, i)}|${text.slice(i)}`)
+    }
+  }
+  return found
 }
