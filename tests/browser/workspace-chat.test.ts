@@ -54,6 +54,9 @@ describe('chatting in the workspace', () => {
       expect(box.y + box.height).toBeLessThanOrEqual(viewport.height) // scrolled into view
       expect(new URL(page.url()).searchParams.get('offset')).toBe(String(offset))
       await screenshot(page, `${width}-citation-passage-${tag}`)
+      // The tree opens down to the cited file and highlights it (issue 33: it stayed on the folder before).
+      await page.locator(`#tree .node-link[aria-current="page"][data-node-uri="${root}docs/a.md"]`).waitFor()
+      await expect(page.locator('#tree [aria-current="page"]').count()).resolves.toBe(1)
       // The chat was kept: same directory, same conversation, same document.
       await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(root)
       await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(2)

@@ -94,16 +94,19 @@ function revealInTree(nodeUri, directoryUri) {
 }
 
 let keepChatOnce = false
+let revealOnce = false
 
 const contentHref = (uri, offset) => `/workspace/content?uri=${encodeURIComponent(uri)}${offset === undefined ? '' : `&offset=${offset}`}`
 const pageHref = (uri, offset) => `/workspace?uri=${encodeURIComponent(uri)}${offset === undefined ? '' : `&offset=${offset}`}`
 
 /**
  * Shows a node in the content pane, in place (pushed to the history). `keepChat`: the chat stays
- * on its directory (a citation, a search hit, a refresh after a change) instead of following.
+ * on its directory (a citation, a refresh after a change) instead of following. `reveal`: the tree
+ * opens down to the node even when the chat stays (a node opened from outside the tree).
  */
-export function openNode(uri, { offset, keepChat = false } = {}) {
+export function openNode(uri, { offset, keepChat = false, reveal = false } = {}) {
   keepChatOnce = keepChat
+  revealOnce = reveal
   document.body.classList.remove('chat-open') // at phone width the preview is under the chat
   const source = byId('content') ?? document.body // htmx keeps one queued request per source element
   return htmx.ajax('GET', contentHref(uri, offset), { source, target: '#content', swap: 'outerHTML', push: pageHref(uri, offset) })
@@ -121,15 +124,15 @@ function initNavigation({ chat }) {
     // Only a new content pane decides: other swaps (the tree, a dialog) may land while it loads.
     if (event.detail?.ctx?.target?.id !== 'content') return
     const content = byId('content')
-    const keepChat = keepChatOnce
-    keepChatOnce = false
+    const [keepChat, reveal] = [keepChatOnce, revealOnce]
+    keepChatOnce = revealOnce = false
     const directoryUri = content?.dataset.directoryUri
     if (!directoryUri) return
     markCurrent()
     showPassage()
-    if (keepChat || directoryUri === chat.directoryUri()) return // the conversation goes on
-    chat.resetConversation(directoryUri)
-    revealInTree(content.dataset.nodeUri, directoryUri)
+    const follows = !keepChat && directoryUri !== chat.directoryUri() // else the conversation goes on
+    if (follows) chat.resetConversation(directoryUri)
+    if (follows || reveal) revealInTree(content.dataset.nodeUri, directoryUri)
   })
   // The refreshed tree (an upload, a change) and a directory's children arrive unmarked.
   document.addEventListener('htmx:after:swap', (event) => {
@@ -145,7 +148,7 @@ function initNavigation({ chat }) {
     const offset = link.dataset.offset === undefined ? undefined : Number(link.dataset.offset)
     // A citation is of a file the chat's own scope holds: the conversation goes on. A search hit
     // (the whole workspace) is navigation: the chat moves to the hit's folder, as from the tree.
-    openNode(link.dataset.uri ?? link.dataset.nodeUri, { offset, keepChat: link.matches('.kb-cite') })
+    openNode(link.dataset.uri ?? link.dataset.nodeUri, { offset, keepChat: link.matches('.kb-cite'), reveal: true })
   })
 }
 
