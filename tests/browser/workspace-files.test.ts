@@ -95,6 +95,7 @@ describe('living in the workspace', () => {
       const base = `${tag}-status-${width}`
       await ui.app.putText([base, 'archive', 'old.md'], 'old\n')
       const page = await open({ uri: `${root}${base}/archive/`, viewport })
+      await page.clock.install() // time flows; fastForward skips the message's 8 s
       await action(page, 'Delete').click()
       await fileDialog(page).getByRole('button', { name: 'Delete 1 file' }).click()
       const status = page.locator('#files-live')
@@ -103,6 +104,12 @@ describe('living in the workspace', () => {
       await expect(status.evaluate(coveredControls)).resolves.toEqual([])
       if (viewport === PHONE) {
         await screenshot(page, `phone-status-message-${tag}`)
+        // When the message goes, nothing moves by itself under a finger: its row stays until the next tap.
+        const contentTop = () => page.locator('#content').evaluate((content) => content.getBoundingClientRect().top)
+        const top = await contentTop()
+        await page.clock.fastForward(9000)
+        await expect(status.isVisible()).resolves.toBe(false)
+        await expect(contentTop()).resolves.toBe(top)
         const toggle = page.getByRole('button', { name: 'Ask KnowAgent' })
         await expect(toggle.evaluate(takesClickAtCentre)).resolves.toBe(true)
         await toggle.click({ timeout: 1000 })

@@ -60,12 +60,26 @@ function initDialogActions({ chat }) {
 // ── uploads ─────────────────────────────────────────────────────────────────────────────────
 
 let statusTimer
+/**
+ * What a change did, in the top bar's status line for 8 s. Then it is hidden but keeps its place
+ * until the next click (at phone width it is a row of its own): the page never moves by itself.
+ */
 function showStatus(text) {
   const live = byId('files-live')
   if (!live) return
   live.textContent = text
+  live.classList.remove('is-stale')
   clearTimeout(statusTimer)
-  statusTimer = setTimeout(() => (live.textContent = ''), 8000)
+  statusTimer = setTimeout(() => live.classList.add('is-stale'), 8000)
+}
+
+function initStatus() {
+  document.addEventListener('click', () => {
+    const live = byId('files-live')
+    if (!live?.classList.contains('is-stale')) return
+    live.classList.remove('is-stale')
+    live.textContent = ''
+  })
 }
 
 const OUTCOME_TEXT = { added: 'added', updated: 'new version', unchanged: 'unchanged (same bytes)', failed: 'not stored', pending: 'waiting' }
@@ -228,6 +242,7 @@ function initSearch() {
 }
 
 export function initFiles({ chat }) {
+  initStatus()
   initDialogActions({ chat })
   initSearch()
   return initUploads()
