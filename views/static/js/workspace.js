@@ -86,7 +86,9 @@ export function refreshTree(uri) {
 /** The tree shows the chat's new directory open, and the node on show inside it. */
 function revealInTree(nodeUri, directoryUri) {
   const link = document.querySelector(`#tree [data-node-uri="${CSS.escape(nodeUri)}"]`)
-  if (!link) return refreshTree(nodeUri) // not loaded yet: the path down to it comes rendered open
+  // Not loaded yet: the tree again, open down to the folder (which exists even when the node is a
+  // missing one, shown as a problem), its children included.
+  if (!link) return refreshTree(directoryUri)
   for (const toggle of [...document.querySelectorAll('#tree .twisty[aria-expanded="false"]')]) {
     const item = toggle.closest('.node.directory')
     if (item.contains(link) || item.dataset.uri === directoryUri) toggle.click() // lazily loads the directory's children once
