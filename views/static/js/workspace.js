@@ -83,7 +83,7 @@ export function refreshTree(uri) {
   return htmx.ajax('GET', `/workspace/tree/whole?uri=${encodeURIComponent(uri)}`, { source: byId('tree') ?? document.body, target: '#tree', swap: 'outerHTML' })
 }
 
-/** The tree shows the chat's new directory open, and the node on show inside it. */
+/** The tree opens down to the node on show, and opens its folder. */
 function revealInTree(nodeUri, directoryUri) {
   const link = document.querySelector(`#tree [data-node-uri="${CSS.escape(nodeUri)}"]`)
   // Not loaded yet: the tree again, open down to the folder (which exists even when the node is a
@@ -138,7 +138,7 @@ function initNavigation({ chat }) {
   })
   // The refreshed tree (an upload, a change) and a directory's children arrive unmarked.
   document.addEventListener('htmx:after:swap', (event) => {
-    if (event.detail?.ctx?.target?.closest?.('#tree') || event.detail?.ctx?.target?.id === 'tree') markCurrent()
+    if (event.detail?.ctx?.target?.closest?.('#tree')) markCurrent() // the old #tree itself, or a group inside it
   })
   markCurrent()
   showPassage()
