@@ -50,9 +50,11 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, module
         {csrfToken ? <meta name="csrf-token" content={csrfToken} /> : null}
         <meta name="htmx-config" content={HTMX_CONFIG} />
         <script src={HTMX_SCRIPT_PATH} defer></script>
+        {/* first: the tab's kept conversations become the signed-in person's before a page's module reads them */}
+        {login ? <script type="module" src="/static/js/session-owner.js"></script> : null}
         {interactive ? <script type="module" src={moduleScript ?? '/static/js/main.js'}></script> : null}
       </head>
-      {/* data-login: whose page this is (the chat's stored conversations are that person's only) */}
+      {/* data-login: whose page this is (session-owner.js) */}
       <body class={bodyClass} data-login={login} {...csrfHeaders}>
         <header class="topbar">
           <a class="brand" href="/workspace">

@@ -258,7 +258,10 @@ describe('chatting in the workspace', () => {
     await expect(page.content()).resolves.not.toContain(secret)
     await expect(stored(page)).resolves.not.toContain(secret)
 
-    // The other tab never saw the sign-out: bob's first page in it wipes alice's conversations.
+    // The other tab never saw the sign-out: bob's first page in it, whichever, wipes alice's conversations.
+    await other.goto('/settings')
+    await expect(other.locator('.who').textContent()).resolves.toBe(`bob-${tag}`)
+    await expect(stored(other)).resolves.not.toContain(secret)
     await other.goto('/workspace')
     await other.locator('#chat-form[data-htmx-powered]').waitFor({ state: 'attached' })
     await expect(other.locator('.who').textContent()).resolves.toBe(`bob-${tag}`)

@@ -13,7 +13,7 @@
 // its tool calls paired with their results (or with "stopped" when they had none).
 import { newMessageKey } from './message-key.js'
 import { fetchEventStream } from './sse-line-endings.js'
-import { claimStoredChats, forgetStoredChats, STORED_CHAT, tabStorage as session } from './stored-chats.js'
+import { forgetStoredChats, STORED_CHAT, tabStorage as session } from './stored-chats.js'
 
 const byId = (id) => document.getElementById(id)
 const STORED_MODEL = 'knowagent.model'
@@ -445,7 +445,6 @@ export function initChat() {
   })
 
   byId('chat-new').addEventListener('click', () => resetConversation(uriField.value, { fresh: true }))
-  claimStoredChats(document.body.dataset.login ?? '')
   restore(uriField.value)
   // Leaving the page mid-answer (reload, back): the answer so far is kept as a cut-off one.
   window.addEventListener('pagehide', () => {

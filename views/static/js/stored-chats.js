@@ -1,7 +1,7 @@
 // The conversations the page keeps in the tab's sessionStorage (chat.js) belong to the person
 // signed in, and to no one after them: the sign-in page, where every sign-out lands, forgets them
-// (signed-out.js), and a page of another person forgets those a tab kept from before (a tab that
-// never saw the sign-out, e.g. one opened beside the one that signed out).
+// (signed-out.js), and any page of another person forgets those a tab kept from before
+// (session-owner.js: a tab that never saw the sign-out, e.g. one beside the one that signed out).
 export const STORED_CHAT = 'knowagent.chat.v1:'
 const STORED_OWNER = 'knowagent.chat.owner'
 
