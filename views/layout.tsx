@@ -27,6 +27,8 @@ export interface LayoutProps {
   /** The page's module instead of /static/js/main.js (the workspace page's). */
   readonly moduleScript?: string | undefined
   readonly nav?: ReadonlyArray<NavLink> | undefined
+  /** In the top bar between the brand and the links: a page's status line (the workspace's file changes). */
+  readonly status?: Child
   readonly children?: Child
 }
 
@@ -34,7 +36,7 @@ export interface LayoutProps {
 // orphan it); no inline indicator CSS is needed (app.css styles .htmx-request).
 const HTMX_CONFIG = JSON.stringify({ history: 'reload', includeIndicatorCSS: false })
 
-export function Layout({ title, csrfToken, login, bodyClass, interactive, moduleScript, nav, children }: LayoutProps) {
+export function Layout({ title, csrfToken, login, bodyClass, interactive, moduleScript, nav, status, children }: LayoutProps) {
   // htmx 4 does not inherit attributes implicitly: `:inherited` makes every request send the token.
   const csrfHeaders = csrfToken ? { 'hx-headers:inherited': JSON.stringify({ 'X-CSRF-Token': csrfToken }) } : {}
   return (
@@ -48,13 +50,17 @@ export function Layout({ title, csrfToken, login, bodyClass, interactive, module
         {csrfToken ? <meta name="csrf-token" content={csrfToken} /> : null}
         <meta name="htmx-config" content={HTMX_CONFIG} />
         <script src={HTMX_SCRIPT_PATH} defer></script>
+        {/* first: the tab's kept conversations become the signed-in person's before a page's module reads them */}
+        {login ? <script type="module" src="/static/js/session-owner.js"></script> : null}
         {interactive ? <script type="module" src={moduleScript ?? '/static/js/main.js'}></script> : null}
       </head>
-      <body class={bodyClass} {...csrfHeaders}>
+      {/* data-login: whose page this is (session-owner.js) */}
+      <body class={bodyClass} data-login={login} {...csrfHeaders}>
         <header class="topbar">
           <a class="brand" href="/workspace">
             <span class="brand-mark" aria-hidden="true">◆</span> knowagent
           </a>
+          {status ? <div class="topbar-status">{status}</div> : null}
           {nav && nav.length > 0 ? (
             <nav class="topnav" aria-label="Settings">
               {nav.map((link) => (

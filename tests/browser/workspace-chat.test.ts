@@ -4,10 +4,12 @@
 // renamed folder), the answer tools, the keyboard, the Ctrl+K search and the colour scheme.
 // (File management and uploads: workspace-files.test.ts.)
 import { describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
 import { ask, assistantMessage, screenshot, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
-import { chatHistory, DESKTOP, documentKept, fileDialog, markDocument, nodeAction, PHONE } from '../support/workspace-page.ts'
+import { addUserWithToken } from '../support/test-server.ts'
+import { chatHistory, contrastRatio, DESKTOP, documentKept, fileDialog, markDocument, nodeAction, PHONE } from '../support/workspace-page.ts'
 
 
 const ui = useBrowserFixture({ start: startChatWorkspace })
@@ -52,6 +54,9 @@ describe('chatting in the workspace', () => {
       expect(box.y + box.height).toBeLessThanOrEqual(viewport.height) // scrolled into view
       expect(new URL(page.url()).searchParams.get('offset')).toBe(String(offset))
       await screenshot(page, `${width}-citation-passage-${tag}`)
+      // The tree opens down to the cited file and highlights it (issue 33: it stayed on the folder before).
+      await page.locator(`#tree .node-link[aria-current="page"][data-node-uri="${root}docs/a.md"]`).waitFor()
+      await expect(page.locator('#tree [aria-current="page"]').count()).resolves.toBe(1)
       // The chat was kept: same directory, same conversation, same document.
       await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(root)
       await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(2)
@@ -180,8 +185,12 @@ describe('chatting in the workspace', () => {
     expect(workspace.problems()).toEqual([])
   })
 
-  it('Ctrl+K searches the whole workspace; a hit opens the passage highlighted and keeps the chat', async () => {
+  it('Ctrl+K searches the whole workspace; a hit in another folder opens the passage and moves the chat and the tree there', async () => {
     const page = await open({ uri: `${root}other/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Delta is here.')))
+    await ask(page, 'Where is Delta?')
+    await waitForAnswer(page)
     await page.keyboard.press('Control+k')
     const dialog = page.locator('#search-dialog')
     await expect(dialog.isVisible()).resolves.toBe(true)
@@ -193,7 +202,110 @@ describe('chatting in the workspace', () => {
     await hit.click()
     await page.locator('#content mark#passage', { hasText: 'forty' }).waitFor()
     await expect(dialog.isVisible()).resolves.toBe(false)
-    await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(`${root}other/`)
+    // Issue 33 (9): the chat stayed on other/ and the next question silently searched there.
+    await expect(page.locator('#uri-prefix-text').textContent()).resolves.toBe(`${root}docs/`)
+    const shown = page.locator('#tree .node-link[aria-current="page"]')
+    await shown.waitFor()
+    await expect(shown.getAttribute('data-node-uri')).resolves.toBe(`${root}docs/a.md`)
+    await expect(page.getByRole('button', { name: 'Collapse docs' }).getAttribute('aria-expanded')).resolves.toBe('true')
+    const request = page.waitForRequest((r) => r.url().endsWith('/workspace/chat/stream'))
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Forty-two.')))
+    await ask(page, 'What is the answer?')
+    expect(new URLSearchParams((await request).postData() ?? '').get('uri')).toBe(`${root}docs/`)
+    await waitForAnswer(page)
+    const sent = ui.app.provider.requests.at(-1)!.body as { messages: Array<{ role: string; content: string | null }> }
+    expect(sent.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['What is the answer?'])
+    // other/'s conversation is kept for other/.
+    await page.goBack()
+    await assistantMessage(page).locator('.answer', { hasText: 'Delta is here.' }).waitFor()
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('signing out leaves no trace of the conversations in the tab; another user signing in wipes those a tab kept', async () => {
+    const bob = await addUserWithToken(ui.app.server, `bob-${tag}`)
+    const secret = `alices-secret-${tag}`
+    const page = await open({ uri: `${root}docs/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse(`Noted: ${secret}.`)))
+    await ask(page, `Remember ${secret}`)
+    await waitForAnswer(page)
+    const stored = (target: Page) => target.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }))
+    await expect(stored(page)).resolves.toContain(secret) // kept for a reload
+    // A second tab of alice's keeps its own conversation (sessionStorage is per tab).
+    const other = await page.context().newPage()
+    await other.goto(`/workspace?uri=${encodeURIComponent(`${root}other/`)}`)
+    await other.locator('#chat-form[data-htmx-powered]').waitFor({ state: 'attached' })
+    await other.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse(`Noted too: ${secret}.`)))
+    await ask(other, `Remember ${secret} here too`)
+    await waitForAnswer(other)
+    await expect(stored(other)).resolves.toContain(secret)
+
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.waitForURL((url) => url.pathname === '/login')
+    await expect(stored(page)).resolves.not.toContain(secret)
+    // Back does not bring alice's page out of a cache: it is asked for again, and sign-in answers.
+    await page.goBack()
+    await page.waitForURL((url) => url.pathname === '/login')
+    await expect(page.content()).resolves.not.toContain(secret)
+    await page.goto('/login')
+    await page.getByRole('textbox', { name: 'Login' }).fill(`bob-${tag}`)
+    await page.getByLabel('Password').fill(bob.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL((url) => url.pathname === '/workspace')
+    await page.locator('#chat-form[data-htmx-powered]').waitFor({ state: 'attached' })
+    await expect(page.locator('.who').textContent()).resolves.toBe(`bob-${tag}`)
+    await expect(page.content()).resolves.not.toContain(secret)
+    await expect(stored(page)).resolves.not.toContain(secret)
+
+    // The other tab never saw the sign-out: bob's first page in it, whichever, wipes alice's conversations.
+    await other.goto('/settings')
+    await expect(other.locator('.who').textContent()).resolves.toBe(`bob-${tag}`)
+    await expect(stored(other)).resolves.not.toContain(secret)
+    await other.goto('/workspace')
+    await other.locator('#chat-form[data-htmx-powered]').waitFor({ state: 'attached' })
+    await expect(other.locator('.who').textContent()).resolves.toBe(`bob-${tag}`)
+    await expect(other.content()).resolves.not.toContain(secret)
+    await expect(stored(other)).resolves.not.toContain(secret)
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('a reload restores the context meter with the conversation', async () => {
+    const page = await open({ uri: `${root}docs/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    const meter = () => page.locator('#context-meter').evaluate((element) => ({ summary: element.querySelector('#context-summary')!.textContent, detail: element.querySelector('#context-detail')!.textContent }))
+    await expect(meter().then((m) => m.summary)).resolves.toContain('measured when you ask')
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Measured.')))
+    await ask(page, 'How big is this?')
+    await waitForAnswer(page)
+    const measured = await meter()
+    expect(measured.summary).not.toContain('measured when you ask')
+    await page.reload()
+    await assistantMessage(page).locator('.answer', { hasText: 'Measured.' }).waitFor()
+    await expect(meter()).resolves.toEqual(measured)
+    // Another folder's conversation has its own figure (none yet); coming back restores this one.
+    await page.locator('#tree .node-link', { hasText: /^other$/ }).click()
+    await page.locator('#chat-welcome').waitFor()
+    await expect(meter().then((m) => m.summary)).resolves.toContain('measured when you ask')
+    await page.goBack()
+    await assistantMessage(page).locator('.answer', { hasText: 'Measured.' }).waitFor()
+    await expect(meter()).resolves.toEqual(measured)
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('the composer hint and the model name are readable in both colour schemes (contrast ≥ 4.5:1)', async () => {
+    const page = await open({ uri: `${root}docs/` })
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Readable.')))
+    await ask(page, 'Contrast?')
+    await waitForAnswer(page)
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme })
+      for (const selector of ['.composer-hint', '#chat-log .model-name', '#chat-log .elapsed']) {
+        const ratio = await page.locator(selector).first().evaluate(contrastRatio)
+        expect({ colorScheme, selector, ratio: ratio >= 4.5 ? 'ok' : ratio.toFixed(2) }).toEqual({ colorScheme, selector, ratio: 'ok' })
+      }
+    }
     expect(workspace.problems()).toEqual([])
   })
 

@@ -89,6 +89,83 @@ describe('living in the workspace', () => {
     })
   }
 
+  for (const viewport of [DESKTOP, PHONE]) {
+    const width = viewport === PHONE ? 'phone' : 'desktop'
+    it(`at ${width} width the message after a change covers no control: Send (and Ask KnowAgent) take clicks at once`, async () => {
+      const base = `${tag}-status-${width}`
+      await ui.app.putText([base, 'archive', 'old.md'], 'old\n')
+      const page = await open({ uri: `${root}${base}/archive/`, viewport })
+      await page.clock.install() // time flows; fastForward skips the message's 8 s
+      await action(page, 'Delete').click()
+      await fileDialog(page).getByRole('button', { name: 'Delete 1 file' }).click()
+      const status = page.locator('#files-live')
+      await status.filter({ hasText: 'Deleted the folder archive (1 file).' }).waitFor()
+      await expect(status.isVisible()).resolves.toBe(true)
+      await expect(status.evaluate(coveredControls)).resolves.toEqual([])
+      if (viewport === PHONE) {
+        await screenshot(page, `phone-status-message-${tag}`)
+        // When the message goes, nothing moves by itself under a finger: its row stays until the next tap.
+        const contentTop = () => page.locator('#content').evaluate((content) => content.getBoundingClientRect().top)
+        const top = await contentTop()
+        await page.clock.fastForward(9000)
+        await expect(status.isVisible()).resolves.toBe(false)
+        await expect(contentTop()).resolves.toBe(top)
+        const toggle = page.getByRole('button', { name: 'Ask KnowAgent' })
+        await expect(toggle.evaluate(takesClickAtCentre)).resolves.toBe(true)
+        await toggle.click({ timeout: 1000 })
+        await expect(status.evaluate(coveredControls)).resolves.toEqual([])
+      }
+      // Issue 33 (10): the message sat over Send for 8 s and swallowed the click.
+      const send = page.getByRole('button', { name: 'Send' })
+      await expect(send.evaluate(takesClickAtCentre)).resolves.toBe(true)
+      await screenshot(page, `${width}-status-after-delete-${tag}`)
+      await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+      ui.app.provider.enqueue(streamScript(textAnswerSse('Sent at once.')))
+      await page.getByRole('textbox', { name: 'Message' }).fill('Is the archive gone?')
+      await send.click({ timeout: 1000 })
+      await waitForAnswer(page)
+      expect(workspace.problems()).toEqual([])
+    })
+  }
+
+  it('an upload keeps the folder on show highlighted in the tree', async () => {
+    const base = `${tag}-highlight`
+    await ui.app.putText([base, 'inner', 'seed.md'], 'seed\n')
+    const page = await open({ uri: `${root}${base}/inner/` })
+    const current = page.locator('#tree [aria-current="page"]')
+    await expect(current.getAttribute('data-node-uri')).resolves.toBe(`${root}${base}/inner/`)
+    for (const name of ['one.md', 'two.md']) {
+      const chooser = page.waitForEvent('filechooser')
+      await action(page, 'Upload files').click()
+      await (await chooser).setFiles([{ name, mimeType: 'text/markdown', buffer: Buffer.from(`# ${name}\n`) }])
+      await page.locator('#upload-title', { hasText: 'Uploaded to' }).waitFor()
+      await treeRow(page, name.replace('.', '\\.')).waitFor()
+      await page.locator('#content .entry-link', { hasText: name }).waitFor()
+      await page.waitForLoadState('networkidle')
+      // Issue 33 (13): the refreshed tree came back with nothing highlighted.
+      await expect(current.evaluateAll((links) => links.map((link) => link.getAttribute('data-node-uri')))).resolves.toEqual([`${root}${base}/inner/`])
+      await page.locator('#upload-close').click()
+    }
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('at phone width names in the listing wrap between words, never inside one that fits the column', async () => {
+    const names = ['Infrastructure requirements overview.md', 'Quarterly planning notes for the northern region.md', 'internationalization-guidelines.md', `${tag}-${'y'.repeat(60)}.md`]
+    for (const name of names) await ui.app.putText([`${tag}-names`, name], 'x\n')
+    const page = await open({ uri: `${root}${tag}-names/`, viewport: PHONE })
+    await screenshot(page, `phone-listing-names-${tag}`)
+    const links = page.locator('#content table.entries .entry-link')
+    await expect(links.count()).resolves.toBe(names.length)
+    // Issue 33 (13): Size and Updated left the names a quarter of the table, so ordinary words
+    // ("Infrastructure", "requirements") were wider than their column and broke inside.
+    const share = await page.locator('#content table.entries').evaluate((table) => table.querySelector('th')!.getBoundingClientRect().width / table.getBoundingClientRect().width)
+    expect(share).toBeGreaterThanOrEqual(0.5)
+    const breaks = await links.evaluateAll(midWordBreaks)
+    expect(breaks).toEqual([])
+    await expect(page.locator('#content').evaluate((pane) => pane.querySelector('table.entries')!.getBoundingClientRect().right <= pane.getBoundingClientRect().right + 1)).resolves.toBe(true)
+    expect(workspace.problems()).toEqual([])
+  })
+
   it('uploads without a reload at phone width: the button, dropped files, and a folder that vanished is offered to be created', async () => {
     const base = `${tag}-uploads`
     await ui.app.putText([base, 'seed.md'], 'seed\n')
@@ -247,4 +324,65 @@ async function dropFiles(target: Locator, files: ReadonlyArray<{ name: string; t
     if (delivered) return
   }
   throw new Error('the drop target kept being replaced')
+}
+
+/** The visible controls a status element is drawn over (their labels). Runs in the page. */
+function coveredControls(status: Element): string[] {
+  const box = status.getBoundingClientRect()
+  const overlaps = (other: DOMRect) => other.left < box.right && box.left < other.right && other.top < box.bottom && box.top < other.bottom
+  return [...document.querySelectorAll('a[href], button, input, select, textarea, [tabindex]')]
+    .filter((control) => !status.contains(control) && control.getClientRects().length > 0 && overlaps(control.getBoundingClientRect()))
+    .filter((control) => status.contains(document.elementFromPoint(...centreOf(control)))) // drawn on top of it, not under it
+    .map((control) => control.getAttribute('aria-label') ?? control.textContent?.trim() ?? control.tagName)
+
+  function centreOf(element: Element): [number, number] {
+    const rect = element.getBoundingClientRect()
+    return [rect.left + rect.width / 2, rect.top + rect.height / 2]
+  }
+}
+
+/** A click at the centre of the element reaches it (nothing is drawn over it there). Runs in the page. */
+function takesClickAtCentre(element: Element): boolean {
+  const rect = element.getBoundingClientRect()
+  const hit = document.elementFromPoint(rect.left + rect.width / 2, rect.top + rect.height / 2)
+  return hit !== null && element.contains(hit)
+}
+
+/**
+ * Where the links' text is broken across lines inside a word that would fit on one line of its
+ * column (a break after a space or a hyphen is between words). Runs in the page.
+ */
+function midWordBreaks(links: Element[]): string[] {
+  const found: string[] = []
+  for (const link of links) {
+    const node = link.firstChild
+    if (!(node instanceof Text)) continue
+    const text = node.data
+    const column = link.closest('td')!
+    const style = getComputedStyle(column)
+    const room = column.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight)
+    const range = document.createRange()
+    const topOf = (i: number) => {
+      range.setStart(node, i)
+      range.setEnd(node, i + 1)
+      return range.getClientRects()[0]?.top ?? Number.NaN
+    }
+    const widthOf = (word: string) => {
+      const probe = document.createElement('span')
+      probe.style.whiteSpace = 'nowrap'
+      probe.textContent = word
+      link.append(probe)
+      const width = probe.getBoundingClientRect().width
+      probe.remove()
+      return width
+    }
+    for (let i = 1; i < text.length; i += 1) {
+      if (!(topOf(i) > topOf(i - 1)) || /[\s-]/.test(text[i - 1]!) || /\s/.test(text[i]!)) continue
+      const start = Math.max(text.lastIndexOf(' ', i - 1), text.lastIndexOf('-', i - 1)) + 1
+      const rest = text.slice(i).search(/[\s-]/)
+      const word = text.slice(start, rest === -1 ? text.length : i + rest + 1)
+      if (widthOf(word) <= room) found.push(`${text.slice(0, i)}|${text.slice(i)}`)
+    }
+  }
+  return found
 }

@@ -1,4 +1,5 @@
-// Page helpers the workspace browser tests share (workspace-files.test.ts, workspace-chat.test.ts).
+// Page helpers the workspace browser tests share (workspace-files.test.ts, workspace-chat.test.ts):
+// viewports, the kept history, the file dialog, node actions, the document mark, contrast.
 import type { Page } from 'playwright-core'
 
 export const PHONE = { width: 390, height: 844 }
@@ -12,3 +13,29 @@ export const nodeAction = (page: Page, name: string) => page.locator('#content .
 /** Marks the document: a full page load loses the mark, an in-place update keeps it. */
 export const markDocument = (page: Page) => page.evaluate(() => ((window as { __kept?: boolean }).__kept = true))
 export const documentKept = (page: Page) => page.evaluate(() => (window as { __kept?: boolean }).__kept === true)
+
+/**
+ * The WCAG contrast ratio of an element's text against the first opaque background behind it
+ * (its own or an ancestor's), from computed colours. Runs in the page: pass it to `evaluate`.
+ */
+export function contrastRatio(element: Element): number {
+  const rgba = (colour: string) => (colour.match(/[\d.]+/g) ?? []).map(Number)
+  const luminance = ([r, g, b]: number[]) => {
+    const linear = (v: number) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+    return 0.2126 * linear(r!) + 0.7152 * linear(g!) + 0.0722 * linear(b!)
+  }
+  let behind: Element | null = element
+  let background = [255, 255, 255]
+  while (behind) {
+    const [r, g, b, a = 1] = rgba(getComputedStyle(behind).backgroundColor)
+    if (a > 0) {
+      background = [r!, g!, b!]
+      break
+    }
+    behind = behind.parentElement
+  }
+  const [r, g, b, a = 1] = rgba(getComputedStyle(element).color)
+  const text = [r!, g!, b!].map((v, i) => v * a + background[i]! * (1 - a)) // a translucent colour over its background
+  const [light, dark] = [luminance(text), luminance(background)].sort((x, y) => y - x)
+  return (light! + 0.05) / (dark! + 0.05)
+}

@@ -15,7 +15,8 @@ export function LoginPage({
   unlock?: string | undefined
 }) {
   return (
-    <Layout title="Sign in">
+    // signed-out.js: the tab's stored conversations are forgotten on the page every sign-out lands on.
+    <Layout title="Sign in" interactive moduleScript="/static/js/signed-out.js">
       <section class="login-card">
         <h1>Sign in</h1>
         {error ? (

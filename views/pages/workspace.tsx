@@ -22,7 +22,16 @@ export interface WorkspacePageProps {
 /** Tree and preview on one side, the chat on the other, a keyboard-resizable divider between. */
 export function WorkspacePage(props: WorkspacePageProps) {
   return (
-    <Layout title="Workspace" csrfToken={props.csrfToken} login={props.login} nav={props.nav} bodyClass="page-workspace" interactive>
+    <Layout
+      title="Workspace"
+      csrfToken={props.csrfToken}
+      login={props.login}
+      nav={props.nav}
+      bodyClass="page-workspace"
+      interactive
+      // What a file change did, in the top bar: it never covers a control (issue 33).
+      status={<p id="files-live" class="files-live" role="status" aria-live="polite"></p>}
+    >
       <div class="workspace" id="workspace">
         <div class="browser-pane">
           <WorkspaceTree rootUri={props.rootUri} entries={props.tree.entries} more={props.tree.more} />
@@ -50,7 +59,6 @@ export function WorkspacePage(props: WorkspacePageProps) {
         <div id={FILES_DIALOG_BODY}></div>
       </dialog>
       <SearchDialog />
-      <p id="files-live" class="files-live" role="status" aria-live="polite"></p>
       <section id="upload-panel" class="upload-panel" aria-label="Uploads" hidden>
         <header class="upload-head">
           <strong id="upload-title" role="status"></strong>

@@ -6,26 +6,19 @@
 //   request ended without a terminal → stopped (Stop pressed) or failed (EOF, HTTP error,
 //                                      network): what arrived stays, with a notice
 // Stop aborts the htmx request (the server sees the disconnect and cancels the turn).
-// The conversation (the log as shown and the history) is kept in the tab's sessionStorage per
-// directory, so a reload, back/forward or returning to a folder restores it; "New chat" clears it.
+// The conversation (the log as shown, the history and the context meter's last figure) is kept in
+// the tab's sessionStorage per directory, so a reload, back/forward or returning to a folder
+// restores it; "New chat" clears it, and it is the signed-in person's only (stored-chats.js).
 // A stopped or cut-off answer goes into the history as the person saw it: its text, marked, and
 // its tool calls paired with their results (or with "stopped" when they had none).
 import { newMessageKey } from './message-key.js'
 import { fetchEventStream } from './sse-line-endings.js'
+import { forgetStoredChats, STORED_CHAT, tabStorage as session } from './stored-chats.js'
 
 const byId = (id) => document.getElementById(id)
 const STORED_MODEL = 'knowagent.model'
-const STORED_CHAT = 'knowagent.chat.v1:'
 const STOPPED_MARK = '[This answer was stopped by the user; the text above is incomplete.]'
 const CUT_OFF_MARK = '[This answer was cut off: the connection ended before it was complete.]'
-
-function session() {
-  try {
-    return window.sessionStorage
-  } catch {
-    return null // storage disabled: the conversation lives as long as the page
-  }
-}
 
 /** What a stopped or cut-off answer adds to the history: the text and paired tool calls it showed. */
 function historyOfArticle(article, mark) {
@@ -108,7 +101,9 @@ export function initChat() {
   const historyField = byId('chat-history')
   const uriField = byId('chat-uri')
   const modelSelect = byId('chat-model')
-  const initialMeter = { summary: byId('context-summary').innerHTML, detail: byId('context-detail').innerHTML }
+  const meterSummary = byId('context-summary')
+  const meterDetail = byId('context-detail')
+  const initialMeter = { summary: meterSummary.innerHTML, detail: meterDetail.innerHTML }
   let active = null // the turn in flight: { ctx, article, stopped, message, historyBefore, startedAt }
   let lastQuestion = ''
   let saveTimer
@@ -134,7 +129,8 @@ export function initChat() {
     const key = storageKey(uriField.value)
     try {
       if (!log.querySelector('.msg')) return storage.removeItem(key)
-      storage.setItem(key, JSON.stringify({ history: JSON.parse(historyField.value || '[]'), log: log.innerHTML, lastQuestion }))
+      const meter = { summary: meterSummary.innerHTML, detail: meterDetail.innerHTML }
+      storage.setItem(key, JSON.stringify({ history: JSON.parse(historyField.value || '[]'), log: log.innerHTML, lastQuestion, meter }))
     } catch {
       // full or unavailable: the page still has the conversation
     }
@@ -153,16 +149,11 @@ export function initChat() {
     log.innerHTML = stored.log
     historyField.value = JSON.stringify(stored.history)
     lastQuestion = typeof stored.lastQuestion === 'string' ? stored.lastQuestion : ''
-    return true
-  }
-  /** Forgets the conversations of a folder and every folder below it (it was deleted). */
-  function forget(prefix) {
-    const storage = session()
-    if (!storage) return
-    for (let i = storage.length - 1; i >= 0; i--) {
-      const key = storage.key(i)
-      if (key?.startsWith(storageKey(prefix))) storage.removeItem(key)
+    if (typeof stored.meter?.summary === 'string' && typeof stored.meter.detail === 'string') {
+      meterSummary.innerHTML = stored.meter.summary
+      meterDetail.innerHTML = stored.meter.detail
     }
+    return true
   }
 
   function appendMessage(node) {
@@ -366,8 +357,8 @@ export function initChat() {
     uriField.value = directoryUri
     byId('uri-prefix-text').textContent = directoryUri
     for (const bound of document.querySelectorAll('[data-bind="directory-uri"]')) bound.textContent = directoryUri
-    byId('context-summary').innerHTML = initialMeter.summary
-    byId('context-detail').innerHTML = initialMeter.detail
+    meterSummary.innerHTML = initialMeter.summary
+    meterDetail.innerHTML = initialMeter.detail
     if (fresh) session()?.removeItem(storageKey(directoryUri)) // this folder's conversation only, not those of folders below it
     else if (restore(directoryUri)) return
     htmx.ajax('GET', `/workspace/chat/welcome?uri=${encodeURIComponent(directoryUri)}`, { source: log, target: '#chat-log', swap: 'innerHTML' })
@@ -399,7 +390,7 @@ export function initChat() {
   /** A folder was deleted: its conversations go; a chat inside it moves to the folder that held it. */
   function forgetDirectory(deleted, parent) {
     const current = uriField.value
-    forget(deleted)
+    forgetStoredChats(deleted) // the folder's and those of every folder below it
     if (current === deleted || (deleted.endsWith('/') && current.startsWith(deleted))) resetConversation(parent)
   }
 

@@ -4,17 +4,12 @@
 // go to the JSON API without a page load, with progress and each file's outcome; a folder that
 // no longer exists is offered to be created. Ctrl+K / ⌘K opens the workspace-wide search.
 import { closeDialogs, openDialog } from './dialogs.js'
-import { openNode } from './workspace.js'
+import { openNode, refreshTree } from './workspace.js'
 
 const byId = (id) => document.getElementById(id)
 const csrfToken = () => document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? ''
 const isUnder = (uri, prefix) => uri === prefix || (prefix.endsWith('/') && uri.startsWith(prefix))
 const moved = (uri, from, to) => (isUnder(uri, from) ? to + uri.slice(from.length) : uri)
-
-function refreshTree(uri) {
-  // Each pane's requests are queued on the pane itself: htmx keeps one queued request per source.
-  return htmx.ajax('GET', `/workspace/tree/whole?uri=${encodeURIComponent(uri)}`, { source: byId('tree') ?? document.body, target: '#tree', swap: 'outerHTML' })
-}
 
 function currentNodeUri() {
   return byId('content')?.dataset.nodeUri
@@ -65,12 +60,26 @@ function initDialogActions({ chat }) {
 // ── uploads ─────────────────────────────────────────────────────────────────────────────────
 
 let statusTimer
+/**
+ * What a change did, in the top bar's status line for 8 s. Then it is hidden but keeps its place
+ * until the next click (at phone width it is a row of its own): the page never moves by itself.
+ */
 function showStatus(text) {
   const live = byId('files-live')
   if (!live) return
   live.textContent = text
+  live.classList.remove('is-stale')
   clearTimeout(statusTimer)
-  statusTimer = setTimeout(() => (live.textContent = ''), 8000)
+  statusTimer = setTimeout(() => live.classList.add('is-stale'), 8000)
+}
+
+function initStatus() {
+  document.addEventListener('click', () => {
+    const live = byId('files-live')
+    if (!live?.classList.contains('is-stale')) return
+    live.classList.remove('is-stale')
+    live.textContent = ''
+  })
 }
 
 const OUTCOME_TEXT = { added: 'added', updated: 'new version', unchanged: 'unchanged (same bytes)', failed: 'not stored', pending: 'waiting' }
@@ -233,6 +242,7 @@ function initSearch() {
 }
 
 export function initFiles({ chat }) {
+  initStatus()
   initDialogActions({ chat })
   initSearch()
   return initUploads()

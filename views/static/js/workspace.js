@@ -1,7 +1,8 @@
 // The workspace page around the chat: the resizable divider (drag, arrow keys, remembered), the
 // lazily loaded tree, in-page navigation (a new directory switches to that directory's
-// conversation; a citation or a search hit opens its passage and keeps the chat) and the
-// phone-width chat toggle.
+// conversation, and the tree opens down to what is shown and highlights it; a citation opens its
+// passage and keeps the chat; a search hit is navigation like the tree's, so the chat's scope
+// follows it) and the phone-width chat toggle.
 const byId = (id) => document.getElementById(id)
 const STORED_WIDTH = 'knowagent.chatWidth'
 const MIN_WIDTH = 25
@@ -68,30 +69,46 @@ function initTree() {
   })
 }
 
-function markCurrent(nodeUri) {
+/** Highlights the node on show in the tree (again after any swap in the tree: it comes back unmarked). */
+function markCurrent(nodeUri = byId('content')?.dataset.nodeUri) {
   for (const link of document.querySelectorAll('#tree [data-node-uri]')) {
     if (link.dataset.nodeUri === nodeUri) link.setAttribute('aria-current', 'page')
     else link.removeAttribute('aria-current')
   }
 }
 
-function expandTreeTo(directoryUri) {
-  const item = document.querySelector(`#tree .node.directory[data-uri="${CSS.escape(directoryUri)}"]`)
-  const toggle = item?.querySelector(':scope > .row > .twisty')
-  if (toggle && toggle.getAttribute('aria-expanded') !== 'true') toggle.click()
+/** The whole tree again, open down to `uri` (after a change, or to show a node it has not loaded). */
+export function refreshTree(uri) {
+  // Each pane's requests are queued on the pane itself: htmx keeps one queued request per source.
+  return htmx.ajax('GET', `/workspace/tree/whole?uri=${encodeURIComponent(uri)}`, { source: byId('tree') ?? document.body, target: '#tree', swap: 'outerHTML' })
+}
+
+/** The tree opens down to the node on show, and opens its folder. */
+function revealInTree(nodeUri, directoryUri) {
+  const link = document.querySelector(`#tree [data-node-uri="${CSS.escape(nodeUri)}"]`)
+  // Not loaded yet: the tree again, open down to the folder (which exists even when the node is a
+  // missing one, shown as a problem), its children included.
+  if (!link) return refreshTree(directoryUri)
+  for (const toggle of [...document.querySelectorAll('#tree .twisty[aria-expanded="false"]')]) {
+    const item = toggle.closest('.node.directory')
+    if (item.contains(link) || item.dataset.uri === directoryUri) toggle.click() // lazily loads the directory's children once
+  }
 }
 
 let keepChatOnce = false
+let revealOnce = false
 
 const contentHref = (uri, offset) => `/workspace/content?uri=${encodeURIComponent(uri)}${offset === undefined ? '' : `&offset=${offset}`}`
 const pageHref = (uri, offset) => `/workspace?uri=${encodeURIComponent(uri)}${offset === undefined ? '' : `&offset=${offset}`}`
 
 /**
  * Shows a node in the content pane, in place (pushed to the history). `keepChat`: the chat stays
- * on its directory (a citation, a search hit, a refresh after a change) instead of following.
+ * on its directory (a citation, a refresh after a change) instead of following. `reveal`: the tree
+ * opens down to the node even when the chat stays (a node opened from outside the tree).
  */
-export function openNode(uri, { offset, keepChat = false } = {}) {
+export function openNode(uri, { offset, keepChat = false, reveal = false } = {}) {
   keepChatOnce = keepChat
+  revealOnce = reveal
   document.body.classList.remove('chat-open') // at phone width the preview is under the chat
   const source = byId('content') ?? document.body // htmx keeps one queued request per source element
   return htmx.ajax('GET', contentHref(uri, offset), { source, target: '#content', swap: 'outerHTML', push: pageHref(uri, offset) })
@@ -109,17 +126,21 @@ function initNavigation({ chat }) {
     // Only a new content pane decides: other swaps (the tree, a dialog) may land while it loads.
     if (event.detail?.ctx?.target?.id !== 'content') return
     const content = byId('content')
-    const keepChat = keepChatOnce
-    keepChatOnce = false
+    const [keepChat, reveal] = [keepChatOnce, revealOnce]
+    keepChatOnce = revealOnce = false
     const directoryUri = content?.dataset.directoryUri
     if (!directoryUri) return
-    markCurrent(content.dataset.nodeUri)
+    markCurrent()
     showPassage()
-    if (keepChat || directoryUri === chat.directoryUri()) return // the conversation goes on
-    chat.resetConversation(directoryUri)
-    expandTreeTo(directoryUri)
+    const follows = !keepChat && directoryUri !== chat.directoryUri() // else the conversation goes on
+    if (follows) chat.resetConversation(directoryUri)
+    if (follows || reveal) revealInTree(content.dataset.nodeUri, directoryUri)
   })
-  markCurrent(byId('content')?.dataset.nodeUri)
+  // The refreshed tree (an upload, a change) and a directory's children arrive unmarked.
+  document.addEventListener('htmx:after:swap', (event) => {
+    if (event.detail?.ctx?.target?.closest?.('#tree')) markCurrent() // the old #tree itself, or a group inside it
+  })
+  markCurrent()
   showPassage()
   document.addEventListener('click', (event) => {
     const link = event.target.closest('a.kb-cite[data-uri], a.search-hit[data-node-uri]')
@@ -127,7 +148,9 @@ function initNavigation({ chat }) {
     event.preventDefault()
     link.closest('dialog')?.close()
     const offset = link.dataset.offset === undefined ? undefined : Number(link.dataset.offset)
-    openNode(link.dataset.uri ?? link.dataset.nodeUri, { offset, keepChat: true })
+    // A citation is of a file the chat's own scope holds: the conversation goes on. A search hit
+    // (the whole workspace) is navigation: the chat moves to the hit's folder, as from the tree.
+    openNode(link.dataset.uri ?? link.dataset.nodeUri, { offset, keepChat: link.matches('.kb-cite'), reveal: true })
   })
 }
 
