@@ -105,6 +105,33 @@ export async function readSmallCurrentBodies(
   return new Map(rows.map((row) => [row.id, row.bytes !== null && row.body === null ? { tooLarge: true, bytes: Number(row.bytes) } : row.body]))
 }
 
+/** Each node's current version id (for callers that keep what they derive from a version: a version never changes). */
+export async function currentVersionIds(db: Db, owner: Owner, nodes: ReadonlyArray<WorkspaceNode>): Promise<Map<string, string>> {
+  if (nodes.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('nodes')
+    .select(['nodes.id', 'nodes.current_version_id'])
+    .where('nodes.id', 'in', nodes.map((node) => node.id))
+    .where('nodes.owner_id', '=', owner.id)
+    .execute()
+  return new Map(rows.flatMap((row) => (row.current_version_id === null ? [] : [[row.id, String(row.current_version_id)] as const])))
+}
+
+/** `readSmallCurrentBodies` by version id (ids from `currentVersionIds`, so already the owner's). */
+export async function readSmallVersionBodies(db: Db, versionIds: ReadonlyArray<string>, { maxBytes }: { maxBytes: number }): Promise<Map<string, string | null | BodyTooLarge>> {
+  if (versionIds.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('file_versions')
+    .select([
+      'file_versions.id',
+      sql<string | null>`case when octet_length(file_versions.body) <= ${maxBytes}::int then file_versions.body end`.as('body'),
+      sql<string | null>`octet_length(file_versions.body)`.as('bytes'),
+    ])
+    .where('file_versions.id', 'in', [...versionIds])
+    .execute()
+  return new Map(rows.map((row) => [String(row.id), row.bytes !== null && row.body === null ? { tooLarge: true, bytes: Number(row.bytes) } : row.body]))
+}
+
 /** What a download of a file's current version needs first: that version (immutable), its media type and byte length. */
 export interface RawVersion {
   readonly versionId: string
