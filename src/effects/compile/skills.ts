@@ -13,7 +13,7 @@ import { parse as parseYaml } from 'yaml'
 import type { WorkspaceNode } from '../workspace/store.ts'
 import type { Db, Owner } from '../db/schema.ts'
 import { findNode, listChildren } from '../workspace/store.ts'
-import { currentVersionIds, readSmallVersionBodies } from '../workspace/file-contents.ts'
+import { currentVersionKeys, readSmallVersionBodies } from '../workspace/file-contents.ts'
 import { formatKbUri } from '../workspace/uri.ts'
 import { projectPath } from '../../project-root.ts'
 
@@ -34,7 +34,7 @@ export const MAX_USER_SKILLS = 100
  * levels after ~12 ms of work on the event loop (issue 34), so deeper text is refused unparsed.
  */
 export const MAX_FRONT_MATTER_NESTING = 64
-/** Parsed user skills kept per process, by stored version id (a version never changes). */
+/** Parsed user skills kept per process, by stored version (id and text length: `currentVersionKeys`). */
 const PARSED_SKILL_CACHE_SIZE = 2_000
 /** No valid SKILL.md is longer (front matter, body, the two `---` lines; 4 bytes a character at most): a larger one is refused unread. */
 const MAX_SKILL_FILE_BYTES = 4 * (MAX_FRONT_MATTER_CHARS + MAX_SKILL_BODY_CHARS + 16)
@@ -128,7 +128,7 @@ export function frontMatterNesting(yamlText: string): number {
 
 type ParsedSkillFile = Exclude<ReturnType<typeof parseSkillFile>, SkillInvalid> | { readonly invalid: string }
 
-/** Parsed user skills by version id, least recently used first (a Map keeps insertion order). */
+/** Parsed user skills by version key, least recently used first (a Map keeps insertion order). */
 const parsedSkills = new Map<string, ParsedSkillFile>()
 
 function rememberParsedSkill(versionId: string, parsed: ParsedSkillFile): void {
@@ -182,20 +182,21 @@ export async function listUserSkills(db: Db, owner: Owner): Promise<UserSkillLis
   }
   // Every options call and compile form reads these: a multi-megabyte SKILL.md (invalid anyway) is
   // never loaded, and a version parsed before (valid or not) is neither read nor parsed again.
-  const versionOf = await currentVersionIds(db, owner, files)
+  const versionOf = await currentVersionKeys(db, owner, files)
   const cached = new Map<string, ParsedSkillFile>()
-  for (const versionId of versionOf.values()) {
-    const parsed = recallParsedSkill(versionId)
-    if (parsed) cached.set(versionId, parsed)
+  for (const { key } of versionOf.values()) {
+    const parsed = recallParsedSkill(key)
+    if (parsed) cached.set(key, parsed)
   }
-  const bodies = await readSmallVersionBodies(db, [...new Set(versionOf.values())].filter((id) => !cached.has(id)), { maxBytes: MAX_SKILL_FILE_BYTES })
+  const unread = [...versionOf.values()].filter(({ key }) => !cached.has(key)).map(({ versionId }) => versionId)
+  const bodies = await readSmallVersionBodies(db, [...new Set(unread)], { maxBytes: MAX_SKILL_FILE_BYTES })
   const skills: Skill[] = []
   const invalid: Array<{ uri: string; message: string }> = []
   for (const file of files) {
-    const versionId = versionOf.get(file.id)
-    let parsed = versionId === undefined ? undefined : cached.get(versionId)
+    const version = versionOf.get(file.id)
+    let parsed = version === undefined ? undefined : cached.get(version.key)
     if (parsed === undefined) {
-      const text = versionId === undefined ? null : bodies.get(versionId)
+      const text = version === undefined ? null : bodies.get(version.versionId)
       if (text == null) parsed = { invalid: 'the file has no readable text' }
       else if (typeof text === 'object') parsed = { invalid: `the file is ${text.bytes} bytes; a SKILL.md is at most ${MAX_FRONT_MATTER_CHARS} characters of front matter and ${MAX_SKILL_BODY_CHARS} of instructions` }
       else {
@@ -203,9 +204,10 @@ export async function listUserSkills(db: Db, owner: Owner): Promise<UserSkillLis
         const result = parseSkillFile({ text, where: file.uri })
         parsed = result instanceof SkillInvalid ? { invalid: result.message } : result
       }
-      if (versionId !== undefined && text != null) {
-        rememberParsedSkill(versionId, parsed)
-        cached.set(versionId, parsed)
+      // Kept under the key read before the body: a body re-parsed in between is read again next time.
+      if (version !== undefined && text != null) {
+        rememberParsedSkill(version.key, parsed)
+        cached.set(version.key, parsed)
       }
     }
     if ('invalid' in parsed) {
