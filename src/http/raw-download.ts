@@ -3,12 +3,69 @@
 // download holds one slice of memory and no connection between slices, whatever the file's size
 // or the number of downloads at once (a whole 50 MB value read in one query held ~2–3× its size,
 // and twelve at once had taken the server past 1.3 GB and the pool dry).
+//
+// Stored bytes are the user's (or an attacker's) content, served from the app's own origin, whose
+// policy allows `script-src 'self'`: one HTML injection anywhere could load an uploaded `.js` as
+// the app's script (issue 34). So a raw answer can never execute or render as active content:
+// only passive types keep their type (images for the previews, PDF, plain text and data, office
+// documents, audio, video); JavaScript, HTML, XML, CSS and the like are sent as text/plain, unknown
+// binary as application/octet-stream — with nosniff, a browser refuses either as a script or a
+// stylesheet — always as an attachment (a download, never a page), and under a policy that
+// sandboxes the document and allows no script should a browser render it anyway.
 import type { ServerResponse } from 'node:http'
 import { readRawSlice, type RawVersion } from '../effects/workspace/file-contents.ts'
 import type { Db } from '../effects/db/schema.ts'
+import { essenceOf, isTextMime, OCTET_STREAM } from '../effects/workspace/mime.ts'
 import { whenClientGone } from './client-gone.ts'
 
 export const RAW_SLICE_BYTES = 1 << 20
+
+/** The policy of every raw answer: a sandboxed document that may show images and nothing active. */
+export const RAW_CONTENT_SECURITY_POLICY = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; sandbox"
+
+const PASSIVE_TYPES: ReadonlySet<string> = new Set([
+  'text/plain',
+  'text/markdown',
+  'text/csv',
+  'text/tab-separated-values',
+  'text/calendar',
+  'text/vtt',
+  'application/json',
+  'application/pdf',
+  'application/zip',
+  'application/gzip',
+  'application/epub+zip',
+  'application/msword',
+  'application/rtf',
+  OCTET_STREAM,
+])
+
+/** The Content-Type a file stored as `mime` is sent with: its own when passive, else text/plain or application/octet-stream. */
+export function rawResponseType(mime: string): string {
+  const essence = essenceOf(mime)
+  const passive =
+    PASSIVE_TYPES.has(essence) ||
+    /^(image|audio|video)\/[a-z0-9.+-]+$/.test(essence) ||
+    /^application\/vnd\.(openxmlformats-officedocument|oasis\.opendocument|ms-excel|ms-powerpoint)[a-z0-9.+-]*$/.test(essence)
+  if (passive) return mime
+  return isTextMime(mime) ? 'text/plain; charset=utf-8' : OCTET_STREAM
+}
+
+/** A name as an RFC 5987 ext-value: percent-encoded UTF-8, with `'`, `(`, `)` and `*` encoded too (encodeURIComponent leaves them). */
+function rfc5987(name: string): string {
+  return encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+}
+
+/** The headers of a raw answer, besides its length: see the top of this file. */
+export function rawResponseHeaders({ mime, fileName }: { readonly mime: string; readonly fileName: string }): Record<string, string> {
+  return {
+    'Content-Type': rawResponseType(mime),
+    'Content-Disposition': `attachment; filename*=UTF-8''${rfc5987(fileName)}`,
+    'Content-Security-Policy': RAW_CONTENT_SECURITY_POLICY,
+    'X-Content-Type-Options': 'nosniff',
+    'Cross-Origin-Resource-Policy': 'same-origin',
+  }
+}
 
 /** Writes `version`'s bytes after the caller has set the headers; ends the response, or destroys it when the version vanished mid-way. */
 export async function streamRawVersion(

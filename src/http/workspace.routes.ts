@@ -26,7 +26,7 @@ import { discardRestOfBody } from './discard-body.ts'
 import { badRequest, forbidden, HttpError } from './http-errors.ts'
 import { readMultipartUpload } from './multipart-upload.ts'
 import { whenClientGone } from './client-gone.ts'
-import { streamRawVersion } from './raw-download.ts'
+import { rawResponseHeaders, streamRawVersion } from './raw-download.ts'
 import { decodeQuery, QueryInt } from './decode-request.ts'
 import { NOTICE_CODES, noticeText, uploadNoticeQuery } from '../../views/partials/notices.ts'
 
@@ -106,11 +106,6 @@ function tableOf(name: string, body: string | undefined): PreviewTable | undefin
   if (separator === undefined || body === undefined) return undefined
   const table = readDelimitedTable({ text: body, separator })
   return table === undefined ? undefined : { header: table.header, rows: table.rows, totalRows: table.totalRows }
-}
-
-/** A name as an RFC 5987 ext-value: percent-encoded UTF-8, with `'`, `(`, `)` and `*` encoded too (encodeURIComponent leaves them). */
-function rfc5987(name: string): string {
-  return encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
 }
 
 export function workspaceRoutes(ctx: AppContext): Router {
@@ -312,10 +307,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, '') })
     if (node.kind !== 'file') throw new NodeConflict({ uri: node.uri, reason: 'only files have raw content' })
     const version = await findRawVersion(ctx.db, user, node) // one version, its type and bytes together
-    res
-      .type(version.mime)
-      .set('Content-Disposition', `attachment; filename*=UTF-8''${rfc5987(node.name)}`)
-      .set('X-Content-Type-Options', 'nosniff')
+    res.set(rawResponseHeaders({ mime: version.mime, fileName: node.name }))
     await streamRawVersion(ctx.db, res, version)
   })
 

@@ -2,6 +2,7 @@ import { createActor, fromPromise } from 'xstate'
 import { describe, expect, test } from 'vitest'
 import {
   CATALOG_FAILURE_BACKOFF_MS,
+  CATALOG_MIN_INTERVAL_MS,
   CATALOG_TTL_MS,
   type CatalogRefreshEmitted,
   catalogRefreshMachine,
@@ -88,6 +89,35 @@ describe('catalog refresh machine', () => {
     await flush()
     expect(actor.getSnapshot().value).toBe('idle')
     expect(emitted.filter((e) => e.type === 'refresh.settled')).toHaveLength(2)
+  })
+
+  test('bl-command triggers: one fetch now, then one no sooner than the minimum interval, which every trigger until then joins', async () => {
+    const { actor, fetches, flush } = harness()
+    const bl = (now: number, ticket?: number) => actor.send({ type: 'catalog.refresh', requester: 'u1', now, reason: 'bl-command', ticket })
+    bl(NOW)
+    await flush()
+    expect(fetches.map((f) => f.input.notBefore)).toEqual([undefined])
+    bl(NOW + 10) // during the first fetch: one more after it
+    fetches[0]!.settle({ ok: true, at: NOW + 20 })
+    await flush()
+    expect(fetches[1]!.input).toMatchObject({ generation: 2, reason: 'bl-command', notBefore: NOW + CATALOG_MIN_INTERVAL_MS })
+    for (let i = 1; i <= 9; i++) bl(NOW + 100 * i)
+    bl(NOW + 1_000, 9)
+    expect(actor.getSnapshot().context.again).toBeUndefined()
+    fetches[1]!.settle({ ok: true, at: NOW + CATALOG_MIN_INTERVAL_MS + 10 })
+    await flush()
+    expect(fetches).toHaveLength(2)
+    expect(actor.getSnapshot().value).toBe('idle')
+    // A trigger after the delayed fetch's request began asks for one more, again an interval later.
+    bl(NOW + CATALOG_MIN_INTERVAL_MS + 20)
+    await flush()
+    expect(fetches[2]!.input.notBefore).toBe(NOW + 2 * CATALOG_MIN_INTERVAL_MS)
+    // Other reasons are never delayed.
+    fetches[2]!.settle({ ok: true, at: NOW + 2 * CATALOG_MIN_INTERVAL_MS })
+    await flush()
+    actor.send({ type: 'catalog.refresh', requester: 'u1', now: NOW + 2 * CATALOG_MIN_INTERVAL_MS + 1, reason: 'force' })
+    await flush()
+    expect(fetches[3]!.input.notBefore).toBeUndefined()
   })
 
   test('a failure reports its message and backs off stale checks, not explicit triggers', async () => {

@@ -15,6 +15,11 @@
 //   `force`, `bl-command`) asks for exactly one more fetch after it, however many arrive.
 // - A failed fetch (or a crashed actor) only reports `refresh.settled` with ok false: the old
 //   document stays; the host warns. Nothing here ever blocks a model step.
+// - Minimum interval (issue 34: one turn of 11 `bl …` calls made 20 list requests): a `bl-command`
+//   fetch begins its request no sooner than `minIntervalMs` after the last fetch's request began
+//   (`notBefore` in its input; the host waits until then). Until that moment further `bl-command`
+//   triggers join it — its request, made after them, is the trailing edge — so a burst of them costs
+//   at most one fetch now and one after the interval.
 // - `refresher.stop` ends the machine; a running fetch is stopped (its Effect interrupted).
 // - Events reach it directly (`actor.send`) or through the `triggers` actor it invokes for its whole
 //   life, which the host provides to forward events from outside (so the machine can run under the
@@ -25,6 +30,7 @@ import { assign, emit, enqueueActions, fromCallback, fromPromise, setup } from '
 
 export const CATALOG_TTL_MS = 30 * 60 * 1000
 export const CATALOG_FAILURE_BACKOFF_MS = 60 * 1000
+export const CATALOG_MIN_INTERVAL_MS = 5 * 1000
 
 export type CatalogRefreshReason = 'stale' | 'credentials-changed' | 'force' | 'bl-command' | 'tool-rejected'
 export type CatalogTriggerReason = Exclude<CatalogRefreshReason, 'stale'>
@@ -33,6 +39,8 @@ export interface CatalogRefreshInput {
   readonly workspaceId: string
   readonly ttlMs?: number | undefined
   readonly failureBackoffMs?: number | undefined
+  /** Least time between two fetches' requests when a `bl-command` asks for one. */
+  readonly minIntervalMs?: number | undefined
 }
 
 export interface FetchCatalogInput {
@@ -41,6 +49,8 @@ export interface FetchCatalogInput {
   readonly requester: string
   readonly generation: number
   readonly reason: CatalogRefreshReason
+  /** The request is not made before this time (the host waits until then); undefined: at once. */
+  readonly notBefore?: number | undefined
 }
 
 export type FetchCatalogOutput =
@@ -69,6 +79,9 @@ export interface CatalogRefreshContext {
   readonly workspaceId: string
   readonly ttlMs: number
   readonly failureBackoffMs: number
+  readonly minIntervalMs: number
+  /** When the last fetch's request began (or begins, for a fetch still waiting for its `notBefore`). */
+  readonly requestAt: number | undefined
   /** Fetches started so far; the running one is `generation`. */
   readonly generation: number
   readonly requester: string | undefined
@@ -132,7 +145,10 @@ export const catalogRefreshMachine = setup({
     isDue: ({ context, event }) =>
       event.type === 'catalog.check' &&
       isCatalogDue({ fetchedAt: event.fetchedAt, now: event.now, failedAt: context.failedAt, ttlMs: context.ttlMs, failureBackoffMs: context.failureBackoffMs }),
-    invalidatesRunningFetch: ({ event }) => event.type === 'catalog.refresh' && invalidatesRunningFetch(event.reason),
+    invalidatesRunningFetch: ({ context, event }) =>
+      event.type === 'catalog.refresh' &&
+      invalidatesRunningFetch(event.reason) &&
+      !(event.reason === 'bl-command' && context.reason === 'bl-command' && context.requestAt !== undefined && event.now < context.requestAt),
     fetchSucceeded: (_, params: { readonly output: FetchCatalogOutput }) => params.output.ok,
     wantsAgain: ({ context }) => context.again !== undefined,
   },
@@ -150,7 +166,9 @@ export const catalogRefreshMachine = setup({
     ),
     startFetch: enqueueActions(({ context, enqueue }) => {
       const generation = context.generation + 1
-      enqueue.assign({ generation, joined: 0 })
+      const requestAt =
+        context.reason === 'bl-command' && context.requestAt !== undefined ? Math.max(context.requestedAt, context.requestAt + context.minIntervalMs) : context.requestedAt
+      enqueue.assign({ generation, joined: 0, requestAt })
       enqueue.emit({ type: 'refresh.started', generation, reason: context.reason })
     }),
     recordSuccess: assign(({ context }, params: { readonly at: number | undefined }) => ({ failedAt: undefined, succeededAt: params.at ?? context.requestedAt })),
@@ -177,6 +195,8 @@ export const catalogRefreshMachine = setup({
     workspaceId: input.workspaceId,
     ttlMs: input.ttlMs ?? CATALOG_TTL_MS,
     failureBackoffMs: input.failureBackoffMs ?? CATALOG_FAILURE_BACKOFF_MS,
+    minIntervalMs: input.minIntervalMs ?? CATALOG_MIN_INTERVAL_MS,
+    requestAt: undefined,
     generation: 0,
     requester: undefined,
     reason: 'stale',
@@ -208,6 +228,7 @@ export const catalogRefreshMachine = setup({
           requester: context.requester ?? '',
           generation: context.generation,
           reason: context.reason,
+          notBefore: context.requestAt !== undefined && context.requestAt > context.requestedAt ? context.requestAt : undefined,
         }),
         onDone: [
           {

@@ -96,6 +96,8 @@ export function serializeCatalogRefreshState(snapshot: CatalogRefreshSnapshot): 
     requestedLater: requestedAt >= CATALOG_LATER,
     succeeded: succeededAt !== undefined,
     joined: snapshot.context.joined > 0,
+    // Every event comes at CATALOG_NOW or CATALOG_LATER: whether a bl-command fetch still waits for its interval then.
+    waitsForInterval: snapshot.context.requestAt !== undefined && snapshot.context.requestAt > CATALOG_LATER,
   })
 }
 
@@ -103,23 +105,28 @@ export function serializeCatalogRefreshState(snapshot: CatalogRefreshSnapshot): 
 export const CATALOG_REFRESH_PROFILES: ReadonlyArray<CatalogRefreshProfile> = [
   {
     name: 'pre-step checks: TTL and joining a running fetch',
-    input: { workspaceId: 'ws-model' },
+    input: { workspaceId: 'ws-model', minIntervalMs: 0 },
     alphabet: { idleChecks: ['fresh', 'stale'], idleTriggers: [], runningCheck: true, runningTriggers: ['tool-rejected'], outcomes: ['ok'] },
   },
   {
     name: 'failures and the backoff of stale checks',
-    input: { workspaceId: 'ws-model' },
+    input: { workspaceId: 'ws-model', minIntervalMs: 0 },
     alphabet: { idleChecks: ['stale', 'stale-after-backoff'], idleTriggers: [], runningCheck: false, runningTriggers: [], outcomes: ['ok', 'failed', 'crash'] },
   },
   {
     name: 'invalidating triggers during a fetch ask for one more',
-    input: { workspaceId: 'ws-model' },
+    input: { workspaceId: 'ws-model', minIntervalMs: 0 },
     alphabet: { idleChecks: ['stale'], idleTriggers: ['force'], runningCheck: false, runningTriggers: ['bl-command'], outcomes: ['ok', 'failed'] },
   },
   {
     name: 'every explicit trigger from rest',
-    input: { workspaceId: 'ws-model' },
+    input: { workspaceId: 'ws-model', minIntervalMs: 0 },
     alphabet: { idleChecks: [], idleTriggers: ['force', 'credentials-changed', 'bl-command', 'tool-rejected'], runningCheck: false, runningTriggers: ['credentials-changed'], outcomes: ['ok'] },
+  },
+  {
+    name: 'bl-command triggers keep a minimum interval and join a fetch still waiting for it',
+    input: { workspaceId: 'ws-model', minIntervalMs: 2 * (CATALOG_LATER - CATALOG_NOW) },
+    alphabet: { idleChecks: [], idleTriggers: ['bl-command'], runningCheck: false, runningTriggers: ['bl-command'], outcomes: ['ok'] },
   },
 ]
 

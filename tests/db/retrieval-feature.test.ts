@@ -246,6 +246,7 @@ describe('refresh triggers and single flight', () => {
       { role: 'tool', tool_call_id: id, content: '{"ok":true}' },
     ]
     const history = call('old-call', 'bl knowledge service create --name x')
+    clock += 10_000 // past the minimum interval after the fetch above
     let before = listRequests()
     await step(feature, { turnId: 'turn-bl', messages: history })
     expect(listRequests()).toBe(before)
@@ -256,6 +257,37 @@ describe('refresh triggers and single flight', () => {
     before = listRequests()
     await step(feature, { turnId: 'turn-bl', messages: [...history, ...call('c2', 'ls -la'), ...call('c3', 'bl  knowledge service deploy --agent-id a')] })
     expect(listRequests()).toBe(before)
+  })
+
+  test('a burst of `bl knowledge service` calls costs one fetch now and one after the minimum interval (issue 34: one turn of 11 calls made 20 list requests)', async () => {
+    const waits: Array<{ at: number; resolve: () => void }> = []
+    const feature = newFeature({ waitUntil: (at) => Effect.promise(() => new Promise<void>((resolve) => waits.push({ at, resolve }))) })
+    await configureAlice(feature)
+    expect(await feature.refresher.refresh({ userId: alice.id, workspaceId: WS, reason: 'force' })).toEqual({ ok: true })
+    clock += 60_000
+    const call = (id: string): ChatMessage[] => [
+      { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ command: `bl knowledge service create --name s${id}` }) } }] },
+      { role: 'tool', tool_call_id: id, content: '{"ok":true}' },
+    ]
+    const before = listRequests()
+    const messages: ChatMessage[] = [...call('seen')]
+    await step(feature, { turnId: 'turn-burst', messages })
+    for (let i = 1; i <= 11; i++) {
+      messages.push(...call(`c${i}`))
+      await step(feature, { turnId: 'turn-burst', messages })
+      clock += 100
+      if (i === 1) await waitUntil(() => listRequests() === before + 2, 'the first refresh, at once')
+    }
+    // Every later trigger waits for one fetch, delayed to the end of the interval: the trailing edge.
+    await waitUntil(() => waits.length === 1, 'the delayed refresh')
+    expect(waits[0]!.at).toBe(clock - 1_100 + 5_000)
+    expect(listRequests()).toBe(before + 2)
+    waits[0]!.resolve()
+    await waitUntil(() => listRequests() === before + 4, 'the trailing refresh')
+    // Nothing else was pending: the next fetch is this one.
+    expect(await feature.refresher.refresh({ userId: alice.id, workspaceId: WS, reason: 'force' })).toEqual({ ok: true })
+    expect(listRequests()).toBe(before + 6)
+    expect(waits).toHaveLength(1)
   })
 
   test('a new API key or workspace refreshes at once', async () => {

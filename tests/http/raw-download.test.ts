@@ -10,7 +10,8 @@ import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { deleteNode, putFile, type WorkspaceNode } from '../../src/effects/workspace/store.ts'
 import { findRawVersion, readRawSlice } from '../../src/effects/workspace/file-contents.ts'
-import { streamRawVersion } from '../../src/http/raw-download.ts'
+import { rawResponseType, streamRawVersion } from '../../src/http/raw-download.ts'
+import { DOCX_MIME, mimeFromName } from '../../src/effects/workspace/mime.ts'
 import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
 
 let server: TestServer
@@ -48,6 +49,42 @@ describe('GET /api/v1/workspace/raw', () => {
     const node = await store('empty.bin', new Uint8Array())
     const res = await fetch(`${server.url}/api/v1/workspace/raw?uri=${encodeURIComponent(node.uri)}`, { headers: { authorization: `Bearer ${alice.token}` } })
     expect([res.status, res.headers.get('content-length'), (await res.arrayBuffer()).byteLength]).toEqual([200, '0', 0])
+  })
+})
+
+describe('raw bytes can never run as the app\'s script or page (issue 34: an uploaded .js was served as text/javascript from the app\'s origin)', () => {
+  const storeAs = async (name: string, text: string) =>
+    (await putFile(server.database.db, { owner: alice.user, segments: ['raw-types', name], bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: mimeFromName(name), text } })).node
+  const download = (node: WorkspaceNode) => fetch(`${server.url}/api/v1/workspace/raw?uri=${encodeURIComponent(node.uri)}`, { headers: { authorization: `Bearer ${alice.token}` } })
+
+  it.each([
+    ['evil.js', 'text/plain; charset=utf-8', 'window.__ran = true'],
+    ['evil.mjs', 'text/plain; charset=utf-8', 'window.__ran = true'],
+    ['page.html', 'text/plain; charset=utf-8', '<script>window.__ran = true</script>'],
+    ['data.xml', 'text/plain; charset=utf-8', '<x/>'],
+    ['theme.css', 'text/plain; charset=utf-8', 'body { color: red }'],
+    ['notes.md', 'text/markdown; charset=utf-8', '# Notes'],
+    ['table.csv', 'text/csv; charset=utf-8', 'a,b'],
+    ['data.json', 'application/json; charset=utf-8', '{}'],
+    ['logo.svg', 'image/svg+xml', '<svg xmlns="http://www.w3.org/2000/svg"/>'],
+    ['pic.png', 'image/png', 'not really a png'],
+    ['doc.pdf', 'application/pdf', '%PDF-1.4'],
+  ])('%s is sent as %s, its bytes unchanged, as a sandboxed attachment with nosniff', async (name, type, text) => {
+    const res = await download(await storeAs(name, text))
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe(type)
+    expect(res.headers.get('content-disposition')).toBe(`attachment; filename*=UTF-8''${name}`)
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+    expect(res.headers.get('content-security-policy')).toBe("default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; sandbox")
+    expect(res.headers.get('cross-origin-resource-policy')).toBe('same-origin')
+    expect(await res.text()).toBe(text)
+  })
+
+  it('sends an unknown binary type as application/octet-stream', () => {
+    expect(rawResponseType('application/x-msdownload')).toBe('application/octet-stream')
+    expect(rawResponseType('application/javascript')).toBe('text/plain; charset=utf-8')
+    expect(rawResponseType('application/xhtml+xml')).toBe('text/plain; charset=utf-8')
+    expect(rawResponseType(DOCX_MIME)).toBe(DOCX_MIME)
   })
 })
 

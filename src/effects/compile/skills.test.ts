@@ -1,5 +1,12 @@
-import { describe, expect, it } from 'vitest'
-import { loadBundledSkills, parseSkillFile, renderSkillFile, SkillInvalid } from './skills.ts'
+import { describe, expect, it, vi } from 'vitest'
+import { parse as parseYaml } from 'yaml'
+import { frontMatterNesting, loadBundledSkills, MAX_FRONT_MATTER_NESTING, parseSkillFile, renderSkillFile, SkillInvalid } from './skills.ts'
+
+// The YAML parser, watched: deep front matter must be refused before it is called.
+vi.mock('yaml', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('yaml')>()
+  return { ...actual, parse: vi.fn(actual.parse) }
+})
 
 describe('parseSkillFile', () => {
   it('takes name and description from the front matter and strips it from the body', () => {
@@ -24,6 +31,36 @@ describe('parseSkillFile', () => {
     const parsed = parseSkillFile({ text, where: 'kb://users/a/.skills/x/SKILL.md' })
     expect(parsed).toBeInstanceOf(SkillInvalid)
     expect((parsed as SkillInvalid).message).toContain(message)
+  })
+})
+
+describe('deeply nested front matter (issue 34: ~2,000 "[" overflowed the YAML parser\'s stack after ~12 ms on the event loop, per skill, per listing)', () => {
+  it.each([
+    ['flow sequences', `name: ${'['.repeat(2_000)}`],
+    ['flow mappings, closed', `name: ${'{'.repeat(1_900)}${'}'.repeat(1_900)}`],
+    ['brackets a quote seems to hide', `name: a\ndescription: "x'${'[ "]" '.repeat(600)}`],
+    ['compact block sequences', `name: a\ndescription:\n${'- '.repeat(1_900)}x`],
+    ['explicit keys', `${'? '.repeat(1_900)}x`],
+  ])('refuses %s with a clear message, without calling the YAML parser', (_, frontMatter) => {
+    vi.mocked(parseYaml).mockClear()
+    expect(frontMatter.length).toBeLessThan(4_000)
+    const parsed = parseSkillFile({ text: `---\n${frontMatter}\n---\nBody\n`, where: 'kb://users/a/.skills/x/SKILL.md' })
+    expect(parsed).toBeInstanceOf(SkillInvalid)
+    expect((parsed as SkillInvalid).message).toMatch(/^the front matter nests too deeply \(up to \d+ levels, at most 64\): it is plain "key: value" lines$/)
+    expect(parseYaml).not.toHaveBeenCalled()
+  })
+
+  it('still parses ordinary front matter (a few brackets, a block scalar, indented continuation lines)', () => {
+    const text = '---\nname: notes\ndescription: |\n  Notes [with] {braces}\n    and an indented line\nuse: compile\n---\nBody\n'
+    expect(frontMatterNesting(text.split('---\n')[1]!)).toBeLessThanOrEqual(MAX_FRONT_MATTER_NESTING)
+    expect(parseSkillFile({ text, where: 'x' })).toMatchObject({ name: 'notes', description: 'Notes [with] {braces}\n  and an indented line' })
+  })
+
+  it('counts an upper bound of the nesting the parser would recurse through', () => {
+    expect(frontMatterNesting('name: a\ndescription: b')).toBe(0)
+    expect(frontMatterNesting('a: [[1], {b: 2}]')).toBe(3)
+    expect(frontMatterNesting('- - - x')).toBe(3)
+    expect(frontMatterNesting('a:\n  - b:\n    - c')).toBe(9)
   })
 })
 

@@ -13,7 +13,7 @@ import { parse as parseYaml } from 'yaml'
 import type { WorkspaceNode } from '../workspace/store.ts'
 import type { Db, Owner } from '../db/schema.ts'
 import { findNode, listChildren } from '../workspace/store.ts'
-import { readSmallCurrentBodies } from '../workspace/file-contents.ts'
+import { currentVersionKeys, readSmallVersionBodies } from '../workspace/file-contents.ts'
 import { formatKbUri } from '../workspace/uri.ts'
 import { projectPath } from '../../project-root.ts'
 
@@ -26,7 +26,16 @@ export const USER_SKILL_PREFIX = 'user:'
 export const DEFAULT_SKILL = 'wiki-default'
 const MAX_FRONT_MATTER_CHARS = 4_000
 export const MAX_SKILL_BODY_CHARS = 16_000
-const MAX_USER_SKILLS = 100
+/** How many of a person's skill folders one listing reads (a listing runs on every options call and compile form). */
+export const MAX_USER_SKILLS = 100
+/**
+ * How deep the front matter may nest, counted by `frontMatterNesting` (an upper bound). Front matter
+ * is flat `key: value` lines; the YAML parser recurses per level and overflows its stack at ~2,000
+ * levels after ~12 ms of work on the event loop (issue 34), so deeper text is refused unparsed.
+ */
+export const MAX_FRONT_MATTER_NESTING = 64
+/** Parsed user skills kept per process, by stored version (id and text length: `currentVersionKeys`). */
+const PARSED_SKILL_CACHE_SIZE = 2_000
 /** No valid SKILL.md is longer (front matter, body, the two `---` lines; 4 bytes a character at most): a larger one is refused unread. */
 const MAX_SKILL_FILE_BYTES = 4 * (MAX_FRONT_MATTER_CHARS + MAX_SKILL_BODY_CHARS + 16)
 
@@ -61,6 +70,9 @@ export function parseSkillFile({ text, where }: { readonly text: string; readonl
   if (!match) return new SkillInvalid({ where, message: 'a SKILL.md starts with YAML front matter between two "---" lines' })
   const [, yamlText, rest] = match
   if (yamlText!.length > MAX_FRONT_MATTER_CHARS) return new SkillInvalid({ where, message: `the front matter is longer than ${MAX_FRONT_MATTER_CHARS} characters` })
+  const nesting = frontMatterNesting(yamlText!)
+  if (nesting > MAX_FRONT_MATTER_NESTING)
+    return new SkillInvalid({ where, message: `the front matter nests too deeply (up to ${nesting} levels, at most ${MAX_FRONT_MATTER_NESTING}): it is plain "key: value" lines` })
   let data: unknown
   try {
     data = parseYaml(yamlText!, { maxAliasCount: 0, uniqueKeys: true })
@@ -80,6 +92,61 @@ export function parseSkillFile({ text, where }: { readonly text: string; readonl
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+
+/**
+ * An upper bound of how deeply YAML text nests, in one pass and without parsing it. Flow
+ * collections: every `[` or `{` counts, wherever it stands (quotes are not trusted to hide one,
+ * since telling a quote from an apostrophe would take the parser this guards). Block collections:
+ * a line's own `- `, `? ` and `: ` indicators before its content, plus twice its indentation (a
+ * nested block needs more indentation than its parent, or at least a new indicator).
+ */
+export function frontMatterNesting(yamlText: string): number {
+  let openers = 0
+  let deepestLine = 0
+  let lineStart = true
+  let indent = 0
+  let indicators = 0
+  for (let i = 0; i < yamlText.length; i++) {
+    const c = yamlText.charCodeAt(i)
+    if (c === 0x5b /* [ */ || c === 0x7b /* { */) openers++
+    if (c === 0x0a) {
+      lineStart = true
+      indent = 0
+      indicators = 0
+      continue
+    }
+    if (!lineStart) continue
+    const next = yamlText.charCodeAt(i + 1)
+    if (c === 0x20 /* space */ && indicators === 0) indent++
+    else if (c === 0x20) continue
+    else if ((c === 0x2d /* - */ || c === 0x3f /* ? */ || c === 0x3a /* : */) && (Number.isNaN(next) || next === 0x20 || next === 0x0a)) indicators++
+    else lineStart = false
+    deepestLine = Math.max(deepestLine, 2 * indent + indicators)
+  }
+  return openers + deepestLine
+}
+
+type ParsedSkillFile = Exclude<ReturnType<typeof parseSkillFile>, SkillInvalid> | { readonly invalid: string }
+
+/** Parsed user skills by version key, least recently used first (a Map keeps insertion order). */
+const parsedSkills = new Map<string, ParsedSkillFile>()
+
+function rememberParsedSkill(versionId: string, parsed: ParsedSkillFile): void {
+  parsedSkills.set(versionId, parsed)
+  if (parsedSkills.size > PARSED_SKILL_CACHE_SIZE) parsedSkills.delete(parsedSkills.keys().next().value!)
+}
+
+function recallParsedSkill(versionId: string): ParsedSkillFile | undefined {
+  const parsed = parsedSkills.get(versionId)
+  if (parsed !== undefined) {
+    parsedSkills.delete(versionId)
+    parsedSkills.set(versionId, parsed)
+  }
+  return parsed
+}
+
+/** Lets other requests in between the skills a listing parses: one person's listing never holds the event loop for all of them. */
+const yieldToOtherRequests = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** The bundled compile skills (`use: compile`); an invalid one is an operator error that stops start-up. */
 export function loadBundledSkills(dir: string = BUNDLED_SKILLS_DIR): ReadonlyArray<Skill> {
@@ -113,20 +180,38 @@ export async function listUserSkills(db: Db, owner: Owner): Promise<UserSkillLis
     const file = await findNode(db, owner, [USER_SKILLS_DIR, directory.name, SKILL_FILE])
     if (file?.kind === 'file') files.push(file)
   }
-  // Every options call and compile form reads these: a multi-megabyte SKILL.md (invalid anyway) is never loaded.
-  const bodies = await readSmallCurrentBodies(db, owner, files, { maxBytes: MAX_SKILL_FILE_BYTES })
+  // Every options call and compile form reads these: a multi-megabyte SKILL.md (invalid anyway) is
+  // never loaded, and a version parsed before (valid or not) is neither read nor parsed again.
+  const versionOf = await currentVersionKeys(db, owner, files)
+  const cached = new Map<string, ParsedSkillFile>()
+  for (const { key } of versionOf.values()) {
+    const parsed = recallParsedSkill(key)
+    if (parsed) cached.set(key, parsed)
+  }
+  const unread = [...versionOf.values()].filter(({ key }) => !cached.has(key)).map(({ versionId }) => versionId)
+  const bodies = await readSmallVersionBodies(db, [...new Set(unread)], { maxBytes: MAX_SKILL_FILE_BYTES })
   const skills: Skill[] = []
   const invalid: Array<{ uri: string; message: string }> = []
   for (const file of files) {
-    const text = bodies.get(file.id)
-    const parsed =
-      text == null
-        ? new SkillInvalid({ where: file.uri, message: 'the file has no readable text' })
-        : typeof text === 'object'
-          ? new SkillInvalid({ where: file.uri, message: `the file is ${text.bytes} bytes; a SKILL.md is at most ${MAX_FRONT_MATTER_CHARS} characters of front matter and ${MAX_SKILL_BODY_CHARS} of instructions` })
-          : parseSkillFile({ text, where: file.uri })
-    if (parsed instanceof SkillInvalid) {
-      invalid.push({ uri: file.uri, message: parsed.message })
+    const version = versionOf.get(file.id)
+    let parsed = version === undefined ? undefined : cached.get(version.key)
+    if (parsed === undefined) {
+      const text = version === undefined ? null : bodies.get(version.versionId)
+      if (text == null) parsed = { invalid: 'the file has no readable text' }
+      else if (typeof text === 'object') parsed = { invalid: `the file is ${text.bytes} bytes; a SKILL.md is at most ${MAX_FRONT_MATTER_CHARS} characters of front matter and ${MAX_SKILL_BODY_CHARS} of instructions` }
+      else {
+        await yieldToOtherRequests()
+        const result = parseSkillFile({ text, where: file.uri })
+        parsed = result instanceof SkillInvalid ? { invalid: result.message } : result
+      }
+      // Kept under the key read before the body: a body re-parsed in between is read again next time.
+      if (version !== undefined && text != null) {
+        rememberParsedSkill(version.key, parsed)
+        cached.set(version.key, parsed)
+      }
+    }
+    if ('invalid' in parsed) {
+      invalid.push({ uri: file.uri, message: parsed.invalid })
     } else if (skills.some((skill) => skill.name === parsed.name)) {
       invalid.push({ uri: file.uri, message: `another of your skills is already named "${parsed.name}"` })
     } else {

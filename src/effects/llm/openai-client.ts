@@ -30,7 +30,7 @@ import {
   type ProviderAgent,
   type ProviderRequest,
 } from './provider-transport.ts'
-import { createProviderRedactors, redactModelError, redactModelResult } from './redact-secrets.ts'
+import { createProviderRedactors, createStreamRedactor, redactModelError, redactModelResult } from './redact-secrets.ts'
 import {
   DEFAULT_MAX_RETRIES,
   computeRetryDelayMs,
@@ -71,10 +71,12 @@ export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatMode
         idleTimeoutMs,
         onEvent: request.onEvent,
       }
-      const attemptFrom = (retryNumber: number): Effect.Effect<ModelResult, ModelError> =>
-        Effect.flatMap(
-          Effect.promise((signal) => runAttempt({ ...attemptInput, signal })),
+      const attemptFrom = (retryNumber: number): Effect.Effect<ModelResult, ModelError> => {
+        const redacting = redactStreamEvents({ onEvent: request.onEvent, secrets: [apiKey.value] })
+        return Effect.flatMap(
+          Effect.promise((signal) => runAttempt({ ...attemptInput, onEvent: redacting.onEvent, signal })),
           (outcome) => {
+            redacting.flush()
             if (outcome.ok) return Effect.succeed(redactModelResult({ result: outcome.result, ...redactors }))
             const delayMs = outcome.retryable
               ? computeRetryDelayMs({
@@ -87,13 +89,43 @@ export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatMode
             if (delayMs === undefined || retryNumber >= maxRetries) {
               return Effect.fail(redactModelError({ error: outcome.error, ...redactors }))
             }
-            return Effect.andThen(Effect.sleep(delayMs), attemptFrom(retryNumber + 1))
+            return Effect.andThen(Effect.sleep(delayMs), Effect.suspend(() => attemptFrom(retryNumber + 1)))
           },
         )
+      }
       return attemptFrom(0)
     })
 
   return { info: toModelInfo(config), stream }
+}
+
+/**
+ * The attempt's streamed text and thinking with the provider's key redacted as they go (the final
+ * result is redacted as a whole): a key the model writes, even split across deltas, never reaches
+ * a client — the JSON stream, the page and /v1 all project these events. `flush` sends what was
+ * held back (a possible start of the key) when the attempt ends.
+ */
+export function redactStreamEvents({
+  onEvent,
+  secrets,
+}: {
+  readonly onEvent: ((event: ModelStreamEvent) => void) | undefined
+  readonly secrets: ReadonlyArray<string | undefined>
+}): { readonly onEvent: ((event: ModelStreamEvent) => void) | undefined; readonly flush: () => void } {
+  if (onEvent === undefined) return { onEvent, flush: () => {} }
+  const streams = { delta: createStreamRedactor(secrets), thinking: createStreamRedactor(secrets) }
+  return {
+    onEvent: (event) => {
+      const text = streams[event.type].push(event.text)
+      if (text !== '') onEvent({ type: event.type, text })
+    },
+    flush: () => {
+      for (const type of ['delta', 'thinking'] as const) {
+        const text = streams[type].flush()
+        if (text !== '') onEvent({ type, text })
+      }
+    },
+  }
 }
 
 /** The JSON body of a streaming chat-completions request. */

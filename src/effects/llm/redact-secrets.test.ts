@@ -1,6 +1,7 @@
+import { fc, test as propertyTest } from '@fast-check/vitest'
 import { describe, expect, test } from 'vitest'
 import { ProviderHttpError, ProviderStreamError } from './model-errors.ts'
-import { createProviderRedactors, createRedactor, redactModelError, redactModelResult } from './redact-secrets.ts'
+import { createProviderRedactors, createRedactor, createStreamRedactor, redactModelError, redactModelResult } from './redact-secrets.ts'
 
 describe('createRedactor', () => {
   test('replaces every occurrence, longest secret first', () => {
@@ -62,5 +63,47 @@ describe('provider redactors', () => {
     })
     expect(JSON.stringify(result)).not.toContain('sk-abc-123456')
     expect(JSON.parse(result.toolCalls[0]!.argumentsJson!)).toEqual({ k: '[redacted]' })
+  })
+})
+
+describe('createStreamRedactor (issue 34: a key in streamed deltas reached the client verbatim)', () => {
+  const KEY = 'sk-live-4f9c2a7e1b3d5f60'
+  const OTHER = 'ghp_0123456789'
+
+  test('a key split across three deltas is replaced; ordinary text before it is not held back', () => {
+    const stream = createStreamRedactor([KEY])
+    expect(stream.push('My key is sk-live-4f9')).toBe('My key is ')
+    expect(stream.push('c2a7e1b3')).toBe('')
+    expect(stream.push('d5f60 and that is all.')).toBe('[redacted] and that is all.')
+    expect(stream.flush()).toBe('')
+  })
+
+  test('what was held back because it might have begun a key is sent when the stream ends', () => {
+    const stream = createStreamRedactor([KEY])
+    expect(stream.push('the prefix sk-li')).toBe('the prefix ')
+    expect(stream.push('ke this')).toBe('sk-like thi') // a final "s" might begin the key
+    expect(stream.push(' ends sk-')).toBe('s ends ')
+    expect(stream.flush()).toBe('sk-')
+  })
+
+  propertyTest.prop([
+    fc.array(fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom(KEY, OTHER, 'sk-', 'ghp_0', KEY.slice(0, 20))), { maxLength: 8 }),
+    fc.array(fc.nat({ max: 200 }), { maxLength: 12 }),
+  ])('at any cut: the output is the whole text redacted, no key is ever sent, at most the longest key − 1 characters wait', (pieces, cuts) => {
+    const text = pieces.join('')
+    const offsets = [...new Set(cuts.map((cut) => cut % (text.length + 1)))].sort((a, b) => a - b)
+    const deltas = [0, ...offsets, text.length].slice(1).map((end, i, ends) => text.slice(i === 0 ? 0 : ends[i - 1], end))
+    const stream = createStreamRedactor([KEY, OTHER])
+    let sent = ''
+    let received = 0
+    for (const delta of deltas) {
+      sent += stream.push(delta)
+      received += delta.length
+      expect(sent).not.toContain(KEY)
+      expect(sent).not.toContain(OTHER)
+      expect(createRedactor([KEY, OTHER])(text.slice(0, received)).length - sent.length).toBeLessThan(KEY.length)
+    }
+    sent += stream.flush()
+    expect(sent).toBe(createRedactor([KEY, OTHER])(text))
   })
 })

@@ -28,6 +28,45 @@ export function createRedactor(secrets: ReadonlyArray<string | undefined>): Reda
   }
 }
 
+/**
+ * `createRedactor` for text that arrives in pieces (a model's streamed deltas): `push` returns what
+ * may be sent now, with every complete secret replaced; it holds back only the end of the text
+ * that could still become a secret (the longest suffix that is a secret's beginning: at most the
+ * longest secret's length − 1 characters, and nothing for ordinary text). `flush` returns the rest
+ * when the stream ends. A key split across deltas is therefore never sent, whole or in parts.
+ */
+export function createStreamRedactor(secrets: ReadonlyArray<string | undefined>): { readonly push: (text: string) => string; readonly flush: () => string } {
+  const needles = [...new Set(secrets.filter((s): s is string => s !== undefined && s.length >= 4))]
+  if (needles.length === 0) return { push: (text) => text, flush: () => '' }
+  const redact = createRedactor(needles)
+  let held = ''
+  const heldBack = (text: string): number => {
+    let longest = 0
+    for (const needle of needles) {
+      for (let k = Math.min(needle.length - 1, text.length); k > longest; k--) {
+        if (text.charCodeAt(text.length - k) === needle.charCodeAt(0) && text.endsWith(needle.slice(0, k))) {
+          longest = k
+          break
+        }
+      }
+    }
+    return longest
+  }
+  return {
+    push: (text) => {
+      const pending = redact(held + text)
+      const keep = heldBack(pending)
+      held = pending.slice(pending.length - keep)
+      return pending.slice(0, pending.length - keep)
+    },
+    flush: () => {
+      const rest = held
+      held = ''
+      return rest
+    },
+  }
+}
+
 /** Secrets of one provider: the key, plus the base URL and its host (endpoints stay server-side). */
 export function createProviderRedactors({ apiKey, baseUrl }: { readonly apiKey: string | undefined; readonly baseUrl: string }): {
   readonly redactMessage: Redact

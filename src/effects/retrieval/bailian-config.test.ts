@@ -20,6 +20,7 @@ describe('retrieval.bailian in the config file', () => {
       defaultChatAgentId: undefined,
       chatTimeoutMs: 300_000,
       agentVersion: undefined,
+      catalogMinIntervalMs: 5_000,
     })
   })
 
@@ -32,6 +33,7 @@ describe('retrieval.bailian in the config file', () => {
       defaultChatAgentId: 'chat-1',
       chatTimeoutMs: 600_000,
       agentVersion: 'beta',
+      catalogMinIntervalMs: 2_000,
     }
     expect(load({ retrieval: { bailian } }).retrievalBailian).toEqual(bailian)
   })
@@ -39,6 +41,7 @@ describe('retrieval.bailian in the config file', () => {
   test.each([
     [{ enabled: 'no' }, '["retrieval"]["bailian"]["enabled"]'],
     [{ chatTimeoutMs: 0 }, '["retrieval"]["bailian"]["chatTimeoutMs"]'],
+    [{ catalogMinIntervalMs: -1 }, '["retrieval"]["bailian"]["catalogMinIntervalMs"]'],
     [{ workspaceId: 'ws/../x' }, '["retrieval"]["bailian"]["workspaceId"]'],
     [{ apiKey: 'sk-in-the-file' }, '["retrieval"]["bailian"]["apiKey"]'],
   ])('%j is refused, naming the key', (bailian, path) => {

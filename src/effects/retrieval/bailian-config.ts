@@ -26,6 +26,8 @@ export const BailianConfigSchema = Schema.Struct({
   chatTimeoutMs: Schema.optional(PositiveInt),
   /** `agent_version` sent on search and chat (e.g. "beta" for a draft); default: the published version. */
   agentVersion: Schema.optional(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64))),
+  /** Least time between two catalog fetches a `bl knowledge service …` command asks for, per workspace. Default 5000. */
+  catalogMinIntervalMs: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(600_000))),
 })
 export type BailianConfigFile = typeof BailianConfigSchema.Type
 
@@ -34,6 +36,7 @@ export const RetrievalConfigSchema = Schema.Struct({
 })
 
 export const DEFAULT_CHAT_TIMEOUT_MS = 300_000
+export const DEFAULT_CATALOG_MIN_INTERVAL_MS = 5_000
 
 /** `retrieval.bailian` with its defaults applied. Entry-layer values are undefined when blank. */
 export interface BailianConfig {
@@ -44,6 +47,7 @@ export interface BailianConfig {
   readonly defaultChatAgentId: string | undefined
   readonly chatTimeoutMs: number
   readonly agentVersion: string | undefined
+  readonly catalogMinIntervalMs: number
 }
 
 export function resolveBailianConfig(file: BailianConfigFile | undefined): BailianConfig {
@@ -56,5 +60,6 @@ export function resolveBailianConfig(file: BailianConfigFile | undefined): Baili
     defaultChatAgentId: blank(file?.defaultChatAgentId),
     chatTimeoutMs: file?.chatTimeoutMs ?? DEFAULT_CHAT_TIMEOUT_MS,
     agentVersion: blank(file?.agentVersion),
+    catalogMinIntervalMs: file?.catalogMinIntervalMs ?? DEFAULT_CATALOG_MIN_INTERVAL_MS,
   }
 }

@@ -70,6 +70,10 @@ export interface CatalogRefresherOptions {
   readonly now?: (() => number) | undefined
   readonly ttlMs?: number | undefined
   readonly failureBackoffMs?: number | undefined
+  /** Least time between two fetches a `bl knowledge service …` command asks for (the machine's `minIntervalMs`). */
+  readonly minIntervalMs?: number | undefined
+  /** Waits until `at` (on the `now` clock) before a fetch the machine delayed; interrupted when the machine stops. */
+  readonly waitUntil?: ((at: number) => Effect.Effect<void>) | undefined
 }
 
 interface Running {
@@ -89,8 +93,11 @@ export function makeCatalogRefresher(options: CatalogRefresherOptions): CatalogR
   let nextTicket = 0
   const waiters = new Map<number, { workspaceId: string; generation: number | undefined; resolve: (outcome: RefreshOutcome) => void }>()
 
+  const waitUntil = options.waitUntil ?? ((at: number) => Effect.sleep(Math.max(0, at - now())))
+
   const fetchCatalog = (input: FetchCatalogInput): Effect.Effect<FetchCatalogOutput> =>
     Effect.gen(function* () {
+      if (input.notBefore !== undefined) yield* waitUntil(input.notBefore)
       const snapshot = yield* Effect.promise(() => settings.resolve(input.requester))
       const connection = connectionOf(snapshot)
       const settingsGone = (message: string) => {
@@ -172,7 +179,7 @@ export function makeCatalogRefresher(options: CatalogRefresherOptions): CatalogR
     })
     const finished = runActor({
       logic,
-      input: { workspaceId, ttlMs: options.ttlMs, failureBackoffMs: options.failureBackoffMs },
+      input: { workspaceId, ttlMs: options.ttlMs, failureBackoffMs: options.failureBackoffMs, minIntervalMs: options.minIntervalMs },
       signal: stopping.signal,
       stopEvent: () => ({ type: 'refresher.stop' as const }),
       onEmitted: onEmitted(workspaceId),

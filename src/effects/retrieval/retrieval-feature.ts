@@ -65,6 +65,8 @@ export interface RetrievalFeatureOptions {
   readonly blConfigPath?: string | null | undefined
   readonly client?: BailianClient | undefined
   readonly now?: (() => number) | undefined
+  /** The catalog refresher's wait before a delayed fetch (tests drive it instead of a timer). */
+  readonly waitUntil?: ((at: number) => Effect.Effect<void>) | undefined
 }
 
 /** `{ BAILIAN_WORKSPACE_ID }` for a CLI-profile subprocess of this user: the id resolved through every layer (empty when unset). */
@@ -94,7 +96,7 @@ export function makeRetrievalFeature(options: RetrievalFeatureOptions): Retrieva
     feed,
   })
   const cache = makeCatalogCache({ db: options.db, secret: options.secret, logger, feed })
-  const refresher = makeCatalogRefresher({ client, settings, cache, logger, now: options.now })
+  const refresher = makeCatalogRefresher({ client, settings, cache, logger, now: options.now, minIntervalMs: options.config.catalogMinIntervalMs, waitUntil: options.waitUntil })
   const calls = makeKnowledgeCalls({ client, settings, cache, refresher })
 
   // A new key or workspace: fetch the catalog now rather than at the next step.

@@ -105,6 +105,38 @@ export async function readSmallCurrentBodies(
   return new Map(rows.map((row) => [row.id, row.bytes !== null && row.body === null ? { tooLarge: true, bytes: Number(row.bytes) } : row.body]))
 }
 
+/**
+ * Each node's current version, as a key for what a caller derives from its text: the version id
+ * and the text's byte length (a version's bytes never change; its text only by a re-parse, which
+ * the length almost always tells). Reads no body.
+ */
+export async function currentVersionKeys(db: Db, owner: Owner, nodes: ReadonlyArray<WorkspaceNode>): Promise<Map<string, { readonly versionId: string; readonly key: string }>> {
+  if (nodes.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('nodes')
+    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+    .select(['nodes.id', 'file_versions.id as version_id', sql<string | null>`octet_length(file_versions.body)`.as('bytes')])
+    .where('nodes.id', 'in', nodes.map((node) => node.id))
+    .where('nodes.owner_id', '=', owner.id)
+    .execute()
+  return new Map(rows.map((row) => [row.id, { versionId: String(row.version_id), key: `${row.version_id}:${row.bytes ?? 'none'}` }]))
+}
+
+/** `readSmallCurrentBodies` by version id (ids from `currentVersionKeys`, so already the owner's). */
+export async function readSmallVersionBodies(db: Db, versionIds: ReadonlyArray<string>, { maxBytes }: { maxBytes: number }): Promise<Map<string, string | null | BodyTooLarge>> {
+  if (versionIds.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('file_versions')
+    .select([
+      'file_versions.id',
+      sql<string | null>`case when octet_length(file_versions.body) <= ${maxBytes}::int then file_versions.body end`.as('body'),
+      sql<string | null>`octet_length(file_versions.body)`.as('bytes'),
+    ])
+    .where('file_versions.id', 'in', [...versionIds])
+    .execute()
+  return new Map(rows.map((row) => [String(row.id), row.bytes !== null && row.body === null ? { tooLarge: true, bytes: Number(row.bytes) } : row.body]))
+}
+
 /** What a download of a file's current version needs first: that version (immutable), its media type and byte length. */
 export interface RawVersion {
   readonly versionId: string
