@@ -33,6 +33,20 @@ describe('the preview of CSV and TSV files', () => {
     expect(workspace.problems()).toEqual([])
   })
 
+  it('never cuts a column name inside a word: a wide table scrolls sideways in the preview', async () => {
+    const columns = ['provider', 'base_url', 'api_key_env', 'native_tool_calls', 'streams_usage', 'reasoning_field', 'quirks']
+    await ui.app.putText(['tables', 'wide-columns.csv'], `${columns.join(',')}\n${columns.map((name) => `a value of ${name}`).join(',')}\n`)
+    const page = await workspace.open({ uri: `${root}wide-columns.csv` })
+    const table = page.locator('#content table.data-table')
+    await table.waitFor()
+    // one line each: a header cell as tall as the shortest one, and none wider inside than it shows
+    const heights = await table.locator('thead th').evaluateAll((cells) => cells.map((cell) => (cell as HTMLElement).getBoundingClientRect().height))
+    expect(Math.max(...heights)).toBe(Math.min(...heights))
+    const scroller = page.locator('#content .table-scroll')
+    expect(await scroller.evaluate((element) => element.scrollWidth > element.clientWidth)).toBe(true)
+    expect(workspace.problems()).toEqual([])
+  })
+
   it('shows a TSV file as a table too, in place from the folder listing', async () => {
     await ui.app.putText(['tables', 'sizes.tsv'], 'model\twindow\nqwen\t131072\n')
     const page = await workspace.open({ uri: root })
