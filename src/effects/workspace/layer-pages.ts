@@ -4,8 +4,7 @@
 // shows a hit in one as "summary of <source>" / "overview of <folder>", and lets a source's own
 // hit win over its summary's. These are the reads that tell a page from a source.
 import { sql } from 'kysely'
-import type { Db, GeneratedKind, Owner } from '../db/schema.ts'
-import type { WorkspaceNode } from './store.ts'
+import type { Db, GeneratedKind, NodeKind, Owner } from '../db/schema.ts'
 import { formatKbUri, pathToSegments } from './uri.ts'
 
 /** What a generated page is a layer of: the source file a summary summarises, or the folder of an overview or abstract. */
@@ -37,10 +36,17 @@ export function layerOfRow(owner: Owner, row: { readonly path: string; readonly 
   return { kind: row.generated, of: formatKbUri({ login: owner.login, segments: pathToSegments(parentPath(row.path)), directory: true }) }
 }
 
+/** The node searched (store.ts's WorkspaceNode fits; not imported: store.ts indexes through search-index.ts, which reads this). */
+interface Scope {
+  readonly id: string
+  readonly path: string
+  readonly kind: NodeKind
+}
+
 const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => '\\' + c)
 
 /** Rows at or below `scope` (alias `n`): the node itself for a file, everything below for a folder. */
-function withinScope(scope: WorkspaceNode, alias: 'n' | 'src') {
+function withinScope(scope: Scope, alias: 'n' | 'src') {
   const column = sql.ref(`${alias}.path`)
   if (scope.kind === 'file') return sql<boolean>`${sql.ref(`${alias}.id`)} = ${scope.id}`
   if (scope.path === '') return sql<boolean>`true`
@@ -60,7 +66,7 @@ function toLayerPage(owner: Owner, row: LayerRow): LayerPage {
 }
 
 /** The summaries within `scope` of these source files (a source may have more than one, in different artifact folders). */
-export async function summariesOf(db: Db, { owner, scope, sourceIds }: { owner: Owner; scope: WorkspaceNode; sourceIds: ReadonlyArray<string> }): Promise<LayerPage[]> {
+export async function summariesOf(db: Db, { owner, scope, sourceIds }: { owner: Owner; scope: Scope; sourceIds: ReadonlyArray<string> }): Promise<LayerPage[]> {
   if (sourceIds.length === 0) return []
   const { rows } = await sql<LayerRow>`
     select n.id, n.path, n.generated, src.id as source_id, src.path as source_path
@@ -75,7 +81,7 @@ export async function summariesOf(db: Db, { owner, scope, sourceIds }: { owner: 
  * The generated pages within `scope` that belong to no source file in it: every overview and
  * abstract, and the summaries whose source is gone or lies outside the scope. By path, at most `limit`.
  */
-export async function layerPagesApart(db: Db, { owner, scope, limit }: { owner: Owner; scope: WorkspaceNode; limit: number }): Promise<LayerPage[]> {
+export async function layerPagesApart(db: Db, { owner, scope, limit }: { owner: Owner; scope: Scope; limit: number }): Promise<LayerPage[]> {
   const { rows } = await sql<LayerRow>`
     select n.id, n.path, n.generated, src.id as source_id, src.path as source_path
       from nodes n left join nodes src on src.id = n.generated_from and src.owner_id = n.owner_id
