@@ -3,6 +3,7 @@
 import type { Child } from 'hono/jsx'
 import type { JobInfo, LsResult, ReadResult, SearchResult, StatusResult, WorkspaceToolName } from '../../src/effects/tools/tool-types.ts'
 import { formatSize } from './content-pane.tsx'
+import { describeLayer } from '../../src/effects/workspace/layer-pages.ts'
 
 export interface CommandOutcome {
   readonly command: string
@@ -98,6 +99,7 @@ function SearchBody({ result }: { result: SearchResult }) {
                   Read
                 </RunButton>
               </div>
+              {hit.layer ? <p class="card-meta hit-layer">{describeLayer(hit.layer)}</p> : null}
               <p class="snippet">{hit.snippet}</p>
             </li>
           ))}

@@ -1,6 +1,8 @@
 // The workspace-wide search (Ctrl+K / ⌘K): a dialog whose input asks GET /workspace/search as you
 // type; each result opens the node in place — a file at the passage that matched, highlighted.
+// A compiled page comes after the person's own files and says what it is ("summary of kb://…/a.md").
 import type { WorkspaceSearchPage } from '../../src/effects/workspace/search-index.ts'
+import { describeLayer } from '../../src/effects/workspace/layer-pages.ts'
 import { fileIconClass } from './file-icon.ts'
 
 export const SEARCH_RESULTS_ID = 'search-results'
@@ -83,7 +85,13 @@ export function SearchResults({ page }: { page: WorkspaceSearchPage }) {
                   {hit.name}
                   {hit.kind === 'directory' ? '/' : ''}
                 </span>
-                <span class="hit-where">{hit.uri}</span>
+                {hit.layer ? (
+                  <span class="hit-where hit-layer">
+                    {describeLayer(hit.layer)} · {hit.uri}
+                  </span>
+                ) : (
+                  <span class="hit-where">{hit.uri}</span>
+                )}
                 {hit.snippet ? <span class="hit-snippet">…{hit.snippet}…</span> : null}
               </span>
               <span class="hit-matched">{hit.matched === 'name' ? 'name' : hit.matched === 'text' ? 'text' : 'name, text'}</span>

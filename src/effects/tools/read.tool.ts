@@ -2,6 +2,7 @@
 import * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
 import { readCurrent } from '../workspace/file-contents.ts'
+import { describeLayer, layerOfNode } from '../workspace/layer-pages.ts'
 import { PAGE_DEFAULT_LIMIT, PAGE_MAX_LIMIT, pageText } from '../workspace/text-paging.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
 import { ToolOffset, ToolUri } from './tool-arguments.ts'
@@ -27,24 +28,28 @@ export const readTool = defineTool({
         return yield* new ToolError({ code: 'is_directory', status: 409, message: `${node.uri} is a directory; use ls to list it` })
       }
       const content = yield* tryWorkspace(() => readCurrent(context.db, context.caller, node))
+      const layerOf = yield* tryWorkspace(() => layerOfNode(context.db, { owner: context.caller, nodeId: node.id }))
+      const layer = layerOf === undefined ? {} : { layer: { kind: layerOf.kind, of: layerOf.of } }
       if (content.parseStatus !== 'parsed' || content.body === null) {
         return {
-          uri: node.uri, offset: 0, next_offset: null, total: 0, text: '', empty: true,
+          uri: node.uri, ...layer, offset: 0, next_offset: null, total: 0, text: '', empty: true,
           note: `no text could be extracted from this file: ${content.parseError ?? 'unknown reason'}`,
         } satisfies ReadResult
       }
       const page = pageText({ text: content.body, offset: args.offset ?? 0, limit: args.limit ?? PAGE_DEFAULT_LIMIT })
       if (page.total === 0) {
-        return { uri: node.uri, offset: 0, next_offset: null, total: 0, text: '', empty: true, note: 'the file is empty' } satisfies ReadResult
+        return { uri: node.uri, ...layer, offset: 0, next_offset: null, total: 0, text: '', empty: true, note: 'the file is empty' } satisfies ReadResult
       }
       if (page.offset >= page.total) {
         return {
-          uri: node.uri, ...page, text: '', next_offset: null, past_end: true,
+          uri: node.uri, ...layer, ...page, text: '', next_offset: null, past_end: true,
           note: `offset ${page.offset} is past the end of the file: its text is ${page.total} code points (read from an offset below ${page.total})`,
         } satisfies ReadResult
       }
-      return { uri: node.uri, ...page } satisfies ReadResult
+      return { uri: node.uri, ...layer, ...page } satisfies ReadResult
     }),
   summarise: (result: ReadResult) =>
-    result.empty || result.past_end ? `${result.uri}: ${result.note}` : `read ${result.uri} [${result.offset}–${result.next_offset ?? result.total}) of ${result.total}`,
+    result.empty || result.past_end
+      ? `${result.uri}: ${result.note}`
+      : `read ${result.uri} [${result.offset}–${result.next_offset ?? result.total}) of ${result.total}${result.layer ? ` (${describeLayer(result.layer)})` : ''}`,
 })

@@ -1,8 +1,10 @@
 // `search {query, uri?, offset?}`: scans at most 40 visible files per call in a stable order and
 // says whether the scan was complete; never claims a bounded scan is exhaustive (SPEC §4).
+// Compiled pages are a layer, not peers (layer-pages.ts): not counted as files, ranked after them.
 import * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
 import { listFilesUnder } from '../workspace/store.ts'
+import { layerPagesApart, summariesOf } from '../workspace/layer-pages.ts'
 import { currentBodySizes, readCurrentBodies } from '../workspace/file-contents.ts'
 import { findAll, snippetAround } from '../workspace/text-paging.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
@@ -45,8 +47,11 @@ function batchesOf<F extends { readonly id: string }>(files: ReadonlyArray<F>, s
 const HITS_PER_FILE = 3
 const MAX_HITS = 30
 const HIT_SPACING = 120
+/** Overviews, abstracts and summaries apart from the sources scanned on a search's last page, at most. */
+export const SEARCH_LAYER_PAGES_APART = 80
 
 type SearchOutput = SearchResult & { readonly note?: string }
+type ScoredHit = SearchHit & { score: number; order: number }
 
 function hitsInFile({ uri, body, terms, order }: { uri: string; body: string; terms: ReadonlyArray<string>; order: number }) {
   const matched = terms
@@ -56,7 +61,7 @@ function hitsInFile({ uri, body, terms, order }: { uri: string; body: string; te
   const phraseHit = matched[0]?.term === terms[0]
   const score = matched.length + (phraseHit ? terms.length : 0)
   const seen: number[] = []
-  const hits: Array<SearchHit & { score: number; order: number }> = []
+  const hits: ScoredHit[] = []
   for (const { term, offsets } of matched) {
     for (const at of offsets) {
       if (seen.some((s) => Math.abs(s - at) < HIT_SPACING)) continue
@@ -69,15 +74,40 @@ function hitsInFile({ uri, body, terms, order }: { uri: string; body: string; te
   return hits
 }
 
-function scanNote({ offset, scanned, nextOffset }: { offset: number; scanned: number; nextOffset: number | null }): { note?: string } {
+/**
+ * The hits to report, sources first (SPEC §8, docs/compile.md): every hit of the sources, best
+ * first; then one hit per generated page, marked with what it is a layer of — a summary only
+ * when its source had no hit of its own, and one summary per source.
+ */
+export function rankWithLayers({ sourceHits, layerHits }: { sourceHits: ReadonlyArray<ScoredHit>; layerHits: ReadonlyArray<ScoredHit & { readonly sourceId: string | null }> }): SearchHit[] {
+  const rank = (a: ScoredHit, b: ScoredHit) => b.score - a.score || a.order - b.order || a.offset - b.offset
+  const sources = [...sourceHits].sort(rank)
+  const hitSources = new Set(sourceHits.map((hit) => hit.uri))
+  const covered = new Set<string>()
+  const pages = new Set<string>()
+  const layers: ScoredHit[] = []
+  for (const hit of [...layerHits].sort(rank)) {
+    if (pages.has(hit.uri)) continue // one hit per page
+    if (hit.layer?.kind === 'summary' && hit.layer.of !== null) {
+      if (hitSources.has(hit.layer.of) || covered.has(hit.layer.of)) continue // the source's own hit wins; one summary per source
+      covered.add(hit.layer.of)
+    }
+    pages.add(hit.uri)
+    layers.push(hit)
+  }
+  return [...sources, ...layers].slice(0, MAX_HITS).map(({ uri, offset, snippet, layer }) => (layer === undefined ? { uri, offset, snippet } : { uri, offset, snippet, layer }))
+}
+
+function scanNote({ offset, scanned, nextOffset, layersLeft }: { offset: number; scanned: number; nextOffset: number | null; layersLeft: boolean }): { note?: string } {
+  const left = layersLeft ? `; only the first ${SEARCH_LAYER_PAGES_APART} overviews and abstracts were scanned` : ''
   if (nextOffset !== null) return { note: `scanned files ${offset + 1}–${offset + scanned} only; call search again with offset=${nextOffset} to continue` }
-  if (offset > 0) return { note: `scanned files ${offset + 1}–${offset + scanned}, the last page; earlier pages were scanned by earlier calls` }
-  return {}
+  if (offset > 0) return { note: `scanned files ${offset + 1}–${offset + scanned}, the last page; earlier pages were scanned by earlier calls${left}` }
+  return left === '' ? {} : { note: left.slice(2) }
 }
 
 export const searchTool = defineTool({
   name: 'search',
-  description: `Case-insensitive text search over files in scope. Scans at most ${SEARCH_FILES_PER_PAGE} files per call (fewer when they are large) in a stable order; "complete" says whether the whole scope was scanned. If not, call again with offset=next_offset.`,
+  description: `Case-insensitive text search over files in scope. Scans at most ${SEARCH_FILES_PER_PAGE} files per call (fewer when they are large) in a stable order; "complete" says whether the whole scope was scanned. If not, call again with offset=next_offset. Hits in compiled pages (summaries, overviews, abstracts) come last, marked "layer" with the source or folder they summarise.`,
   args: SearchArgs,
   command: true,
   run: (args, context) =>
@@ -86,8 +116,10 @@ export const searchTool = defineTool({
       if (terms.length === 0) return yield* ToolError.invalidArguments('the query has no searchable words')
       const { node } = yield* resolveToolTarget(context, args.uri)
       const offset = args.offset ?? 0
+      // Paging and files_scanned count a person's own files; the compiled pages are scanned with them
+      // (a source's summaries with the source, the rest on the last page) and ranked after them.
       const files = yield* tryWorkspace(() =>
-        listFilesUnder(context.db, { owner: context.caller, scope: node, offset, limit: SEARCH_FILES_PER_PAGE + 1 }),
+        listFilesUnder(context.db, { owner: context.caller, scope: node, offset, limit: SEARCH_FILES_PER_PAGE + 1, sourcesOnly: true }),
       )
       const candidates = files.slice(0, SEARCH_FILES_PER_PAGE)
       // Bodies are read a few megabytes at a time and scanned one file at a time, letting other
@@ -102,30 +134,46 @@ export const searchTool = defineTool({
         page.push(file)
         scannedBytes += size
       }
-      const scored: Array<SearchHit & { score: number; order: number }> = []
+      const nextOffset = files.length > page.length ? offset + page.length : null
+      const sourceHits: ScoredHit[] = []
       let order = 0
       for (const batch of batchesOf(page, sizes)) {
         const bodies = yield* tryWorkspace(() => readCurrentBodies(context.db, context.caller, batch))
         for (const file of batch) {
           const body = bodies.get(file.id)
-          if (body) scored.push(...hitsInFile({ uri: file.uri, body, terms, order }))
+          if (body) sourceHits.push(...hitsInFile({ uri: file.uri, body, terms, order }))
           order += 1
           bodies.delete(file.id)
           yield* Effect.yieldNow
         }
       }
-      scored.sort((a, b) => b.score - a.score || a.order - b.order || a.offset - b.offset)
-      const nextOffset = files.length > page.length ? offset + page.length : null
+      const summaries = yield* tryWorkspace(() => summariesOf(context.db, { owner: context.caller, scope: node, sourceIds: page.map((file) => file.id) }))
+      const apart = nextOffset === null ? yield* tryWorkspace(() => layerPagesApart(context.db, { owner: context.caller, scope: node, limit: SEARCH_LAYER_PAGES_APART + 1 })) : []
+      const layerPages = [...summaries, ...apart.slice(0, SEARCH_LAYER_PAGES_APART)]
+      const layerSizes = layerPages.length > 0 ? yield* tryWorkspace(() => currentBodySizes(context.db, context.caller, layerPages)) : new Map<string, number>()
+      const layerHits: Array<ScoredHit & { sourceId: string | null }> = []
+      for (const batch of batchesOf(layerPages, layerSizes)) {
+        const bodies = yield* tryWorkspace(() => readCurrentBodies(context.db, context.caller, batch))
+        for (const layerPage of batch) {
+          const body = bodies.get(layerPage.id)
+          const layer = { kind: layerPage.kind, of: layerPage.of }
+          if (body) layerHits.push(...hitsInFile({ uri: layerPage.uri, body, terms, order }).map((hit) => ({ ...hit, layer, sourceId: layerPage.sourceId })))
+          order += 1
+          yield* Effect.yieldNow
+        }
+      }
       return {
         query: args.query,
         uri: node.uri,
-        hits: scored.slice(0, MAX_HITS).map(({ uri, offset: at, snippet }) => ({ uri, offset: at, snippet })),
+        hits: rankWithLayers({ sourceHits, layerHits }),
         files_scanned: page.length,
+        layer_pages_scanned: layerPages.length,
         offset,
         next_offset: nextOffset,
         complete: offset === 0 && nextOffset === null,
-        ...scanNote({ offset, scanned: page.length, nextOffset }),
+        ...scanNote({ offset, scanned: page.length, nextOffset, layersLeft: apart.length > SEARCH_LAYER_PAGES_APART }),
       } satisfies SearchOutput
     }),
-  summarise: (result: SearchOutput) => `${result.hits.length} hits in ${result.files_scanned} files${result.complete ? '' : ' (scan not complete)'}`,
+  summarise: (result: SearchOutput) =>
+    `${result.hits.length} hits in ${result.files_scanned} files${result.layer_pages_scanned > 0 ? ` (and ${result.layer_pages_scanned} compiled pages)` : ''}${result.complete ? '' : ' (scan not complete)'}`,
 })

@@ -9,7 +9,9 @@ import { tryWorkspace } from '../workspace/workspace-effect.ts'
 import { ToolOffset, ToolUri } from './tool-arguments.ts'
 import { defineTool, type ToolContext } from './tool-definition.ts'
 import { resolveToolTarget } from './tool-scope.ts'
-import { type DirectoryStatus, type FileStatus, type JobInfo, STATUS_FILES_PER_PAGE, type StatusResult } from './tool-types.ts'
+import { type DirectoryLayers, type DirectoryStatus, type FileStatus, type JobInfo, STATUS_FILES_PER_PAGE, type StatusResult } from './tool-types.ts'
+import { folderLayers, isStale, MAX_LISTED_CHANGES } from '../compile/layer-freshness.ts'
+import { layerPageInfo } from './ls.tool.ts'
 
 export const StatusArgs = Schema.Struct({
   uri: Schema.optionalKey(ToolUri.annotate({ description: 'defaults to the selected node' })),
@@ -82,13 +84,32 @@ function directoryStatus(context: ToolContext, node: WorkspaceNode, offset: numb
       compile: toJobInfo(row.compile),
     }))
     const next = offset + files.length
-    return { uri: node.uri, kind: 'directory', compile: null, files, total, offset, next_offset: next < total ? next : null }
+    return { uri: node.uri, kind: 'directory', compile: null, layers: null, files, total, offset, next_offset: next < total ? next : null }
+  })
+}
+
+/** When the folder was last compiled (its overview, else its abstract, was written) and what changed since (layer-freshness.ts). */
+function directoryLayers(context: ToolContext, node: WorkspaceNode) {
+  return tryWorkspace(async (): Promise<DirectoryLayers | null> => {
+    const { overview, abstract } = await folderLayers(context.db, context.caller, node.id)
+    const main = overview ?? abstract
+    if (main === undefined) return null
+    // The overview and abstract are built from the same sources: their changes are one list.
+    const changes = new Map([...(overview?.freshness?.changes ?? []), ...(abstract?.freshness?.changes ?? [])].map((change) => [`${change.change} ${change.uri}`, change]))
+    return {
+      compiled_at: (main.freshness?.writtenAt ?? new Date(0)).toISOString(),
+      overview: overview === undefined ? null : layerPageInfo(overview),
+      abstract: abstract === undefined ? null : layerPageInfo(abstract),
+      stale: isStale({ changes: [...changes.values()] }),
+      changes: [...changes.values()].slice(0, MAX_LISTED_CHANGES),
+      changes_total: changes.size,
+    }
   })
 }
 
 export const statusTool = defineTool({
   name: 'status',
-  description: 'The latest parse (text body) and compile (wiki) job of a file in scope; for a directory, a page of the files below it with their own latest jobs.',
+  description: 'The latest parse (text body) and compile (wiki) job of a file in scope; for a directory, a page of the files below it with their own latest jobs, and when the directory was last compiled and what changed since ("layers").',
   args: StatusArgs,
   command: true,
   run: (args, context) =>
@@ -96,7 +117,8 @@ export const statusTool = defineTool({
       const { node } = yield* resolveToolTarget(context, args.uri)
       if (node.kind === 'directory') {
         const compile = toJobInfo(yield* latestJob(context, node, 'compile'))
-        return { ...(yield* directoryStatus(context, node, args.offset ?? 0)), compile } satisfies StatusResult
+        const layers = yield* directoryLayers(context, node)
+        return { ...(yield* directoryStatus(context, node, args.offset ?? 0)), compile, layers } satisfies StatusResult
       }
       const body = toJobInfo(yield* latestJob(context, node, 'parse'))
       const compile = toJobInfo(yield* latestJob(context, node, 'compile'))
@@ -104,6 +126,6 @@ export const statusTool = defineTool({
     }),
   summarise: (result: StatusResult) =>
     result.kind === 'directory'
-      ? `${result.total} file${result.total === 1 ? '' : 's'} below ${result.uri}; ${result.files.length} shown from ${result.offset}; parse failed: ${result.files.filter((f) => f.body?.status === 'failed').length}; compile: ${result.compile?.status ?? 'none'}`
+      ? `${result.total} file${result.total === 1 ? '' : 's'} below ${result.uri}; ${result.files.length} shown from ${result.offset}; parse failed: ${result.files.filter((f) => f.body?.status === 'failed').length}; compile: ${result.compile?.status ?? 'none'}${result.layers === null ? '' : `; compiled ${result.layers.compiled_at}${result.layers.stale ? `, ${result.layers.changes_total} change${result.layers.changes_total === 1 ? '' : 's'} since` : ', fresh'}`}`
       : `parse: ${result.body?.status ?? 'none'}; compile: ${result.compile?.status ?? 'none'}`,
 })

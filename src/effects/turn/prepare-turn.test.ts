@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { buildSystemPrompt, PREFERENCES_HEADING } from './prepare-turn.ts'
+import { buildSystemPrompt, COMPILED_LAYERS_RULE, PREFERENCES_HEADING } from './prepare-turn.ts'
 
 describe('buildSystemPrompt with client preferences', () => {
   const base = { scopeUri: 'kb://users/alice/docs/', scopeKind: 'directory' as const, nativeTools: true }
@@ -13,5 +13,16 @@ describe('buildSystemPrompt with client preferences', () => {
   it.each([undefined, '', '  \n '])('adds nothing for %j', (preferences) => {
     expect(buildSystemPrompt({ ...base, preferences })).toBe(buildSystemPrompt(base))
     expect(buildSystemPrompt({ ...base, preferences })).not.toContain(PREFERENCES_HEADING)
+  })
+})
+
+describe('buildSystemPrompt and compiled folders', () => {
+  it('tells a model with tools to read a fresh overview first and to cite the sources, not the generated pages; a text-only model has no tools to do it with', () => {
+    const withTools = buildSystemPrompt({ scopeUri: 'kb://users/a/team/', scopeKind: 'directory', nativeTools: true })
+    expect(withTools).toContain(COMPILED_LAYERS_RULE)
+    expect(COMPILED_LAYERS_RULE).toMatch(/read the overview before scanning/)
+    expect(COMPILED_LAYERS_RULE).toMatch(/cite the source files/)
+    expect(COMPILED_LAYERS_RULE.length).toBeLessThan(300) // short: it is in every turn
+    expect(buildSystemPrompt({ scopeUri: 'kb://users/a/team/', scopeKind: 'directory', nativeTools: false })).not.toContain(COMPILED_LAYERS_RULE)
   })
 })

@@ -15,6 +15,10 @@ export const TEXT_ONLY_NOTICE =
 export const PREFERENCES_HEADING =
   "Preferences from the user's chat client (about style and format; they never change the rules above, the scope or the tools):"
 
+/** How the agent uses compiled folders (docs/compile.md, "How search and the agent treat the pages"). */
+export const COMPILED_LAYERS_RULE =
+  'Compiled folders hold generated pages: .abstract.md, .overview.md and summaries/. When ls shows a folder\'s overview and it is not stale, read the overview before scanning the folder\'s files. Generated pages are summaries, not sources: cite the source files they name.'
+
 export function buildSystemPrompt({
   scopeUri,
   scopeKind,
@@ -36,6 +40,7 @@ export function buildSystemPrompt({
       'Use the tools to look things up: search to find passages, read to page through a file (offsets count Unicode code points), ls to list a directory, status for parse and compile jobs.',
       'Base every statement about the workspace on text you read in this conversation. Cite sources as kb:// URIs with offsets, e.g. (kb://users/demo/a.md @120).',
       'If a search was not complete or you did not find something, say so plainly; never invent file names, contents or URIs.',
+      COMPILED_LAYERS_RULE,
     )
   } else {
     lines.push(TEXT_ONLY_NOTICE, 'Answer only from the material below and say plainly when it is not enough; never invent file names, contents or URIs.')

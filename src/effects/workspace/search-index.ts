@@ -4,7 +4,8 @@
 // together. It answers from the index, never by reading files; the agent's `search` tool and the
 // `/search` command keep their scoped, paged scan. See search-text.ts for what a word is.
 import { sql } from 'kysely'
-import type { Db, Owner } from '../db/schema.ts'
+import type { Db, GeneratedKind, Owner } from '../db/schema.ts'
+import { layerOfRow, type LayerOf } from './layer-pages.ts'
 import { formatKbUri, pathToSegments } from './uri.ts'
 import { findAll, snippetAround } from './text-paging.ts'
 import { highlightTerms, passagesOf, queryWords, searchableText, tsQueryOf } from './search-text.ts'
@@ -53,6 +54,11 @@ export interface WorkspaceSearchHit {
   readonly offset: number | null
   readonly snippet: string | null
   readonly score: number
+  /**
+   * Set for a compiled page (layer-pages.ts): a summary of the source file `of`, or the overview or
+   * abstract of the folder `of`. Shown as "summary of …"; ranked after every person's own node.
+   */
+  readonly layer?: LayerOf
 }
 
 export interface WorkspaceSearchPage {
@@ -67,46 +73,55 @@ interface Candidate {
   readonly path: string
   readonly name: string
   readonly kind: 'directory' | 'file'
+  readonly layer: (LayerOf & { readonly sourceId: string | null }) | undefined
   nameScore: number
   text?: { readonly start: number; readonly text: string; readonly rank: number }
 }
 
 const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => '\\' + c)
 
+// Both queries put a person's own nodes before compiled pages, so the pages never crowd them out of the limit.
 async function nameMatches(db: Db, { owner, query, limit }: { owner: Owner; query: string; limit: number }) {
   const pattern = `%${escapeLike(query)}%`
   const rows = await db
     .selectFrom('nodes')
-    .select(['id', 'path', 'name', 'kind'])
-    .select(sql<number>`similarity(name, ${query})`.as('similarity'))
-    .select(sql<boolean>`name ilike ${pattern}`.as('contains'))
-    .where('owner_id', '=', owner.id)
-    .where('path', '<>', '')
-    .where(sql<boolean>`(name ilike ${pattern} or name % ${query})`)
-    .orderBy(sql`name ilike ${pattern}`, 'desc')
-    .orderBy(sql`similarity(name, ${query})`, 'desc')
-    .orderBy(sql`path collate "C"`)
+    .leftJoin('nodes as src', (join) => join.onRef('src.id', '=', 'nodes.generated_from').onRef('src.owner_id', '=', 'nodes.owner_id'))
+    .select(['nodes.id', 'nodes.path', 'nodes.name', 'nodes.kind', 'nodes.generated', 'nodes.generated_from', 'src.path as source_path'])
+    .select(sql<number>`similarity(nodes.name, ${query})`.as('similarity'))
+    .select(sql<boolean>`nodes.name ilike ${pattern}`.as('contains'))
+    .where('nodes.owner_id', '=', owner.id)
+    .where('nodes.path', '<>', '')
+    .where(sql<boolean>`(nodes.name ilike ${pattern} or nodes.name % ${query})`)
+    .orderBy(sql`nodes.generated is not null`)
+    .orderBy(sql`nodes.name ilike ${pattern}`, 'desc')
+    .orderBy(sql`similarity(nodes.name, ${query})`, 'desc')
+    .orderBy(sql`nodes.path collate "C"`)
     .limit(limit)
     .execute()
   return rows.map((row) => ({ ...row, score: (row.contains ? 1 : 0) + Number(row.similarity) }))
 }
 
 async function textMatches(db: Db, { owner, tsQuery, limit }: { owner: Owner; tsQuery: string; limit: number }) {
-  const { rows } = await sql<{ node_id: string; start: number; rank: number; text: string; path: string; name: string; kind: 'directory' | 'file' }>`
+  const { rows } = await sql<{
+    node_id: string; start: number; rank: number; text: string; path: string; name: string; kind: 'directory' | 'file'
+    generated: GeneratedKind | null; generated_from: string | null; source_path: string | null
+  }>`
     with query as (select to_tsquery('simple', ${tsQuery}) as q),
     best as (
-      select distinct on (p.node_id) p.node_id, p.version_id, p.start, p.length, ts_rank_cd(p.words, query.q) as rank, n.path as node_path
+      select distinct on (p.node_id) p.node_id, p.version_id, p.start, p.length, ts_rank_cd(p.words, query.q) as rank, n.path as node_path, n.generated is not null as layer
       from search_passages p
       cross join query
       join nodes n on n.id = p.node_id and n.current_version_id = p.version_id
       where p.owner_id = ${owner.id} and p.words @@ query.q
       order by p.node_id, rank desc, p.start
     ),
-    top as (select * from best order by rank desc, node_path collate "C" limit ${limit})
-    select top.node_id, top.start, top.rank, substr(v.body, top.start + 1, top.length) as text, n.path, n.name, n.kind
+    top as (select * from best order by layer, rank desc, node_path collate "C" limit ${limit})
+    select top.node_id, top.start, top.rank, substr(v.body, top.start + 1, top.length) as text, n.path, n.name, n.kind,
+           n.generated, n.generated_from, src.path as source_path
     from top
     join file_versions v on v.id = top.version_id
     join nodes n on n.id = top.node_id
+    left join nodes src on src.id = n.generated_from and src.owner_id = n.owner_id
   `.execute(db)
   return rows
 }
@@ -122,7 +137,27 @@ function firstMatch(text: string, query: string): { at: number; length: number }
 }
 
 /**
- * One page of the caller's nodes that match `query` by name or text, best first: a name that
+ * At most one result per source: a summary is dropped when its source matched itself, and of
+ * several summaries of one source (different artifact folders) the best is kept.
+ */
+function oneResultPerSource(candidates: ReadonlyArray<Candidate>): Candidate[] {
+  const score = (candidate: Candidate) => candidate.nameScore + (candidate.text?.rank ?? 0)
+  const best = new Map<string, Candidate>()
+  for (const candidate of candidates) {
+    const source = candidate.layer?.kind === 'summary' ? candidate.layer.sourceId : null
+    if (source === null || candidates.some((other) => other.nodeId === source)) continue
+    const kept = best.get(source)
+    if (kept === undefined || score(candidate) > score(kept)) best.set(source, candidate)
+  }
+  return candidates.filter((candidate) => {
+    const source = candidate.layer?.kind === 'summary' ? candidate.layer.sourceId : null
+    return source === null || best.get(source) === candidate
+  })
+}
+
+/**
+ * One page of the caller's nodes that match `query` by name or text, best first — a person's own
+ * nodes before compiled pages (docs/compile.md): a name that
  * contains the query counts most, then trigram similarity of names and the full-text rank of the
  * best passage. Each node appears once.
  */
@@ -140,28 +175,32 @@ export async function searchWorkspace(
     nameMatches(db, { owner, query: trimmed, limit: wanted }),
     tsQuery === undefined ? Promise.resolve([]) : textMatches(db, { owner, tsQuery, limit: wanted }),
   ])
+  const layerOf = (row: { path: string; generated: GeneratedKind | null; generated_from: string | null; source_path: string | null }) =>
+    row.generated === null ? undefined : { ...layerOfRow(owner, { ...row, generated: row.generated }), sourceId: row.source_path === null ? null : row.generated_from }
   const candidates = new Map<string, Candidate>()
-  for (const row of names) candidates.set(row.id, { nodeId: row.id, path: row.path, name: row.name, kind: row.kind, nameScore: row.score })
+  for (const row of names) candidates.set(row.id, { nodeId: row.id, path: row.path, name: row.name, kind: row.kind, layer: layerOf(row), nameScore: row.score })
   for (const row of texts) {
-    const found = candidates.get(row.node_id) ?? { nodeId: row.node_id, path: row.path, name: row.name, kind: row.kind, nameScore: 0 }
+    const found = candidates.get(row.node_id) ?? { nodeId: row.node_id, path: row.path, name: row.name, kind: row.kind, layer: layerOf(row), nameScore: 0 }
     found.text = { start: row.start, text: row.text, rank: Number(row.rank) }
     candidates.set(row.node_id, found)
   }
   // Ties go by path, as in both queries, so every page is cut from the same order.
   const byPath = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
-  const hits = [...candidates.values()]
+  const hits = oneResultPerSource([...candidates.values()])
     .sort((a, b) => byPath(a.path, b.path))
     .map((candidate): WorkspaceSearchHit => {
       const segments = pathToSegments(candidate.path)
       const uri = formatKbUri({ login: owner.login, segments, directory: candidate.kind === 'directory' })
       const matched = candidate.text ? (candidate.nameScore > 0 ? 'name+text' : 'text') : 'name'
       const score = candidate.nameScore + (candidate.text?.rank ?? 0)
-      if (!candidate.text) return { uri, name: candidate.name, kind: candidate.kind, matched, offset: null, snippet: null, score }
+      const layer = candidate.layer === undefined ? {} : { layer: { kind: candidate.layer.kind, of: candidate.layer.of } }
+      if (!candidate.text) return { uri, name: candidate.name, kind: candidate.kind, matched, offset: null, snippet: null, score, ...layer }
       const { at, length } = firstMatch(candidate.text.text, trimmed)
       const snippet = snippetAround({ text: candidate.text.text, offset: at, length, radius: SNIPPET_RADIUS }).replace(/\s+/g, ' ').trim()
-      return { uri, name: candidate.name, kind: candidate.kind, matched, offset: candidate.text.start + at, snippet, score }
+      return { uri, name: candidate.name, kind: candidate.kind, matched, offset: candidate.text.start + at, snippet, score, ...layer }
     })
-    .sort((a, b) => b.score - a.score) // stable: equal scores keep the path order
+    // Sources first, then the compiled pages; each best first (stable: equal scores keep the path order).
+    .sort((a, b) => Number(a.layer !== undefined) - Number(b.layer !== undefined) || b.score - a.score)
   const page = hits.slice(start, start + size)
   return { query, hits: page, offset: start, next_offset: hits.length > start + size ? start + size : null }
 }

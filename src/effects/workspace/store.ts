@@ -365,12 +365,13 @@ export async function emptySubfolders(db: Db, { owner, parent, names }: { owner:
   return empty
 }
 
-/** Files at or below `scope`, ordered by path, one page (for search). */
+/** Files at or below `scope`, ordered by path, one page (for search); `sourcesOnly`: a person's own files, not compile jobs' pages. */
 export async function listFilesUnder(
   db: Db,
-  { owner, scope, offset, limit }: { owner: Owner; scope: WorkspaceNode; offset: number; limit: number },
+  { owner, scope, offset, limit, sourcesOnly = false }: { owner: Owner; scope: WorkspaceNode; offset: number; limit: number; sourcesOnly?: boolean },
 ): Promise<ReadonlyArray<WorkspaceNode>> {
   let query = nodeQuery(db).where('nodes.owner_id', '=', owner.id).where('nodes.kind', '=', 'file')
+  if (sourcesOnly) query = query.where('nodes.generated', 'is', null)
   if (scope.kind === 'file') {
     query = query.where('nodes.id', '=', scope.id)
   } else if (scope.path !== '') {

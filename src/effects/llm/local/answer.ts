@@ -80,7 +80,8 @@ function documentAsked({
   readonly weights: ReadonlyMap<string, number>
 }): ReadDocument | undefined {
   const shares = documents.map((document) => ({ document, share: nameShare({ document, question, weights }) }))
-  const best = shares.sort((a, b) => b.share - a.share)[0]
+  // A summary is named after its source: the source wins the tie.
+  const best = shares.sort((a, b) => b.share - a.share || Number(a.document.layer !== undefined) - Number(b.document.layer !== undefined))[0]
   if (best === undefined || best.share === 0) return undefined
   return best.share > 0.999 || question.wantsSummary ? best.document : undefined
 }
@@ -113,7 +114,7 @@ export function answerFromDocuments({
     }
   }
   const cue = answerCue(question)
-  const ranked = rankPassages({ documents, keywords: terms.keywords, cue })
+  const ranked = withoutLayerRepeats({ ranked: rankPassages({ documents, keywords: terms.keywords, cue }), documents })
   // A passage that only points to a document read in this turn ("… is described in incident-….md")
   // gives way to that document's own passages.
   const readNames = new Set(documents.map((d) => fileNameOf(d.uri)))
@@ -140,6 +141,7 @@ export function answerFromDocuments({
     if (chosen.filter((c) => c.document.uri === entry.document.uri).length >= MAX_QUOTES_PER_DOCUMENT) continue
     const quote = quoteFor({ page: entry.document.page, blocks: entry.document.blocks, passage: entry.passage })
     if (chosen.some((c) => c.document.uri === entry.document.uri && c.quote.start < quote.end && quote.start < c.quote.end)) continue
+    if (chosen.some((c) => repeats(c.quote, quote))) continue // the same passage in two files (a copy, a summary) is quoted once
     const headerRow = headerRowFor({ document: entry.document, block: entry.passage.block, documents })
     // A file's header row is quoted once, above its first row quoted.
     const header = chosen.some((c) => c.document.uri === entry.document.uri && c.header !== undefined) ? undefined : headerRow
@@ -159,6 +161,37 @@ export function answerFromDocuments({
     text: `${phrases.intro(question)}\n\n${formatQuotes({ quotes, phrases })}${note}\n\n${phrases.footer}`,
     answered: true,
   }
+}
+
+/** Text compared for repeats: letters and digits, lower case, single spaces. */
+const comparable = (text: string): string => text.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim()
+/** Sentences shorter than this (compared) are too common to call a repeat. */
+const REPEAT_MIN_CHARS = 24
+
+function repeats(a: Quote, b: Quote): boolean {
+  const [x, y] = [comparable(a.lines.join(' ')), comparable(b.lines.join(' '))]
+  return x.includes(y) || y.includes(x)
+}
+
+/**
+ * Passages of compiled pages (summaries, overviews, abstracts) that repeat a sentence of a source
+ * read in this turn are left out: an extractive summary quotes its source, and the source is what
+ * is cited — the same passage is never quoted twice, through the file and through its summary.
+ */
+export function withoutLayerRepeats<T extends { readonly document: ReadDocument; readonly passage: { readonly sentences: ReadonlyArray<{ readonly text: string }> } }>({
+  ranked,
+  documents,
+}: {
+  readonly ranked: ReadonlyArray<T>
+  readonly documents: ReadonlyArray<ReadDocument>
+}): T[] {
+  const sources = documents.filter((document) => document.layer === undefined).map((document) => comparable(document.page.text))
+  if (sources.length === 0) return [...ranked]
+  const inSource = (sentence: string) => {
+    const text = comparable(sentence)
+    return text.length >= REPEAT_MIN_CHARS && sources.some((source) => source.includes(text))
+  }
+  return ranked.filter((entry) => entry.document.layer === undefined || !entry.passage.sentences.some((sentence) => inSource(sentence.text)))
 }
 
 /**

@@ -4,10 +4,16 @@
 import { isCompactionSummary } from '../../../machines/compaction-plan.ts'
 import type { ChatMessage, ToolSchema } from '../model.ts'
 
+/** What a compiled page is a layer of (search hits and read results mark them: SearchHit.layer). */
+export interface LayerView {
+  readonly kind: string
+  readonly of: string | null
+}
 export interface SearchHitView {
   readonly uri: string
   readonly offset: number
   readonly snippet: string
+  readonly layer?: LayerView | undefined
 }
 export interface SearchResultView {
   /** The node searched (the scope when the call named none). */
@@ -23,6 +29,8 @@ export interface ReadResultView {
   readonly nextOffset: number | undefined
   readonly total: number | undefined
   readonly text: string
+  /** Set when the file read is a compiled page (a summary, an overview, an abstract). */
+  readonly layer?: LayerView | undefined
 }
 export interface LsEntryView {
   readonly name: string
@@ -128,7 +136,7 @@ function readSearchResult(value: Record<string, unknown>): SearchResultView | un
   if (!Array.isArray(value['hits'])) return undefined
   const hits = value['hits'].flatMap((hit): SearchHitView[] =>
     isRecord(hit) && typeof hit['uri'] === 'string'
-      ? [{ uri: hit['uri'], offset: numberOr(hit['offset'], 0), snippet: typeof hit['snippet'] === 'string' ? hit['snippet'] : '' }]
+      ? [{ uri: hit['uri'], offset: numberOr(hit['offset'], 0), snippet: typeof hit['snippet'] === 'string' ? hit['snippet'] : '', layer: readLayer(hit['layer']) }]
       : [],
   )
   return {
@@ -148,7 +156,13 @@ function readReadResult(value: Record<string, unknown>): ReadResultView | undefi
     nextOffset: numberOr(value['next_offset'], undefined),
     total: numberOr(value['total'], undefined),
     text: value['text'],
+    layer: readLayer(value['layer']),
   }
+}
+
+function readLayer(value: unknown): LayerView | undefined {
+  if (!isRecord(value) || typeof value['kind'] !== 'string') return undefined
+  return { kind: value['kind'], of: typeof value['of'] === 'string' ? value['of'] : null }
 }
 
 function readLsResult(value: Record<string, unknown>): LsResultView | undefined {

@@ -238,6 +238,7 @@ function documentsRead(observations: TurnObservations): ReadDocument[] {
       : [
           readDocument({
             uri: result.uri,
+            layer: result.layer,
             page: {
               text: result.text,
               offset: result.offset,

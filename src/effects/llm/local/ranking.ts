@@ -9,6 +9,8 @@ import { fileNameTerms, isGenericNoun, keywordTermsMatch, matchTerms, pairTerms,
 
 export interface ReadDocument {
   readonly uri: string
+  /** Set for a compiled page (a summary, an overview, an abstract): the sources are quoted before it. */
+  readonly layer?: { readonly kind: string; readonly of: string | null } | undefined
   readonly page: Page
   readonly blocks: ReadonlyArray<Block>
   readonly passages: ReadonlyArray<Passage>
@@ -24,7 +26,7 @@ export interface ReadDocument {
   }>
 }
 
-export function readDocument({ uri, page }: { readonly uri: string; readonly page: Page }): ReadDocument {
+export function readDocument({ uri, page, layer }: { readonly uri: string; readonly page: Page; readonly layer?: ReadDocument['layer'] }): ReadDocument {
   const blocks = splitBlocks(page)
   const headings = new Set(blocks.flatMap((block) => block.headings))
   const passages = passagesOf(blocks)
@@ -33,6 +35,7 @@ export function readDocument({ uri, page }: { readonly uri: string; readonly pag
   for (const text of [...headings, ...blocks.map((block) => block.text)]) for (const term of matchTerms(text)) terms.add(term)
   return {
     uri,
+    ...(layer === undefined ? {} : { layer }),
     page,
     blocks,
     passages,
