@@ -98,6 +98,9 @@ describe('the agent’s tools on a compiled folder', () => {
     const before = (await run<DirectoryStatus>('status', {})).result
     expect(before.layers).toMatchObject({ stale: false, changes: [], changes_total: 0, overview: { uri: 'kb://users/vera/team/.overview.md' } })
     expect(Date.parse(before.layers!.compiled_at)).toBeGreaterThan(Date.now() - 60_000)
+    // the folder's files are the person's own: its compiled pages are its layers, not files
+    expect(before.files.map((file) => file.uri).filter((uri) => uri.includes('/summaries/') || /\.(overview|abstract)\.md$/.test(uri))).toEqual([])
+    expect(before.total).toBe(before.files.length)
 
     await putText(database.db, { owner, segments: ['team', 'pager.md'], text: `${PAGER}\nA new line.\n` })
     await putText(database.db, { owner, segments: ['team', 'travel.md'], text: 'Trains first.' })

@@ -58,12 +58,12 @@ function latestJob(context: ToolContext, node: WorkspaceNode, kind: string) {
 const JOB_JSON = (alias: string) =>
   sql.raw(`json_build_object('kind', ${alias}.kind, 'status', ${alias}.status, 'error', ${alias}.error, 'uri', ${alias}.uri, 'created_at', ${alias}.created_at, 'finished_at', ${alias}.finished_at)`)
 
-/** The files below a folder, by path, one page, each with its latest parse and compile job. */
+/** A person's own files below a folder (compiled pages are the `layers`, not files), by path, one page, each with its latest parse and compile job. */
 function directoryStatus(context: ToolContext, node: WorkspaceNode, offset: number) {
   return tryWorkspace(async (): Promise<DirectoryStatus> => {
     const owner = context.caller.id
     const below = node.path === '' ? sql<boolean>`true` : sql<boolean>`starts_with(n.path, ${node.path + '/'})`
-    const totalRow = await sql<{ total: string }>`select count(*) as total from nodes n where n.owner_id = ${owner} and n.kind = 'file' and ${below}`.execute(context.db)
+    const totalRow = await sql<{ total: string }>`select count(*) as total from nodes n where n.owner_id = ${owner} and n.kind = 'file' and n.generated is null and ${below}`.execute(context.db)
     const total = Number(totalRow.rows[0]?.total ?? 0)
     const rows = await sql<{ id: string; path: string; parse: JobRow | null; compile: JobRow | null }>`
       select n.id, n.path,
@@ -75,7 +75,7 @@ function directoryStatus(context: ToolContext, node: WorkspaceNode, offset: numb
             and j.id in (select f.job_id from compile_job_files f where f.node_id = n.id)
           order by j.created_at desc, j.id limit 1) as compile
       from nodes n
-      where n.owner_id = ${owner} and n.kind = 'file' and ${below}
+      where n.owner_id = ${owner} and n.kind = 'file' and n.generated is null and ${below}
       order by n.path collate "C"
       limit ${STATUS_FILES_PER_PAGE} offset ${offset}`.execute(context.db)
     const files: FileStatus[] = rows.rows.map((row) => ({
