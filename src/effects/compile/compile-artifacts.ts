@@ -33,6 +33,13 @@ export function summaryFileName(sourceName: string): string {
   return /\.md$/i.test(sourceName) ? sourceName : `${sourceName}.md`
 }
 
+/** A source's summary page names in the order they are tried: `<name>.md`, `<name>.summary.md`, `<name>.2.summary.md`… */
+export function* summaryNameCandidates(sourceName: string): Generator<string, never> {
+  yield summaryFileName(sourceName)
+  yield `${sourceName}.summary.md`
+  for (let n = 2; ; n++) yield `${sourceName}.${n}.summary.md`
+}
+
 export const failure = (code: string, message: string, retryable: boolean): ActorFailure => ({ ok: false, code, message, retryable })
 
 /** The summary pages already in the artifact directory's `summaries/`: name → whose page it is. */
@@ -103,13 +110,7 @@ export function summaryNames(summaries: ReadonlyArray<Pick<FileSummary, 'nodeId'
   const taken = new Set<string>()
   const names = new Map<string, string>()
   for (const summary of summaries) {
-    const base = summaryFileName(summary.name)
-    const candidates = function* () {
-      yield base
-      yield `${summary.name}.summary.md`
-      for (let n = 2; ; n++) yield `${summary.name}.${n}.summary.md`
-    }
-    for (const name of candidates()) {
+    for (const name of summaryNameCandidates(summary.name)) {
       if (taken.has(name)) continue
       const page = published.get(name)
       if (page && page.generated !== null && page.source !== null && page.source !== summary.nodeId) continue
