@@ -1,7 +1,8 @@
 // Compile jobs as table rows (the task center and the compile dialog): status, running stage with
 // progress, failure reason, cancel and retry. Rows are replaced in place (`hx-swap-oob`) by the
 // live stream, so one row component serves the first render, button answers and every update.
-import type { CompileJobView } from '../../src/effects/compile/compile-jobs-store.ts'
+import type { CompileJobView, ProducedPage } from '../../src/effects/compile/compile-jobs-store.ts'
+import { pageHref } from './tree.tsx'
 
 export const jobRowId = (id: string) => `job-${id}`
 
@@ -68,6 +69,78 @@ function Failure({ job }: { job: CompileJobView }) {
   )
 }
 
+const PAGE_LABEL: Readonly<Record<ProducedPage['kind'], string>> = { overview: 'overview (L1)', abstract: 'abstract (L0)', summary: 'summary' }
+
+/** A page the job produced: a link to where it is now (saying so when it moved), or that it was deleted. */
+function ProducedLink({ page }: { page: ProducedPage }) {
+  const name = fileName(page.uri ?? page.published)
+  const label = page.kind === 'summary' ? `${PAGE_LABEL.summary} ${name}` : PAGE_LABEL[page.kind]
+  if (page.uri === null) {
+    return (
+      <li data-kind={page.kind} data-state="deleted" title={page.published}>
+        <span class="muted">{label}: deleted</span>
+      </li>
+    )
+  }
+  const moved = page.uri !== page.published
+  return (
+    <li data-kind={page.kind} data-state={moved ? 'moved' : 'here'}>
+      <a href={pageHref(page.uri)} title={page.uri}>
+        {label}
+      </a>
+      {moved ? <span class="muted"> (moved since; was {page.published})</span> : null}
+    </li>
+  )
+}
+
+/** What a finished job produced (its pages) and left out (skipped files, with the reason). */
+function Outcome({ job }: { job: CompileJobView }) {
+  const skipped = job.result?.skipped ?? []
+  const produced = job.produced
+  const legacy = produced === null && job.status === 'succeeded' ? (job.result?.artifacts ?? []) : []
+  if (skipped.length === 0 && (produced === null || produced.length === 0) && legacy.length === 0) return null
+  return (
+    <div class="job-outcome">
+      {produced !== null && produced.length > 0 ? (
+        <div class="job-pages">
+          <span class="muted">Pages:</span>
+          <ul class="inline-list">
+            {produced.map((page) => (
+              <ProducedLink page={page} />
+            ))}
+          </ul>
+        </div>
+      ) : null}
+      {legacy.length > 0 ? (
+        <div class="job-pages">
+          <span class="muted">Pages (where they were published):</span>
+          <ul class="inline-list">
+            {legacy.map((uri) => (
+              <li>
+                <a href={pageHref(uri)} title={uri}>
+                  {fileName(uri)}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+      {skipped.length > 0 ? (
+        <div class="job-skipped">
+          <span class="muted">Skipped:</span>
+          <ul>
+            {skipped.map((file) => (
+              <li data-uri={file.uri}>
+                <span title={file.uri}>{fileName(file.uri)}</span> — {file.reason}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+    </div>
+  )
+}
+
 export function JobRow({ job, oob }: { job: CompileJobView; oob?: string | undefined }) {
   const active = job.status === 'queued' || job.status === 'running'
   const retryable = job.status === 'failed' || job.status === 'cancelled'
@@ -94,6 +167,7 @@ export function JobRow({ job, oob }: { job: CompileJobView; oob?: string | undef
       <td>
         <Progress job={job} />
         <Failure job={job} />
+        <Outcome job={job} />
       </td>
       <td class="job-actions">
         {active ? (

@@ -11,7 +11,7 @@ import type { Db, Owner } from '../db/schema.ts'
 import { readCurrentBodies } from '../workspace/file-contents.ts'
 import { shareTree } from '../workspace/tree-lock.ts'
 import { formatKbUri, pathToSegments } from '../workspace/uri.ts'
-import { finishAttempt, lockClaimedJob } from './compile-jobs-store.ts'
+import { finishAttempt, lockClaimedJob, type PublishedPage } from './compile-jobs-store.ts'
 import { recordedSourcesOf, recordLayerSources } from './layer-freshness.ts'
 import { abstractPage, overviewPage, summaryFromPage, summaryPage } from './compile-prompts.ts'
 import type { CompileSnapshot } from './compile-snapshot.ts'
@@ -244,6 +244,7 @@ export async function publishArtifacts({
       }
     }
     const artifacts: string[] = []
+    const publishedPages: PublishedPage[] = []
     const summaryPages: string[] = []
     for (const page of pages) {
       const bytes = new TextEncoder().encode(page.text)
@@ -260,9 +261,10 @@ export async function publishArtifacts({
         await recordLayerSources(trx, { pageId: node.id, sourceIds: await existingNodes(trx, owner, sourceIds) })
       }
       artifacts.push(node.uri)
+      publishedPages.push({ id: node.id, uri: node.uri, kind: page.kind })
     }
     const output: CompileJobOutput = { status: 'succeeded', progress: input.progress, artifacts, skipped: input.skipped }
-    if (!(await finishAttempt(trx, { ...claim, output }))) return failure('cancelled', 'the job was cancelled before it was published', false)
+    if (!(await finishAttempt(trx, { ...claim, output, pages: publishedPages }))) return failure('cancelled', 'the job was cancelled before it was published', false)
     return { ok: true as const, artifacts }
   })
 }
