@@ -144,7 +144,7 @@ describe('compiled layers when their sources change, over HTTP', () => {
     const row = tasks.slice(tasks.indexOf(`id="job-${docsJob}"`), tasks.indexOf('</tr>', tasks.indexOf(`id="job-${docsJob}"`)))
     expect(row).toContain(`<li data-kind="overview" data-state="here"><a ${href(`${DOCS}.overview.md`)}`)
     expect(row).toContain(`<li data-kind="abstract" data-state="here"><a ${href(`${DOCS}.abstract.md`)}`)
-    expect(row).toContain(`<li data-kind="summary" data-state="moved"><a ${href(`${DOCS}summaries/bravo.md`)} title="${DOCS}summaries/bravo.md">summary bravo.md</a><span class="muted"> (moved since; was ${DOCS}summaries/b.md)</span>`)
+    expect(row).toContain(`<li data-kind="summary" data-state="moved"><a ${href(`${DOCS}summaries/bravo.md`)} title="${DOCS}summaries/bravo.md">summary bravo.md</a><span class="muted"> (renamed from b.md)</span>`)
     expect(row).toContain(`<li data-kind="summary" data-state="deleted" title="${DOCS}summaries/a.md"><span class="muted">summary a.md: deleted</span>`)
     expect(row).toContain(`<li data-kind="summary" data-state="here"><a ${href(`${DOCS}summaries/c.md`)}`)
     expect(row).toMatch(/<li data-uri="kb:\/\/users\/alice\/docs\/empty\.md"><span [^>]*>empty\.md<\/span> — the (file has no content|parsed body is empty)<\/li>/)

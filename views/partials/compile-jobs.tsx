@@ -83,60 +83,55 @@ function ProducedLink({ page }: { page: ProducedPage }) {
     )
   }
   const moved = page.uri !== page.published
+  const folderOf = (uri: string) => uri.slice(0, uri.lastIndexOf('/') + 1)
   return (
     <li data-kind={page.kind} data-state={moved ? 'moved' : 'here'}>
       <a href={pageHref(page.uri)} title={page.uri}>
         {label}
       </a>
-      {moved ? <span class="muted"> (moved since; was {page.published})</span> : null}
+      {moved ? <span class="muted"> ({folderOf(page.uri) === folderOf(page.published) ? `renamed from ${fileName(page.published)}` : `moved from ${page.published}`})</span> : null}
     </li>
   )
 }
 
-/** What a finished job produced (its pages) and left out (skipped files, with the reason). */
-function Outcome({ job }: { job: CompileJobView }) {
-  const skipped = job.result?.skipped ?? []
+/** The pages a succeeded job produced, where they are now. */
+function ProducedPages({ job }: { job: CompileJobView }) {
+  if (job.status !== 'succeeded') return null
   const produced = job.produced
-  const legacy = produced === null && job.status === 'succeeded' ? (job.result?.artifacts ?? []) : []
-  if (skipped.length === 0 && (produced === null || produced.length === 0) && legacy.length === 0) return null
+  const legacy = produced === null ? (job.result?.artifacts ?? []) : [] // a job that succeeded before pages were followed
+  if ((produced ?? []).length === 0 && legacy.length === 0) return null
   return (
-    <div class="job-outcome">
-      {produced !== null && produced.length > 0 ? (
-        <div class="job-pages">
-          <span class="muted">Pages:</span>
-          <ul class="inline-list">
-            {produced.map((page) => (
-              <ProducedLink page={page} />
-            ))}
-          </ul>
-        </div>
-      ) : null}
-      {legacy.length > 0 ? (
-        <div class="job-pages">
-          <span class="muted">Pages (where they were published):</span>
-          <ul class="inline-list">
-            {legacy.map((uri) => (
+    <div class="job-pages">
+      <span class="muted">{produced === null ? 'Pages (where they were published):' : 'Pages:'}</span>{' '}
+      <ul class="inline-list">
+        {produced !== null
+          ? produced.map((page) => <ProducedLink page={page} />)
+          : legacy.map((uri) => (
               <li>
                 <a href={pageHref(uri)} title={uri}>
                   {fileName(uri)}
                 </a>
               </li>
             ))}
-          </ul>
-        </div>
-      ) : null}
-      {skipped.length > 0 ? (
-        <div class="job-skipped">
-          <span class="muted">Skipped:</span>
-          <ul>
-            {skipped.map((file) => (
-              <li data-uri={file.uri}>
-                <span title={file.uri}>{fileName(file.uri)}</span> — {file.reason}
-              </li>
-            ))}
-          </ul>
-        </div>
-      ) : null}
+      </ul>
+    </div>
+  )
+}
+
+/** The files a job left out, each with the reason. */
+function Skipped({ job }: { job: CompileJobView }) {
+  const skipped = job.result?.skipped ?? []
+  if (skipped.length === 0) return null
+  return (
+    <div class="job-skipped">
+      <span class="muted">Skipped:</span>
+      <ul>
+        {skipped.map((file) => (
+          <li data-uri={file.uri}>
+            <span title={file.uri}>{fileName(file.uri)}</span> — {file.reason}
+          </li>
+        ))}
+      </ul>
     </div>
   )
 }
@@ -160,6 +155,7 @@ export function JobRow({ job, oob }: { job: CompileJobView; oob?: string | undef
             {configuration.skill ? ` · skill ${configuration.skill.ref}` : ''}
           </div>
         ) : null}
+        <ProducedPages job={job} />
       </td>
       <td class="job-status-cell">
         <span class={`job-badge ${job.status}`}>{statusLabel(job)}</span>
@@ -167,7 +163,7 @@ export function JobRow({ job, oob }: { job: CompileJobView; oob?: string | undef
       <td>
         <Progress job={job} />
         <Failure job={job} />
-        <Outcome job={job} />
+        <Skipped job={job} />
       </td>
       <td class="job-actions">
         {active ? (
