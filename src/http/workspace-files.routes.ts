@@ -12,6 +12,7 @@
 import { Router, urlencoded, type Request, type Response } from 'express'
 import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
+import { deleteConsequences } from '../effects/compile/source-changes.ts'
 import { createDirectory, deleteSubtree, listMoveDestinations, moveNode, subtreeCounts } from '../effects/workspace/manage.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import { searchWorkspace, SEARCH_MAX_LIMIT, SEARCH_MAX_OFFSET } from '../effects/workspace/search-index.ts'
@@ -153,10 +154,15 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
     await html(res, await moveForm(user, await resolve(user, queryString(req, 'uri', { required: true })!)))
   })
 
+  async function deleteForm(user: User, node: WorkspaceNode, error?: string) {
+    const [counts, consequences] = await Promise.all([subtreeCounts(ctx.db, user, node), deleteConsequences(ctx.db, user, node)])
+    return DeleteForm({ node: summaryOf(node), counts, consequences, error })
+  }
+
   router.get('/workspace/files/delete', async (req, res) => {
     const user = req.auth!.user
     const node = await resolve(user, queryString(req, 'uri', { required: true })!)
-    await html(res, DeleteForm({ node: summaryOf(node), counts: await subtreeCounts(ctx.db, user, node) }))
+    await html(res, await deleteForm(user, node))
   })
 
   const done = (res: Response, change: FilesChange) => html(res, FilesDone({ change }))
@@ -217,11 +223,11 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
       const parent = await parentOf(user, node)
       const deleted = await deleteSubtree(ctx.db, { owner: user, node })
       const what = node.kind === 'directory' ? `the folder ${node.name} (${describeCounts(deleted)})` : `the file ${node.name}`
-      await done(res, { action: 'delete', from: deleted.uri, uri: parent.uri, message: `Deleted ${what}.` })
+      const summaries = deleted.summaries === 0 ? '' : node.kind === 'file' ? ' and its summary' : `, and ${deleted.summaries === 1 ? '1 summary' : `${deleted.summaries} summaries`} of its files kept elsewhere`
+      await done(res, { action: 'delete', from: deleted.uri, uri: parent.uri, message: `Deleted ${what}${summaries}.` })
     } catch (error) {
       await refused(req, res, error, async () => {
-        const node = await resolve(user, body.uri)
-        return DeleteForm({ node: summaryOf(node), counts: await subtreeCounts(ctx.db, user, node), error: describeError(error).message })
+        return deleteForm(user, await resolve(user, body.uri), describeError(error).message)
       })
     }
   })

@@ -11,7 +11,8 @@ import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
 import { NodeConflict } from '../effects/workspace/workspace-errors.ts'
 import { safeEqual } from '../effects/auth/tokens.ts'
 import { WorkspacePage } from '../../views/pages/workspace.tsx'
-import { ContentPane, type ContentPaneProps, type Preview, type PreviewTable } from '../../views/partials/content-pane.tsx'
+import { ContentPane, type ContentPaneProps, type GeneratedMark, type Preview, type PreviewTable } from '../../views/partials/content-pane.tsx'
+import { describeChanges, generatedPage, type LayerChange, MAX_LISTED_CHANGES } from '../effects/compile/layer-freshness.ts'
 import { readDelimitedTable, separatorOf } from '../effects/workspace/parse/csv.ts'
 import { TREE_PAGE_SIZE, TreeError, TreeItems } from '../../views/partials/tree.tsx'
 import { renderMarkdown } from '../../views/render-markdown.ts'
@@ -96,7 +97,26 @@ async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode, offse
     truncated,
     parseError: content.parseStatus === 'failed' ? (content.parseError ?? 'unknown error') : undefined,
     table: tableOf(node.name, content.parseStatus === 'parsed' && cited === undefined ? body : undefined),
+    generated: await generatedMarkOf(ctx, user, node),
     ...(isMarkdown ? { html: renderMarkdown(text, { baseUri: node.uri }) } : { text }),
+  }
+}
+
+function changeLines(changes: ReadonlyArray<LayerChange>): string[] {
+  const lines = changes.slice(0, MAX_LISTED_CHANGES).map((change) => describeChanges([change]))
+  return changes.length > MAX_LISTED_CHANGES ? [...lines, `and ${changes.length - MAX_LISTED_CHANGES} more`] : lines
+}
+
+/** A generated page's note: what it was compiled from, and what changed since (layer-freshness.ts, the one rule). */
+async function generatedMarkOf(ctx: AppContext, user: User, node: WorkspaceNode): Promise<GeneratedMark | undefined> {
+  const page = await generatedPage(ctx.db, user, node.id)
+  if (!page) return undefined
+  return {
+    kind: page.kind,
+    source: page.source,
+    folderUri: page.folderUri,
+    writtenAt: page.freshness?.writtenAt.toISOString(),
+    changes: changeLines(page.freshness?.changes ?? []),
   }
 }
 

@@ -140,7 +140,7 @@ describe('workspace management', () => {
       await blockedOnALock(observer)
       expect(await countBelow(observer)).toBe(6)
       await holder.query('commit')
-      expect(await deleting).toEqual({ uri: 'kb://users/mona/doomed/', files: 3, directories: 2 })
+      expect(await deleting).toEqual({ summaries: 0, uri: 'kb://users/mona/doomed/', files: 3, directories: 2 })
       expect(await countBelow(observer)).toBe(0)
       const versions = await observer.query('select count(*) as n from file_versions where node_id = $1', [deepest.id])
       expect(Number(versions.rows[0].n)).toBe(0)

@@ -1,7 +1,8 @@
 // Compile jobs as table rows (the task center and the compile dialog): status, running stage with
 // progress, failure reason, cancel and retry. Rows are replaced in place (`hx-swap-oob`) by the
 // live stream, so one row component serves the first render, button answers and every update.
-import type { CompileJobView } from '../../src/effects/compile/compile-jobs-store.ts'
+import type { CompileJobView, ProducedPage } from '../../src/effects/compile/compile-jobs-store.ts'
+import { pageHref } from './tree.tsx'
 
 export const jobRowId = (id: string) => `job-${id}`
 
@@ -68,6 +69,73 @@ function Failure({ job }: { job: CompileJobView }) {
   )
 }
 
+const PAGE_LABEL: Readonly<Record<ProducedPage['kind'], string>> = { overview: 'overview (L1)', abstract: 'abstract (L0)', summary: 'summary' }
+
+/** A page the job produced: a link to where it is now (saying so when it moved), or that it was deleted. */
+function ProducedLink({ page }: { page: ProducedPage }) {
+  const name = fileName(page.uri ?? page.published)
+  const label = page.kind === 'summary' ? `${PAGE_LABEL.summary} ${name}` : PAGE_LABEL[page.kind]
+  if (page.uri === null) {
+    return (
+      <li data-kind={page.kind} data-state="deleted" title={page.published}>
+        <span class="muted">{label}: deleted</span>
+      </li>
+    )
+  }
+  const moved = page.uri !== page.published
+  const folderOf = (uri: string) => uri.slice(0, uri.lastIndexOf('/') + 1)
+  return (
+    <li data-kind={page.kind} data-state={moved ? 'moved' : 'here'}>
+      <a href={pageHref(page.uri)} title={page.uri}>
+        {label}
+      </a>
+      {moved ? <span class="muted"> ({folderOf(page.uri) === folderOf(page.published) ? `renamed from ${fileName(page.published)}` : `moved from ${page.published}`})</span> : null}
+    </li>
+  )
+}
+
+/** The pages a succeeded job produced, where they are now. */
+function ProducedPages({ job }: { job: CompileJobView }) {
+  if (job.status !== 'succeeded') return null
+  const produced = job.produced
+  const legacy = produced === null ? (job.result?.artifacts ?? []) : [] // a job that succeeded before pages were followed
+  if ((produced ?? []).length === 0 && legacy.length === 0) return null
+  return (
+    <div class="job-pages">
+      <span class="muted">{produced === null ? 'Pages (where they were published):' : 'Pages:'}</span>{' '}
+      <ul class="inline-list">
+        {produced !== null
+          ? produced.map((page) => <ProducedLink page={page} />)
+          : legacy.map((uri) => (
+              <li>
+                <a href={pageHref(uri)} title={uri}>
+                  {fileName(uri)}
+                </a>
+              </li>
+            ))}
+      </ul>
+    </div>
+  )
+}
+
+/** The files a job left out, each with the reason. */
+function Skipped({ job }: { job: CompileJobView }) {
+  const skipped = job.result?.skipped ?? []
+  if (skipped.length === 0) return null
+  return (
+    <div class="job-skipped">
+      <span class="muted">Skipped:</span>
+      <ul>
+        {skipped.map((file) => (
+          <li data-uri={file.uri}>
+            <span title={file.uri}>{fileName(file.uri)}</span> — {file.reason}
+          </li>
+        ))}
+      </ul>
+    </div>
+  )
+}
+
 export function JobRow({ job, oob }: { job: CompileJobView; oob?: string | undefined }) {
   const active = job.status === 'queued' || job.status === 'running'
   const retryable = job.status === 'failed' || job.status === 'cancelled'
@@ -87,6 +155,7 @@ export function JobRow({ job, oob }: { job: CompileJobView; oob?: string | undef
             {configuration.skill ? ` · skill ${configuration.skill.ref}` : ''}
           </div>
         ) : null}
+        <ProducedPages job={job} />
       </td>
       <td class="job-status-cell">
         <span class={`job-badge ${job.status}`}>{statusLabel(job)}</span>
@@ -94,6 +163,7 @@ export function JobRow({ job, oob }: { job: CompileJobView; oob?: string | undef
       <td>
         <Progress job={job} />
         <Failure job={job} />
+        <Skipped job={job} />
       </td>
       <td class="job-actions">
         {active ? (

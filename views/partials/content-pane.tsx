@@ -20,6 +20,21 @@ export interface Preview {
   readonly cited?: CitedText | undefined
   /** A CSV or TSV file that reads as a table: its header and first rows (the text is shown otherwise). */
   readonly table?: PreviewTable | undefined
+  /** A page a compile job wrote: what it is and whether it is out of date. */
+  readonly generated?: GeneratedMark | undefined
+}
+
+/** What a generated page is and whether what it was compiled from changed since (layer-freshness.ts). */
+export interface GeneratedMark {
+  readonly kind: 'summary' | 'overview' | 'abstract'
+  /** A summary's source where it is now; null when it is gone; undefined when unknown or not a summary. */
+  readonly source?: { readonly uri: string; readonly name: string } | null | undefined
+  /** The folder it describes (overview, abstract) or whose compile writes it again (summary). */
+  readonly folderUri?: string | undefined
+  /** When its current version was written (ISO). */
+  readonly writtenAt?: string | undefined
+  /** What changed since, each as describeChanges says it (the last may say how many more); empty when it is up to date. */
+  readonly changes: ReadonlyArray<string>
 }
 
 export interface PreviewTable {
@@ -192,6 +207,63 @@ function DataTable({ table }: { table: PreviewTable }) {
   )
 }
 
+const folderName = (uri: string) => `${decodeURIComponent(uri.replace(/\/$/, '').split('/').pop() ?? uri)}/`
+
+/** "Summary of a.md", "Overview of team/", and — when out of date — what changed and a way to compile again. */
+function GeneratedNote({ mark }: { mark: GeneratedMark }) {
+  const stale = mark.changes.length > 0
+  const what =
+    mark.kind === 'summary' ? (
+      <>
+        Summary of{' '}
+        {mark.source ? (
+          <NodeLink uri={mark.source.uri} class="layer-source">
+            {mark.source.name}
+          </NodeLink>
+        ) : mark.source === null ? (
+          'a file that no longer exists'
+        ) : (
+          'a file'
+        )}
+      </>
+    ) : (
+      <>
+        {mark.kind === 'overview' ? 'Overview (L1)' : 'Abstract (L0)'} of{' '}
+        {mark.folderUri ? (
+          <NodeLink uri={mark.folderUri} class="layer-source">
+            {folderName(mark.folderUri)}
+          </NodeLink>
+        ) : (
+          'its folder'
+        )}
+      </>
+    )
+  return (
+    <div class={`layer-mark${stale ? ' stale' : ''}`} data-generated={mark.kind} data-stale={String(stale)}>
+      <p>
+        {what}, written by a compile job{mark.writtenAt ? ` on ${mark.writtenAt.slice(0, 16).replace('T', ' ')}` : ''}.{stale ? null : ' Up to date with its sources.'}
+      </p>
+      {stale ? (
+        <>
+          <p class="stale-mark" role="status">
+            <strong>Out of date:</strong> its sources changed since it was written.
+          </p>
+          <ul class="layer-changes" aria-label="What changed since">
+            {mark.changes.map((change) => (
+              <li>{change}</li>
+            ))}
+          </ul>
+          {mark.folderUri ? (
+            <button type="button" class="small" data-open-compile data-compile-uri={mark.folderUri}>
+              Compile {folderName(mark.folderUri)} again
+            </button>
+          ) : null}
+        </>
+      ) : null}
+    </div>
+  )
+}
+
 function FilePreview({ preview }: { preview: Preview }) {
   return (
     <article class="preview" aria-label="File preview">
@@ -202,6 +274,7 @@ function FilePreview({ preview }: { preview: Preview }) {
           {preview.mime} · {formatSize(preview.size)} · version {preview.versionNo}
         </p>
         <NodeActions uri={preview.uri} name={preview.name} kind="file" isRoot={false} />
+        {preview.generated ? <GeneratedNote mark={preview.generated} /> : null}
       </header>
       {preview.parseError ? (
         <p class="error" role="alert">

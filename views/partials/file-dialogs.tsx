@@ -3,6 +3,7 @@
 // comes back with its error; a done one is `FilesDone`, whose data attributes tell files.js what
 // changed (it refreshes the tree and the preview, and keeps the chat on the moved folder).
 import type { Child } from 'hono/jsx'
+import type { DeleteConsequences } from '../../src/effects/compile/source-changes.ts'
 import type { MoveDestination, SubtreeCounts } from '../../src/effects/workspace/manage.ts'
 
 export const FILES_DIALOG_BODY = 'files-dialog-body'
@@ -20,6 +21,36 @@ export function describeCounts({ files, directories }: SubtreeCounts): string {
   if (files === 0 && directories === 0) return 'nothing'
   if (directories === 0) return plural(files, 'file', 'files')
   return `${plural(files, 'file', 'files')} in ${plural(directories, 'folder', 'folders')}`
+}
+
+/** "a/, b/ and c/", at most three named, then how many more. */
+function listed(uris: ReadonlyArray<string>): string {
+  const named = uris.slice(0, 3)
+  const rest = uris.length - named.length
+  if (rest > 0) return `${named.join(', ')} and ${rest} more`
+  return named.length <= 1 ? (named[0] ?? '') : `${named.slice(0, -1).join(', ')} and ${named.at(-1)}`
+}
+
+/**
+ * What a delete does to compiled pages outside what is deleted: "Also removes 3 summaries of these
+ * files; the overview of kb://…/team/ will be marked out of date." Undefined when nothing.
+ */
+export function describeDeleteConsequences({ kind, consequences }: { kind: 'directory' | 'file'; consequences: DeleteConsequences }): string | undefined {
+  const summaries = consequences.summaries.length
+  const folders = consequences.outdatedFolders
+  const removes =
+    summaries === 0 ? undefined : kind === 'file' ? `Also removes its summary, ${consequences.summaries[0]}` : `Also removes ${plural(summaries, 'summary', 'summaries')} of these files kept outside this folder`
+  const them = kind === 'file' ? 'the file' : 'these files'
+  const outdated =
+    folders.length === 0
+      ? undefined
+      : folders.length === 1
+        ? `the overview of ${listed(folders)} will be marked out of date, and may quote ${them} until it is compiled again`
+        : `the overviews of ${listed(folders)} will be marked out of date, and may quote ${them} until they are compiled again`
+  if (removes && outdated) return `${removes}; ${outdated}.`
+  if (removes) return `${removes}.`
+  if (outdated) return `${outdated[0]!.toUpperCase()}${outdated.slice(1)}.`
+  return undefined
 }
 
 function DialogFrame({ title, children }: { title: string; children?: Child }) {
@@ -140,7 +171,8 @@ export function MoveForm({
   )
 }
 
-export function DeleteForm({ node, counts, error }: { node: NodeSummary; counts: SubtreeCounts; error?: string | undefined }) {
+export function DeleteForm({ node, counts, consequences, error }: { node: NodeSummary; counts: SubtreeCounts; consequences: DeleteConsequences; error?: string | undefined }) {
+  const generated = describeDeleteConsequences({ kind: node.kind, consequences })
   const what =
     node.kind === 'directory' ? (
       <>
@@ -159,6 +191,7 @@ export function DeleteForm({ node, counts, error }: { node: NodeSummary; counts:
         <p class="dialog-uri">
           <code>{node.uri}</code>
         </p>
+        {generated ? <p class="delete-generated">{generated}</p> : null}
         <p class="meta">This cannot be undone: every version of {node.kind === 'directory' ? 'these files' : 'the file'} is removed.</p>
         <Foot submit={node.kind === 'directory' ? `Delete ${describeCounts(counts)}` : 'Delete'} danger />
       </FilesForm>

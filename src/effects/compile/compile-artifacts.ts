@@ -11,7 +11,7 @@ import type { Db, Owner } from '../db/schema.ts'
 import { readCurrentBodies } from '../workspace/file-contents.ts'
 import { shareTree } from '../workspace/tree-lock.ts'
 import { formatKbUri, pathToSegments } from '../workspace/uri.ts'
-import { finishAttempt, lockClaimedJob } from './compile-jobs-store.ts'
+import { finishAttempt, lockClaimedJob, type PublishedPage } from './compile-jobs-store.ts'
 import { recordedSourcesOf, recordLayerSources } from './layer-freshness.ts'
 import { abstractPage, overviewPage, summaryFromPage, summaryPage } from './compile-prompts.ts'
 import type { CompileSnapshot } from './compile-snapshot.ts'
@@ -31,6 +31,13 @@ export interface AttemptClaim {
 /** A file's summary page name, before collisions (summaryNames): its name with ".md" (unless it has it already). */
 export function summaryFileName(sourceName: string): string {
   return /\.md$/i.test(sourceName) ? sourceName : `${sourceName}.md`
+}
+
+/** A source's summary page names in the order they are tried: `<name>.md`, `<name>.summary.md`, `<name>.2.summary.md`… */
+export function* summaryNameCandidates(sourceName: string): Generator<string, never> {
+  yield summaryFileName(sourceName)
+  yield `${sourceName}.summary.md`
+  for (let n = 2; ; n++) yield `${sourceName}.${n}.summary.md`
 }
 
 export const failure = (code: string, message: string, retryable: boolean): ActorFailure => ({ ok: false, code, message, retryable })
@@ -103,13 +110,7 @@ export function summaryNames(summaries: ReadonlyArray<Pick<FileSummary, 'nodeId'
   const taken = new Set<string>()
   const names = new Map<string, string>()
   for (const summary of summaries) {
-    const base = summaryFileName(summary.name)
-    const candidates = function* () {
-      yield base
-      yield `${summary.name}.summary.md`
-      for (let n = 2; ; n++) yield `${summary.name}.${n}.summary.md`
-    }
-    for (const name of candidates()) {
+    for (const name of summaryNameCandidates(summary.name)) {
       if (taken.has(name)) continue
       const page = published.get(name)
       if (page && page.generated !== null && page.source !== null && page.source !== summary.nodeId) continue
@@ -243,6 +244,7 @@ export async function publishArtifacts({
       }
     }
     const artifacts: string[] = []
+    const publishedPages: PublishedPage[] = []
     const summaryPages: string[] = []
     for (const page of pages) {
       const bytes = new TextEncoder().encode(page.text)
@@ -259,9 +261,10 @@ export async function publishArtifacts({
         await recordLayerSources(trx, { pageId: node.id, sourceIds: await existingNodes(trx, owner, sourceIds) })
       }
       artifacts.push(node.uri)
+      publishedPages.push({ id: node.id, uri: node.uri, kind: page.kind })
     }
     const output: CompileJobOutput = { status: 'succeeded', progress: input.progress, artifacts, skipped: input.skipped }
-    if (!(await finishAttempt(trx, { ...claim, output }))) return failure('cancelled', 'the job was cancelled before it was published', false)
+    if (!(await finishAttempt(trx, { ...claim, output, pages: publishedPages }))) return failure('cancelled', 'the job was cancelled before it was published', false)
     return { ok: true as const, artifacts }
   })
 }

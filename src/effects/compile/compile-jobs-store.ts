@@ -6,8 +6,9 @@
 import * as Schema from 'effect/Schema'
 import { sql } from 'kysely'
 import type { CompileFailure, CompileJobOutput, CompileProgress } from '../../machines/index.ts'
-import type { JobStatus } from '../db/schema.ts'
+import type { GeneratedKind, JobStatus } from '../db/schema.ts'
 import type { Db, Owner } from '../db/schema.ts'
+import { formatKbUri, pathToSegments } from '../workspace/uri.ts'
 import { type CompileSnapshot, decodeSnapshot, type PublicConfiguration, toPublicConfiguration } from './compile-snapshot.ts'
 
 export const COMPILE_KIND = 'compile'
@@ -31,11 +32,25 @@ const FailureSchema = Schema.Struct({
   retryable: Schema.Boolean,
   bodyReadable: Schema.Boolean,
 })
+const PublishedPageSchema = Schema.Struct({ id: Schema.String, uri: Schema.String, kind: Schema.Literals(['summary', 'overview', 'abstract']) })
 const ResultSchema = Schema.Struct({
   artifacts: Schema.Array(Schema.String),
   skipped: Schema.Array(Schema.Struct({ uri: Schema.String, reason: Schema.String })),
+  /** Each page published: its node (followed to where it is now), its URI then, what it is. Absent for jobs that succeeded before it was kept. */
+  pages: Schema.optional(Schema.Array(PublishedPageSchema)),
 })
-type JobResult = typeof ResultSchema.Type
+type StoredResult = typeof ResultSchema.Type
+type JobResult = Omit<StoredResult, 'pages'>
+export type PublishedPage = typeof PublishedPageSchema.Type
+
+/** A page a job produced, as it is now: at the URI it was published at, moved (`uri` ≠ `published`), or deleted (`uri` null). */
+export interface ProducedPage {
+  readonly kind: GeneratedKind
+  /** Its URI when the job published it. */
+  readonly published: string
+  /** Where it is now; null when it was deleted. */
+  readonly uri: string | null
+}
 
 const decodeOrNull = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S, value: unknown): S['Type'] | null => {
   if (value === null || value === undefined) return null
@@ -58,6 +73,8 @@ export interface CompileJobView {
   readonly failure: CompileFailure | null
   readonly dead_lettered: boolean
   readonly result: JobResult | null
+  /** A succeeded job's pages where they are now; null for other jobs and for jobs that succeeded before the pages were kept (see `result.artifacts`). */
+  readonly produced: ReadonlyArray<ProducedPage> | null
   readonly configuration: PublicConfiguration | null
   readonly attempts: number
   readonly max_attempts: number | null
@@ -74,6 +91,8 @@ export interface StoredCompileJob {
   readonly queueJobId: string | null
   readonly queueAttempt: number | null
   readonly fileRefs: ReadonlyArray<{ readonly nodeId: string | null; readonly uri: string }>
+  /** The pages the job published (result.pages), before they are followed to where they are now. */
+  readonly publishedPages: ReadonlyArray<PublishedPage> | null
 }
 
 const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString())
@@ -95,7 +114,9 @@ async function filesOf(db: Db, jobIds: ReadonlyArray<string>): Promise<Map<strin
   return byJob
 }
 
-function toStored(row: JobRowSelected, files: ReadonlyArray<{ nodeId: string | null; uri: string }>): StoredCompileJob {
+function toStored(row: JobRowSelected, files: ReadonlyArray<{ nodeId: string | null; uri: string }>, produced: ReadonlyMap<string, string | null> = new Map()): StoredCompileJob {
+  const stored = decodeOrNull(ResultSchema, row.result)
+  const pages = row.status === 'succeeded' ? (stored?.pages ?? null) : null
   let snapshot: CompileSnapshot | null = null
   try {
     snapshot = row.configuration_json === null ? null : decodeSnapshot(row.configuration_json)
@@ -108,6 +129,7 @@ function toStored(row: JobRowSelected, files: ReadonlyArray<{ nodeId: string | n
     queueJobId: row.queue_job_id,
     queueAttempt: row.queue_attempt,
     fileRefs: files,
+    publishedPages: pages,
     view: {
       id: row.id,
       status: row.status,
@@ -117,7 +139,8 @@ function toStored(row: JobRowSelected, files: ReadonlyArray<{ nodeId: string | n
       progress: decodeOrNull(ProgressSchema, row.progress),
       failure: decodeOrNull(FailureSchema, row.failure),
       dead_lettered: row.dead_lettered_at !== null,
-      result: decodeOrNull(ResultSchema, row.result),
+      result: stored === null ? null : { artifacts: stored.artifacts, skipped: stored.skipped },
+      produced: pages === null ? null : pages.map((page) => ({ kind: page.kind, published: page.uri, uri: produced.has(page.id) ? produced.get(page.id)! : null })),
       configuration: snapshot ? toPublicConfiguration(snapshot) : null,
       attempts: row.attempts,
       max_attempts: row.max_attempts,
@@ -140,7 +163,21 @@ export async function findCompileJob(db: Db, { id, ownerId }: { id: string; owne
   if (ownerId !== undefined) query = query.where('owner_id', '=', ownerId)
   const row = await query.executeTakeFirst()
   if (!row) return undefined
-  return toStored(row, (await filesOf(db, [row.id])).get(row.id) ?? [])
+  return toStored(row, (await filesOf(db, [row.id])).get(row.id) ?? [], await pagesNow(db, [row]))
+}
+
+/** Where the pages succeeded jobs published are now (node id → URI; a deleted page is absent). */
+async function pagesNow(db: Db, rows: ReadonlyArray<JobRowSelected>): Promise<Map<string, string>> {
+  const ids = rows.flatMap((row) => (row.status === 'succeeded' ? (decodeOrNull(ResultSchema, row.result)?.pages ?? []).map((page) => page.id) : []))
+  if (ids.length === 0) return new Map()
+  const found = await db
+    .selectFrom('nodes')
+    .innerJoin('users', 'users.id', 'nodes.owner_id')
+    .select(['nodes.id', 'nodes.path', 'users.login'])
+    .where('nodes.id', 'in', [...new Set(ids)])
+    .where('nodes.owner_id', 'in', [...new Set(rows.map((row) => row.owner_id))])
+    .execute()
+  return new Map(found.map((node) => [node.id, formatKbUri({ login: node.login, segments: pathToSegments(node.path), directory: false })]))
 }
 
 export interface JobListFilter {
@@ -163,8 +200,9 @@ export async function listCompileJobs(db: Db, owner: Owner, filter: JobListFilte
   }
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').offset(filter.offset).limit(filter.limit).execute()
   const files = await filesOf(db, rows.map((row) => row.id))
+  const pages = await pagesNow(db, rows)
   const total = Number((await count.executeTakeFirstOrThrow()).n)
-  return { jobs: rows.map((row) => toStored(row, files.get(row.id) ?? []).view), total }
+  return { jobs: rows.map((row) => toStored(row, files.get(row.id) ?? [], pages).view), total }
 }
 
 export interface ActiveFileJob {
@@ -328,7 +366,10 @@ async function deactivateFiles(db: Db, jobId: string): Promise<void> {
 }
 
 /** Records how an attempt ended (fenced by its claim). Returns false when the claim was gone. */
-export async function finishAttempt(db: Db, { jobId, queueJobId, attempt, output }: { jobId: string; queueJobId: string; attempt: number; output: CompileJobOutput }): Promise<boolean> {
+export async function finishAttempt(
+  db: Db,
+  { jobId, queueJobId, attempt, output, pages }: { jobId: string; queueJobId: string; attempt: number; output: CompileJobOutput; pages?: ReadonlyArray<PublishedPage> | undefined },
+): Promise<boolean> {
   const base = { progress: JSON.stringify(output.progress), updated_at: sql<Date>`now()` }
   let change
   switch (output.status) {
@@ -338,7 +379,11 @@ export async function finishAttempt(db: Db, { jobId, queueJobId, attempt, output
         status: 'succeeded' as const,
         stage: null,
         error: null,
-        result: JSON.stringify({ artifacts: output.artifacts, skipped: output.skipped.map((file) => ({ uri: file.uri, reason: file.reason ?? 'unreadable' })) }),
+        result: JSON.stringify({
+          artifacts: output.artifacts,
+          skipped: output.skipped.map((file) => ({ uri: file.uri, reason: file.reason ?? 'unreadable' })),
+          ...(pages ? { pages } : {}),
+        } satisfies StoredResult),
         finished_at: sql<Date>`now()`,
       }
       break

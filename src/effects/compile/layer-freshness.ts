@@ -144,3 +144,41 @@ export function describeChanges(changes: ReadonlyArray<LayerChange>): string {
   const listed = changes.slice(0, MAX_LISTED_CHANGES).map((change) => (change.change === 'moved' ? `moved: ${change.from} → ${change.uri}` : `${change.change}: ${change.uri}`))
   return changes.length > MAX_LISTED_CHANGES ? `${listed.join('; ')}; and ${changes.length - MAX_LISTED_CHANGES} more` : listed.join('; ')
 }
+
+/** What a generated page is, as the preview says it: what it was compiled from and whether that changed since. */
+export interface GeneratedPageInfo {
+  readonly kind: GeneratedKind
+  /** A summary's source where it is now; null when it is gone; undefined for an overview or abstract, or a summary written before sources were kept. */
+  readonly source?: { readonly uri: string; readonly name: string } | null | undefined
+  /**
+   * The folder whose compile writes the page again: an overview's or abstract's own folder, a
+   * summary's source's folder; undefined when there is none (the source is gone).
+   */
+  readonly folderUri: string | undefined
+  readonly freshness: PageFreshness | undefined
+}
+
+/** The page `pageId` of `owner`'s as a generated page; undefined for a person's own file. */
+export async function generatedPage(db: Db, owner: Owner, pageId: string): Promise<GeneratedPageInfo | undefined> {
+  const page = await db
+    .selectFrom('nodes as page')
+    .leftJoin('nodes as folder', 'folder.id', 'page.parent_id')
+    .leftJoin('nodes as source', (join) => join.onRef('source.id', '=', 'page.generated_from').on('source.owner_id', '=', owner.id))
+    .leftJoin('nodes as source_folder', 'source_folder.id', 'source.parent_id')
+    .select(['page.generated', 'page.generated_from', 'folder.path as folder_path', 'source.path as source_path', 'source.name as source_name', 'source_folder.path as source_folder_path'])
+    .where('page.owner_id', '=', owner.id)
+    .where('page.id', '=', pageId)
+    .executeTakeFirst()
+  if (!page || page.generated === null) return undefined
+  const folderUri = (path: string | null) => (path === null ? undefined : formatKbUri({ login: owner.login, segments: pathToSegments(path), directory: true }))
+  const freshness = (await pagesFreshness(db, owner, [pageId])).get(pageId)
+  if (page.generated !== 'summary') return { kind: page.generated, folderUri: folderUri(page.folder_path), freshness }
+  if (page.generated_from === null) return { kind: 'summary', source: undefined, folderUri: undefined, freshness }
+  if (page.source_path === null) return { kind: 'summary', source: null, folderUri: undefined, freshness }
+  return {
+    kind: 'summary',
+    source: { uri: formatKbUri({ login: owner.login, segments: pathToSegments(page.source_path), directory: false }), name: page.source_name! },
+    folderUri: folderUri(page.source_folder_path),
+    freshness,
+  }
+}

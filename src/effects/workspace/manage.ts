@@ -6,6 +6,7 @@
 // run one at a time. Jobs keep pointing at their nodes (by id); their `uri` follows the move.
 import { type Kysely, sql } from 'kysely'
 import { randomUUID } from 'node:crypto'
+import { deleteSummariesOf, followSummariesOf } from '../compile/source-changes.ts'
 import type { DB, NodeRow } from '../db/schema.ts'
 import { assertNameable, getNode, type WorkspaceNode } from './store.ts'
 import type { Db, Owner } from '../db/schema.ts'
@@ -78,6 +79,8 @@ export interface MoveResult {
   readonly from: string
   /** Nodes whose path changed (the node and everything below it); 0 for a move to where it already is. */
   readonly moved: number
+  /** Summaries of the moved files that followed them (renamed to match, a new version citing the new URI). */
+  readonly summaries: number
 }
 
 /**
@@ -139,7 +142,7 @@ export async function moveNode(
       throw new NodeConflict({ uri: uriOf(owner, target), reason: `${from} cannot be moved into itself or below itself` })
     }
     const path = segmentsToPath([...pathToSegments(target.path), stored])
-    if (path === current.path) return { node: await getNode(trx, owner, pathToSegments(path)), from, moved: 0 }
+    if (path === current.path) return { node: await getNode(trx, owner, pathToSegments(path)), from, moved: 0, summaries: 0 }
     const newUri = formatKbUri({ login: owner.login, segments: pathToSegments(path), directory: current.kind === 'directory' })
     const taken = () => new NodeConflict({ uri: newUri, reason: 'a file or folder with this name already exists there' })
     const existing = await trx.selectFrom('nodes').select('id').where('owner_id', '=', owner.id).where('path', '=', path).executeTakeFirst()
@@ -167,7 +170,8 @@ export async function moveNode(
       throw error
     }
     await followJobs(trx, { owner, path })
-    return { node: await getNode(trx, owner, pathToSegments(path)), from, moved }
+    const summaries = await followSummariesOf(trx, owner, { path }) // renamed to match, citing the new URI (source-changes.ts)
+    return { summaries, node: await getNode(trx, owner, pathToSegments(path)), from, moved }
   })
 }
 
@@ -198,12 +202,15 @@ async function followJobs(trx: Kysely<DB>, { owner, path }: { owner: Owner; path
 
 export interface DeleteResult extends SubtreeCounts {
   readonly uri: string
+  /** Summaries of the deleted files that lived elsewhere, deleted with them. */
+  readonly summaries: number
 }
 
 /**
  * Deletes `node` and everything below it in one statement (the tree's foreign keys cascade), so a
- * reader sees the whole subtree or none of it. Versions and their search passages go with it; job
- * rows stay as history with no node.
+ * reader sees the whole subtree or none of it. Versions and their search passages go with it, and
+ * so do the summaries of its files wherever they are (source-changes.ts); job rows stay as
+ * history with no node.
  */
 export async function deleteSubtree(db: Kysely<DB>, { owner, node }: { owner: Owner; node: WorkspaceNode }): Promise<DeleteResult> {
   if (node.path === '') throw new NodeConflict({ uri: node.uri, reason: 'the root folder cannot be deleted' })
@@ -213,8 +220,9 @@ export async function deleteSubtree(db: Kysely<DB>, { owner, node }: { owner: Ow
     if (!current) throw new NodeNotFound({ uri: node.uri })
     const uri = uriOf(owner, current)
     const counts = await subtreeCounts(trx, owner, { ...node, path: current.path, kind: current.kind })
+    const summaries = await deleteSummariesOf(trx, owner, { path: current.path })
     await trx.deleteFrom('nodes').where('owner_id', '=', owner.id).where('id', '=', current.id).execute()
-    return { uri, ...counts }
+    return { uri, ...counts, summaries }
   })
 }
 

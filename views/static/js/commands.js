@@ -62,11 +62,12 @@ export function initCommands({ chat }) {
     })
   }
 
-  function openCompileDialog() {
+  // The compile form for the chat's folder, or for `uri` (a stale page's "Compile … again" names its folder).
+  function openCompileDialog(uri = chat.directoryUri()) {
     closeDialogs()
     byId('compile-dialog-body').replaceChildren()
     openDialog(compileDialog)
-    htmx.ajax('GET', `/workspace/compile/form?uri=${encodeURIComponent(chat.directoryUri())}`, { target: '#compile-dialog-body', swap: 'innerHTML' })
+    htmx.ajax('GET', `/workspace/compile/form?uri=${encodeURIComponent(uri)}`, { target: '#compile-dialog-body', swap: 'innerHTML' })
   }
 
   chat.onCommand((text) => {
@@ -163,7 +164,8 @@ export function initCommands({ chat }) {
       chat.focusComposer()
       return
     }
-    if (event.target.closest('[data-open-compile]')) openCompileDialog()
+    const compileOpener = event.target.closest('[data-open-compile]')
+    if (compileOpener) openCompileDialog(compileOpener.dataset.compileUri || undefined)
   })
 
   document.addEventListener('submit', (event) => {
