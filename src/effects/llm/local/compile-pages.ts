@@ -258,7 +258,8 @@ function subjectKinds(entries: ReadonlyArray<OverviewEntry>): string[] {
 }
 
 /** The weight of a point for the abstract: a labelled one (a decision) first, then one with numbers. */
-const pointWeight = (entry: OverviewEntry): number => (entry.label !== undefined ? 2 : 0) + (/\d/u.test(entry.points[0] ?? '') ? 1 : 0)
+const pointWeight = (entry: OverviewEntry): number =>
+  (entry.label !== undefined ? 2 : 0) + (/\d/u.test(entry.points[0] ?? '') ? 1 : 0) + (/ — [^:]{1,40}: /u.test(entry.points[0] ?? '') ? 0 : 0.5)
 
 /**
  * A directory abstract from its overview: what the folder holds (its files' subjects), its

@@ -38,24 +38,27 @@ export interface DocumentOutline {
 // ── lines that are a form's fields, a roster or a signature, not content ──────────────────────
 
 const FIELD_LINE =
-  /^(?:present|attendees?|attendance|in attendance|participants?|apologies|absent|regrets|guests?|minutes(?: by| taken by)?|note[- ]?takers?|scribe|facilitators?|facilitated by|chair(?:ed by)?|chairs?|date|time|when|where|location|venue|room|authors?|owners?|version|status|last (?:updated|modified|reviewed|revised)|updated|revised|effective(?: date| from)?|applies to|audience|prepared by|reviewed by|approved by|written by|cc|bcc|to|from|subject|distribution|classification|confidential(?:ity)?|page|document (?:id|number|owner))\s*[:：]/iu
+  /^(?:present|attendees?|attendance|in attendance|participants?|apologies|absent|regrets|guests?|minutes(?: by| taken by)?|note[- ]?takers?|scribe|facilitators?|facilitated by|chair(?:ed by)?|chairs?|date|time|when|where|location|venue|room|authors?|owners?|version|status|last (?:updated|modified|reviewed|revised)|updated|revised|effective(?: date| from)?|applies to|audience|prepared by|reviewed by|approved by|written by|cc|bcc|to|from|subject|distribution|classification|confidential(?:ity)?|page|document (?:id|number|owner)|next (?:meeting|sync|call|review))\s*[:：]/iu
 const SIGN_OFF =
   /^(?:thanks|thank you|many thanks|regards|kind regards|best regards|warm regards|best|cheers|sincerely|yours(?: sincerely| faithfully| truly)?|signed)(?:[\s,.!]+(?:all|everyone|team|again))?[\s,.!]*$/iu
 const SIGNATURE = /^(?:[—–]|--?)\s*\p{Lu}[\p{L}.'’ -]{0,40}$/u
 /** "Date: …", "Effective: …", "Last updated: …": the document's date, for its subject. */
 const DATE_FIELD = /^(date|effective(?: date| from)?|last updated|updated)\s*[:：]\s*(.*\d.*)$/iu
+/** "Updated 1 March 2026 by the support lead.": a date line written as a sentence. */
+const DATE_SENTENCE = /^(last updated|updated|revised|last revised)\s+(?:on\s+)?(\d{1,2} \p{L}+ \d{4}|\p{L}+ \d{1,2},? \d{4}|\d{4}-\d{2}-\d{2})\b[^.]{0,60}\.?$/iu
 
 /** Sections whose items are people, contents or history, not points. */
 const ROSTER_HEADING = /^(?:present|attendees?|attendance|participants?|apologies|absent|distribution(?: list)?|contents|table of contents|references?|revision history|change ?log|document history|agenda)$/iu
 
 /** Sections whose items are what a reader looks for first; the heading becomes the points' label. */
 const KEY_SECTION = /\b(?:decisions?|decided|agreed|resolutions?|outcomes?|conclusions?|actions?|action items?|next steps?|to-?dos?|follow[- ]?ups?|risks?|issues?|blockers?|concerns?|exceptions?|exemptions?|what we will change|changes)\b/iu
+const INTRO_SECTION = /^(?:purpose|summary|overview|introduction|about|scope|background|tl;?dr)\b/iu
 /** Sections worth a bonus without a label: limits, prices, rules, summaries. */
 const USEFUL_SECTION = /\b(?:limits?|prices?|pricing|costs?|fees?|rates?|budget|summary|key points?|highlights?|tl;?dr|rules?|requirements?|eligib\w*|deadlines?|timeline|milestones?|schedule|who can|refunds?|triage|escalation)\b/iu
 /** A line labelled as a point: "Decision: …", "Action: …", "Risk: …". */
 const LABELLED_LINE = /^(decisions?|decided|agreed|actions?|action items?|to-?do|risks?|exceptions?|deadline|important|note)\s*[:：]\s*/iu
 const LABEL_OF: ReadonlyArray<readonly [RegExp, string]> = [
-  [/^(?:decisions?|decided|agreed)$/iu, 'Decisions'],
+  [/^(?:decisions?(?: made)?|decided|agreed|resolutions?|outcomes?|conclusions?)$/iu, 'Decisions'],
   [/^(?:actions?|action items?|to-?do)$/iu, 'Action items'],
   [/^risks?$/iu, 'Risks'],
   [/^exceptions?$/iu, 'Exceptions'],
@@ -93,6 +96,10 @@ const plain = (text: string): string =>
     .trim()
 
 const stripMarker = (line: string): string => line.replace(/^\s*(?:[-*+•]|\d{1,3}[.)])\s+/u, '').replace(/^(\*\*|__)([^*_]+?)\1/u, '$2').trim()
+
+/** How much a label weighs: a decision most, then actions, risks and exceptions, then other key sections. */
+const labelWeight = (label: string | undefined): number =>
+  label === undefined ? 0 : label === 'Decisions' ? 7 : LABEL_OF.some(([, canonical]) => canonical === label) ? 5 : 3
 
 /** A label from a heading or a line prefix, when it is one of the key kinds. */
 function labelFor(heading: string): string | undefined {
@@ -136,8 +143,13 @@ export function rowWithHeader(header: ReadonlyArray<string>, row: ReadonlyArray<
 
 // ── the outline ───────────────────────────────────────────────────────────────────────────────
 
+const SECTION_DECAY = 1.2
+
 interface Candidate {
   readonly text: string
+  readonly section: string
+  /** Under the title only, or under an "Introduction"/"Purpose"-like heading: where a document says what it is. */
+  readonly intro: boolean
   readonly label: string | undefined
   readonly weight: number
   readonly position: number
@@ -146,52 +158,78 @@ interface Candidate {
 /** The text without its form lines and sign-offs (blank lines in their place), and the date those lines gave. */
 function withoutBoilerplate(text: string): { text: string; date: string | undefined } {
   let date: string | undefined
+  /** Lines after a sign-off ("Signed,", "Regards,") that are a name and a role, not text. */
+  let signature = 0
   const lines = text.split('\n').map((line) => {
     const bare = stripMarker(line.trim()).replace(/^[*_]+|[*_]+$/gu, '')
-    if (bare === '') return line
-    const dated = DATE_FIELD.exec(bare)
+    if (bare === '') {
+      signature = 0
+      return line
+    }
+    if (signature > 0 && bare.length <= 60 && !/[.!?]$/u.test(bare)) {
+      signature -= 1
+      return ''
+    }
+    signature = 0
+    const dated = DATE_FIELD.exec(bare) ?? DATE_SENTENCE.exec(bare)
     if (dated !== null) {
       date ??= (/^date$/iu.test(dated[1]!) ? '' : `${dated[1]!.toLowerCase()} `) + plain(dated[2]!).replace(/[.;,]$/u, '')
       return ''
     }
-    return FIELD_LINE.test(bare) || SIGN_OFF.test(bare) || SIGNATURE.test(bare) ? '' : line
+    if (SIGN_OFF.test(bare)) {
+      signature = 2
+      return ''
+    }
+    return FIELD_LINE.test(bare) || SIGNATURE.test(bare) ? '' : line
   })
-  return { text: lines.join('\n'), date }
+  // a removed line leaves one blank line at most, so that a title above it stays a heading
+  return { text: lines.join('\n').replace(/\n[ \t]*\n(?:[ \t]*\n)+/gu, '\n\n'), date }
 }
 
-function candidatesOf(blocks: ReadonlyArray<Block>): Candidate[] {
+function candidatesOf(blocks: ReadonlyArray<Block>, title: string | undefined): Candidate[] {
   const candidates: Candidate[] = []
-  const add = (text: string, label: string | undefined, weight: number) => {
+  let section = ''
+  let intro = false
+  const add = (text: string, label: string | undefined, weight: number, { fragmentOk = false }: { fragmentOk?: boolean } = {}) => {
     const clean = plain(text)
     if (clean.length < 12 || !/[\p{L}]/u.test(clean)) return
+    // a few words with no fact and no sentence ("Pricing review"): an agenda line or a caption
+    if (!fragmentOk && clean.length < 30 && !DIGIT.test(clean) && !/[.!?。！？]$/u.test(clean)) return
     if (FIELD_LINE.test(clean) || SIGN_OFF.test(clean)) return
-    candidates.push({ text: clipPoint(clean), label, weight, position: candidates.length })
+    if (title !== undefined && clean === plain(title)) return
+    candidates.push({ text: clipPoint(clean), section, intro, label, weight, position: candidates.length })
   }
   for (const block of blocks) {
     if (candidates.length >= MAX_CANDIDATES) break
     if (block.kind === 'code' || block.kind === 'heading' || !isEvidence(block)) continue
-    const section = sectionOf(block)
+    section = sectionOf(block)
+    intro = block.headings.length === 0 || section === title || INTRO_SECTION.test(section)
     if (ROSTER_HEADING.test(section.replace(/[:：]\s*$/u, '').trim())) continue
-    const sectionLabel = block.headings.length > 1 || block.kind === 'item' ? labelFor(section) : undefined
+    const sectionLabel = section !== title ? labelFor(section) : undefined
     const leadLabel = block.kind === 'item' && block.lead !== undefined && block.lead.length <= 40 ? labelFor(block.lead) : undefined
-    const sectionWeight = sectionLabel !== undefined || leadLabel !== undefined ? 5 : USEFUL_SECTION.test(section) ? 2 : 0
+    // a paragraph under a key heading is often its preamble or an aside; its items are the points
+    const keyWeight = labelWeight(sectionLabel ?? leadLabel) - (block.kind === 'paragraph' ? 2 : 0)
+    const sectionWeight = Math.max(keyWeight, USEFUL_SECTION.test(section) ? 2 : 0)
     if (block.kind === 'row') {
       const header = block.lead === undefined ? undefined : cells(block.lead)
-      add(header === undefined ? cells(block.text).join(', ') : rowWithHeader(header, cells(block.text)), sectionLabel, sectionWeight + 1)
+      add(header === undefined ? cells(block.text).join(', ') : rowWithHeader(header, cells(block.text)), sectionLabel, sectionWeight + 1, { fragmentOk: true })
       continue
     }
     if (block.kind === 'item') {
       const labelled = LABELLED_LINE.exec(block.text)
       const prefixLabel = labelled === null ? undefined : labelFor(labelled[1]!)
-      add(labelled === null || prefixLabel === undefined ? block.text : block.text.slice(labelled[0].length), prefixLabel ?? sectionLabel ?? leadLabel, sectionWeight + (prefixLabel !== undefined ? 5 : 0))
+      add(labelled === null || prefixLabel === undefined ? block.text : block.text.slice(labelled[0].length), prefixLabel ?? sectionLabel ?? leadLabel, prefixLabel !== undefined ? Math.max(sectionWeight, labelWeight(prefixLabel)) : sectionWeight)
       continue
     }
     for (const sentence of block.sentences) {
       const text = sentence.text.trim()
-      if (/[:：]$/u.test(text) || /^(\*\*|__)[^*_]+\1[.:]?$/u.test(text)) continue
+      if (/^(\*\*|__)[^*_]+\1[.:]?$/u.test(text)) continue
+      // a sentence that announces a list says little on its own, unless it carries a fact ("… within 15 minutes:")
+      if (/[:：]$/u.test(text) && factWeight(text) < 2) continue
       const labelled = LABELLED_LINE.exec(text)
       const prefixLabel = labelled === null ? undefined : labelFor(labelled[1]!)
-      add(labelled === null || prefixLabel === undefined ? text : text.slice(labelled[0].length), prefixLabel ?? sectionLabel, sectionWeight + (prefixLabel !== undefined ? 5 : 0))
+      const point = (labelled === null || prefixLabel === undefined ? text : text.slice(labelled[0].length)).replace(/[:：]$/u, '')
+      add(point, prefixLabel ?? sectionLabel, prefixLabel !== undefined ? Math.max(sectionWeight, labelWeight(prefixLabel)) : sectionWeight)
     }
   }
   return candidates
@@ -217,8 +255,17 @@ const normalisedForDedupe = (text: string): string => text.toLowerCase().replace
 /** Ranked, without a point that repeats another (the same words, or contained in a longer one). */
 function rank(candidates: ReadonlyArray<Candidate>): KeyPoint[] {
   const centrality = centralityOf(candidates)
-  const scored = candidates
-    .map((c, index) => ({ text: c.text, label: c.label, position: c.position, score: c.weight + factWeight(c.text) + centrality[index]! - (c.text.length < 30 ? 1 : 0) }))
+  const first = candidates
+    .map((c, index) => ({ text: c.text, label: c.label, section: c.section, position: c.position, score: c.weight + factWeight(c.text) + centrality[index]! - (c.text.length < 30 ? 1 : 0) }))
+    .sort((a, b) => b.score - a.score || a.position - b.position)
+  // Diminishing returns within a section, so that the points cover the document, not one list of it.
+  const taken = new Map<string, number>()
+  const scored = first
+    .map((point) => {
+      const before = taken.get(point.section) ?? 0
+      taken.set(point.section, before + 1)
+      return { text: point.text, label: point.label, position: point.position, score: point.score - SECTION_DECAY * before }
+    })
     .sort((a, b) => b.score - a.score || a.position - b.position)
   const kept: KeyPoint[] = []
   const seen: string[] = []
@@ -253,9 +300,27 @@ function outlineTable({ title, text }: { readonly title: string; readonly text: 
   if (table === undefined) return undefined
   const header = table.header.map((h) => h.trim())
   const rows = table.totalRows === undefined ? `more than ${table.rows.length}` : String(table.totalRows)
-  const subject = `A table of ${rows} row${rows === '1' ? '' : 's'} with the columns ${header.filter((h) => h !== '').join(', ')}`
+  const named = title
+    .replace(/\.[a-z0-9]+$/iu, '')
+    .replace(/[-_]+/gu, ' ')
+    .trim()
+  const subject = `${named.charAt(0).toUpperCase()}${named.slice(1)} — a table of ${rows} row${rows === '1' ? '' : 's'} with the columns ${header.filter((h) => h !== '').join(', ')}`
   const points = table.rows.map((row, position) => ({ text: clipPoint(rowWithHeader(header, row)), label: undefined, score: 1, position }))
   return { subject: asSubject(subject), lead: undefined, points: points.filter((p) => /[\p{L}\p{N}]/u.test(p.text)) }
+}
+
+/** The document's title: its first line when that is a Markdown heading, or a short line without a final stop standing above the text. */
+function titleOf(text: string): string | undefined {
+  const lines = text.split('\n')
+  const index = lines.findIndex((line) => line.trim() !== '')
+  if (index < 0) return undefined
+  const line = lines[index]!.trim()
+  const heading = /^#{1,3}\s+(.*?)\s*#*$/u.exec(line)
+  if (heading !== null) return heading[1]!.trim() || undefined
+  if (/^(?:=+|-+)$/u.test(lines[index + 1]?.trim() ?? '')) return line
+  if (line.length > 80 || /[.!?:;,。！？：；，]$/u.test(line) || /^(?:[-*+•|>]|\d{1,3}[.)]\s)/u.test(line) || !/\p{L}/u.test(line)) return undefined
+  const next = lines[index + 1]
+  return next === undefined || next.trim() === '' || /^\s*[\p{Lu}\p{N}#]/u.test(next) ? line : undefined
 }
 
 /**
@@ -272,13 +337,13 @@ export function outlineDocument({ title, text }: { readonly title: string; reado
   }
   const { text: content, date } = withoutBoilerplate(bounded.replace(/\r\n?/gu, '\n'))
   const blocks = splitBlocks({ text: content, offset: 0, atStart: true, atEnd: true, name: '' })
-  const candidates = candidatesOf(blocks)
-  const points = rank(candidates)
-  const title1 = blocks.find((block) => block.headings.length > 0)?.headings[0]
-  const firstProse = candidates.find((c) => c.label === undefined && /[.!?。！？]$/u.test(c.text) && c.text.length >= 25)
-  const heading = title1 !== undefined && blocks.indexOf(blocks.find((block) => block.headings.length > 0)!) <= 1 ? title1 : undefined
+  const heading = titleOf(content)
+  const candidates = candidatesOf(blocks, heading)
+  const firstProse = candidates.find((c) => c.intro && c.label === undefined && /[.!?。！？]$/u.test(c.text) && c.text.length >= 25)
   let subject = heading !== undefined ? asSubject(heading) : firstProse !== undefined ? asSubject(firstProse.text) : asSubject(title)
   if (date !== undefined && !DIGIT.test(subject)) subject = `${subject} (${date})`
-  const lead = heading !== undefined && firstProse !== undefined ? firstProse.text : undefined
-  return { subject, lead, points: points.filter((p) => lead === undefined || p.text !== lead || p.score >= 3) }
+  // The first sentence says what the document is for, when it carries no fact of its own; then it is no point.
+  const lead = heading !== undefined && firstProse !== undefined && factWeight(firstProse.text) === 0 ? firstProse.text : undefined
+  const points = rank(candidates.filter((c) => c.text !== lead && (heading !== undefined || c !== firstProse)))
+  return { subject, lead, points }
 }
