@@ -1,6 +1,6 @@
 // The built-in local model as a compile engine: extractive, deterministic, offline (issue 35:
 // pages a person can use). A summary is the file's subject and its key points under their
-// sections; the overview a line per file, "- **file** — subject: point; point"; the abstract three
+// sections; the overview a line per file, "- **file** (uri) — subject: point; point"; the abstract three
 // to five sentences on what the folder holds (src/effects/llm/local/compile-pages.ts, outline.ts).
 // Only the source's own sentences, list items and rows are points; a data file (CSV) is read
 // row by row under its header.

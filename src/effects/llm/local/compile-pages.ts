@@ -1,7 +1,7 @@
 // The built-in local model's compile pages (issue 35), written for a person:
 //   summary   the file's subject, then its key points grouped under their section ("Decisions:",
 //             "Action items:"), most important first (outline.ts)
-//   overview  a line per file, "- **file** — subject: point; point", read from the summaries
+//   overview  a line per file, "- **file** (uri) — subject: point; point", read from the summaries
 //   abstract  three to five sentences: what the folder holds (its files' subjects), its recurring
 //             topics, and its weightiest points; no sentence twice
 // Extractive: subjects and points are the source's own words; only the framing ("holds 3
@@ -92,9 +92,9 @@ export function readSummary({ name, summary }: { readonly name: string; readonly
   return { subject: outline.subject, groups: groupPoints(outline.points) }
 }
 
-/** One overview line: "- **file** — subject: point; point." (or "— subject. Decisions: point; point. Other points: point.") within `maxChars` when points allow. */
-function overviewLine({ name, read, maxChars }: { readonly name: string; readonly read: ReadSummary; readonly maxChars: number }): string {
-  const prefix = `- **${name}** — ${read.subject || '(no text)'}`
+/** One overview line: "- **file** (uri) — subject: point; point." (or "— subject. Decisions: point; point. Other points: point.") within `maxChars` when points allow. */
+function overviewLine({ name, uri, read, maxChars }: { readonly name: string; readonly uri: string | undefined; readonly read: ReadSummary; readonly maxChars: number }): string {
+  const prefix = `- **${name}**${uri === undefined ? '' : ` (${uri})`} — ${read.subject || '(no text)'}`
   const labelled = read.groups.some((group) => group.label !== undefined)
   const parts: string[] = []
   let used = prefix.length + 1
@@ -129,7 +129,7 @@ export function writeOverview({
   maxChars,
   maxCharsPerDocument = 700,
 }: {
-  readonly documents: ReadonlyArray<{ readonly name: string; readonly summary: string }>
+  readonly documents: ReadonlyArray<{ readonly name: string; readonly uri?: string | undefined; readonly summary: string }>
   readonly maxChars: number
   readonly maxCharsPerDocument?: number
 }): string {
@@ -139,7 +139,7 @@ export function writeOverview({
   let index = 0
   for (; index < documents.length; index += 1) {
     const document = documents[index]!
-    const line = overviewLine({ name: document.name, read: readSummary(document), maxChars: share })
+    const line = overviewLine({ name: document.name, uri: document.uri, read: readSummary(document), maxChars: share + (document.uri?.length ?? 0) })
     if (used + line.length + 1 > maxChars && lines.length > 0) break
     lines.push(line)
     used += line.length + 1
@@ -168,7 +168,7 @@ interface OverviewEntry {
   readonly points: ReadonlyArray<string>
 }
 
-const OVERVIEW_LINE = /^- \*\*(.+?)\*\* — (.*)$/u
+const OVERVIEW_LINE = /^- \*\*(.+?)\*\*(?: \(kb:\/\/\S+\))? — (.*)$/u
 
 /** The files of an overview written by writeOverview, with their subjects and points. */
 export function readOverview(overview: string): OverviewEntry[] {
