@@ -7,6 +7,18 @@
 import { summariseDocument, writeAbstract, writeOverview, writeSummary } from '../llm/local/index.ts'
 import type { CompileRequest } from './compile-prompts.ts'
 
+/**
+ * The published page adds a "Sources" list (each file's URI and its summary's, compile-prompts.ts
+ * overviewPage): the overview leaves it room, so that the whole page is one page of the read tool
+ * (3,000 code points) while the folder is small.
+ */
+const sourcesListChars = (parts: ReadonlyArray<{ readonly name: string; readonly uri: string }>): number =>
+  200 + parts.reduce((sum, part) => sum + part.name.length + 2 * part.uri.length + 30, 0)
+const MIN_OVERVIEW_CHARS = 1_000
+
+/** Bump when the pages this engine writes change: cached steps of an older version are written again. 2: issue 35's subjects and key points. */
+export const LOCAL_COMPILE_VERSION = 2
+
 const countLine = (title: string, count: number): string => `${title} holds ${count} compiled document${count === 1 ? '' : 's'}.`
 
 export function compileLocally(request: CompileRequest): string {
@@ -16,7 +28,7 @@ export function compileLocally(request: CompileRequest): string {
     case 'overview': {
       const parts = request.parts ?? []
       const head = countLine(request.title, parts.length)
-      const lines = writeOverview({ documents: parts, maxChars: request.maxChars - head.length - 2 })
+      const lines = writeOverview({ documents: parts, maxChars: Math.max(MIN_OVERVIEW_CHARS, request.maxChars - head.length - 2 - sourcesListChars(parts)) })
       return lines === '' ? head : `${head}\n\n${lines}`
     }
     case 'abstract': {
