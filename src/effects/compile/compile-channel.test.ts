@@ -72,7 +72,9 @@ describe('the local channel', () => {
     expect(local.engine).toBe('llm:local')
     const summary = await Effect.runPromise(local.complete(request))
     expect(summary.length).toBeGreaterThan(0)
-    for (const sentence of summary.split(/(?<=\.)\s+/)) expect(BODY).toContain(sentence)
+    // its subject line, then "- " points under "Label:" lines (issue 35)
+    const points = summary.split('\n').filter((line) => line.trim() !== '' && !/^[^-].{0,60}:$/u.test(line)).map((line) => line.replace(/^- /u, ''))
+    for (const sentence of points.flatMap((point) => point.split(/(?<=\.)\s+/))) expect(BODY).toContain(sentence.replace(/\.$/u, ''))
   })
 
   it('writes an overview that names every document with its URI, and an abstract from it', async () => {
@@ -82,11 +84,11 @@ describe('the local channel', () => {
     ]
     const overview = await Effect.runPromise(local.complete(overviewRequest({ directoryName: 'd', summaries: parts, skill: undefined, maxInputChars: 10_000 })))
     expect(overview).toContain('d holds 2 compiled documents.')
-    for (const part of parts) expect(overview).toContain(`**${part.name}** (${part.uri}): ${part.summary}`)
+    for (const part of parts) expect(overview).toContain(`**${part.name}** (${part.uri}) — ${part.summary}`)
     const abstract = await Effect.runPromise(local.complete(abstractRequest({ directoryName: 'd', overview, skill: undefined })))
-    expect(abstract).toMatch(/^d holds 2 compiled documents\./)
+    expect(abstract).toMatch(/^d holds 2 documents: /)
     expect(Array.from(abstract).length).toBeLessThanOrEqual(500)
-    for (const part of parts) expect(abstract, 'each document says what it is, without its name and URI').toContain(part.summary)
+    for (const part of parts) expect(abstract, 'each document says what it is, without its URI').toContain(part.summary.replace(/\.$/u, ''))
     expect(abstract).not.toContain('kb://')
   })
 

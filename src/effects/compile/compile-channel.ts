@@ -9,7 +9,7 @@ import { ChannelFailure } from './channel-failure.ts'
 import { buildCliInvocation, runCliInvocation } from './cli-runner.ts'
 import type { CliProfile } from './compile-config.ts'
 import { cliPrompt, type CompileRequest } from './compile-prompts.ts'
-import { compileLocally } from './local-compile.ts'
+import { compileLocally, LOCAL_COMPILE_VERSION } from './local-compile.ts'
 import type { LocalCompiler } from './local-compile-thread.ts'
 
 export interface CompileChannel {
@@ -17,6 +17,8 @@ export interface CompileChannel {
   readonly engine: string
   /** How much source text one request may carry (code points). */
   readonly maxInputChars: number
+  /** The version of an engine whose output changes with our code (the local model's pages): part of the fingerprint, so a new version writes again what an old one cached. */
+  readonly outputVersion?: number | undefined
   readonly complete: (request: CompileRequest) => Effect.Effect<string, ChannelFailure>
 }
 
@@ -62,6 +64,7 @@ export function makeLocalChannel(compiler?: LocalCompiler): CompileChannel {
   return {
     engine: `llm:${LOCAL_MODEL_ID}`,
     maxInputChars: 400_000,
+    outputVersion: LOCAL_COMPILE_VERSION,
     complete: (request) =>
       compiler
         ? Effect.tryPromise({

@@ -156,7 +156,7 @@ export function compileAttemptActors(deps: CompileAttemptDeps, inFlight: InFligh
       Effect.gen(function* () {
         if (!channel) return yield* Effect.fail(failure('internal_error', 'no engine resolved for this attempt', true))
         const engine = channel
-        const fingerprint = stepFingerprint({ engine: engine.engine, reasoningLevel: snapshot.reasoningLevel, system: request.system, input: request.input })
+        const fingerprint = stepFingerprint({ engine: engine.engine, reasoningLevel: snapshot.reasoningLevel, system: request.system, input: request.input, outputVersion: engine.outputVersion })
         const cached = yield* fromDatabase('reading the compile cache', () =>
           db.selectFrom('compile_cache').select('output').where('owner_id', '=', owner.id).where('fingerprint', '=', fingerprint).executeTakeFirst(),
         )

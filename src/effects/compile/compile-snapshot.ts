@@ -88,6 +88,7 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
  * the prompt version and the exact request (instruction with the skill, and the material, which
  * holds the input body). Budget, timeout and attempts change no output and are not part of it.
  */
-export function stepFingerprint({ engine, reasoningLevel, system, input }: { engine: string; reasoningLevel: string; system: string; input: string }): string {
-  return sha256(JSON.stringify({ prompt: PROMPT_VERSION, engine, reasoningLevel, system: sha256(system), input: sha256(input) }))
+export function stepFingerprint({ engine, reasoningLevel, system, input, outputVersion }: { engine: string; reasoningLevel: string; system: string; input: string; outputVersion?: number | undefined }): string {
+  // outputVersion only when the engine has one: every other fingerprint stays what it was
+  return sha256(JSON.stringify({ prompt: PROMPT_VERSION, engine, reasoningLevel, system: sha256(system), input: sha256(input), ...(outputVersion === undefined ? {} : { outputVersion }) }))
 }

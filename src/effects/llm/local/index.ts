@@ -7,3 +7,5 @@ export {
   summariseOverview,
   type SummarisedDocument,
 } from './summaries.ts'
+export { readOverview, readSummary, writeAbstract, writeOverview, writeSummary } from './compile-pages.ts'
+export { outlineDocument, type DocumentOutline, type KeyPoint } from './outline.ts'
