@@ -69,7 +69,9 @@ describe('a summary follows its source', () => {
   })
 
   it('a deleted file takes its summary with it, in the same delete; its text is no longer found; the overview says it was deleted', async () => {
-    expect((await searchWorkspace(db(), { owner: alice, query: 'zebrafinch' })).hits.map((hit) => hit.uri).sort()).toEqual([uri('del/a.md'), uri('del/summaries/a.md')])
+    // one result per source: the file's own hit stands for its summary's (which would show once the file is gone)
+    expect((await searchWorkspace(db(), { owner: alice, query: 'zebrafinch' })).hits.map((hit) => hit.uri)).toEqual([uri('del/a.md')])
+    expect(await node('del/summaries/a.md')).toBeDefined()
     expect(await deleteConsequences(db(), alice, await node('del/a.md'))).toEqual({ summaries: [uri('del/summaries/a.md')], outdatedFolders: [uri('del/')] })
 
     const deleted = await deleteSubtree(db(), { owner: alice, node: await node('del/a.md') })

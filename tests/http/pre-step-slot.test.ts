@@ -32,7 +32,7 @@ describe('the pre-step slot over HTTP', () => {
     ;({ server, provider, close } = await startScriptedServer({
       preStep: hook,
       // a small window: every tool result of 2,000 characters pushes the input over it
-      models: (provider) => [scriptedModel(provider, { id: 'small', name: 'Small', contextWindow: 9_000, maxOutputTokens: 1_000 })],
+      models: (provider) => [scriptedModel(provider, { id: 'small', name: 'Small', contextWindow: 9_600, maxOutputTokens: 1_000 })],
     }))
     token = (await addUserWithToken(server, 'rhea')).token
     const { findUserByLogin } = await import('../../src/effects/auth/users.ts')
