@@ -1,5 +1,6 @@
 import { Router, urlencoded } from 'express'
-import { authenticatePassword, createSession, deleteSession } from '../effects/auth/users.ts'
+import { AccountDisabled, authenticatePassword, createSession, deleteSession } from '../effects/auth/users.ts'
+import { recordSignIn } from '../effects/auth/accounts.ts'
 import { createConcurrencyGate, GateBusy } from '../effects/auth/concurrency-gate.ts'
 import { beginSignInAttempt, clearLoginThrottle, DEFAULT_SIGN_IN_POLICY, type SignInPolicy } from '../effects/auth/sign-in-throttle.ts'
 import { UNLOCK_PARAMETER, useUnlockToken } from '../effects/auth/sign-in-unlock.ts'
@@ -90,6 +91,11 @@ export function authRoutes(ctx: AppContext): Router {
     try {
       user = await passwordChecks.run(() => authenticatePassword(ctx.db, { login: login.trim(), password }))
     } catch (error) {
+      if (error instanceof AccountDisabled) {
+        await attempt.succeeded() // the password was right: not a guess to count
+        ctx.logger.info('sign-in refused: account disabled', { login: login.slice(0, 64) })
+        return again(403, 'This account is disabled. Ask an administrator to enable it.')
+      }
       if (!(error instanceof GateBusy)) throw error
       await attempt.notChecked()
       ctx.logger.warn('sign-in refused: too many password checks at once', { login: login.slice(0, 64) })
@@ -101,6 +107,7 @@ export function authRoutes(ctx: AppContext): Router {
       return again(401, 'Wrong login or password.')
     }
     await attempt.succeeded()
+    await recordSignIn(ctx.db, user.id)
     const session = await createSession(ctx.db, { secret: ctx.secret, userId: user.id, ttlHours: ctx.config.sessionTtlHours, now: now() })
     setCookie(ctx, req, res, { name: SESSION_COOKIE, value: session.token, maxAgeSeconds: ctx.config.sessionTtlHours * 3600 })
     res.append('Set-Cookie', `${LOGIN_CSRF_COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax`)

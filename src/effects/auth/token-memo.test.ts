@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createTokenMemo } from './token-memo.ts'
 
-const user = (id: string) => ({ id, login: `u${id}`, createdAt: new Date(0) })
+const user = (id: string) => ({ id, login: `u${id}`, createdAt: new Date(0), role: 'member' as const })
 
 describe('the token memo', () => {
   it('keeps a verified token for its time to live, then forgets it', () => {

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
-import type { Db } from '../db/schema.ts'
+import type { Db, UserRole } from '../db/schema.ts'
 import { ensureRoot } from '../workspace/store.ts'
 import type { Owner } from '../db/schema.ts'
 import { validateLogin } from '../workspace/uri.ts'
@@ -11,10 +11,20 @@ import { generateApiToken, generateOpaqueToken, hashToken } from './tokens.ts'
 
 export interface User extends Owner {
   readonly createdAt: Date
+  /** `admin` reaches the administration pages (src/http/admin-guard.ts); `member` does not. */
+  readonly role: UserRole
 }
 
 export class UserError extends Error {
   override readonly name = 'UserError'
+}
+
+/** The right password for a disabled account: it cannot sign in. */
+export class AccountDisabled extends Error {
+  override readonly name = 'AccountDisabled'
+  constructor({ login }: { login: string }) {
+    super(`the account "${login}" is disabled; ask an administrator`)
+  }
 }
 
 export async function createUser(
@@ -23,9 +33,12 @@ export async function createUser(
     login,
     password,
     hashCost,
+    role = 'member',
   }: {
     login: string
     password: string | undefined
+    /** Ignored for the first user, who is always an admin (someone must be able to administer). */
+    role?: UserRole
     /** The password hash's scrypt cost (default DEFAULT_SCRYPT_COST); the tests' accounts take a cheap one. */
     hashCost?: ScryptCost
   },
@@ -38,12 +51,12 @@ export async function createUser(
   }
   const existing = await findUserByLogin(db, login)
   if (existing) throw new UserError(`user "${login}" already exists`)
-  const user = {
-    id: randomUUID(),
-    login,
-    password_hash: password === undefined ? null : await hashPassword(password, hashCost),
-  }
-  await db.insertInto('users').values(user).execute()
+  const id = randomUUID()
+  const passwordHash = password === undefined ? null : await hashPassword(password, hashCost)
+  // The first user of an installation is an admin, whatever was asked (decided in the insert itself).
+  await sql`insert into users (id, login, password_hash, role)
+    values (${id}, ${login}, ${passwordHash}, case when exists (select 1 from users) then ${role}::text else 'admin' end)`.execute(db)
+  const user = { id, login }
   await ensureRoot(db, { id: user.id, login })
   return (await findUserByLogin(db, login))!
 }
@@ -99,8 +112,8 @@ export async function setPassword(
 }
 
 export async function findUserByLogin(db: Db, login: string): Promise<User | undefined> {
-  const row = await db.selectFrom('users').select(['id', 'login', 'created_at']).where('login', '=', login).executeTakeFirst()
-  return row ? { id: row.id, login: row.login, createdAt: new Date(row.created_at) } : undefined
+  const row = await db.selectFrom('users').select(['id', 'login', 'created_at', 'role']).where('login', '=', login).executeTakeFirst()
+  return row ? { id: row.id, login: row.login, createdAt: new Date(row.created_at), role: row.role } : undefined
 }
 
 export async function countUsers(db: Db): Promise<number> {
@@ -112,7 +125,10 @@ export async function authenticatePassword(db: Db, { login, password }: { login:
   const row = await db.selectFrom('users').selectAll().where('login', '=', login).executeTakeFirst()
   // Verify against a dummy hash when the user is unknown, so timing does not reveal logins.
   const ok = await verifyPassword(password, row?.password_hash ?? DUMMY_HASH)
-  return row && ok ? { id: row.id, login: row.login, createdAt: new Date(row.created_at) } : undefined
+  if (!row || !ok) return undefined
+  // A disabled account is told so only once its password was right (nobody else learns it exists).
+  if (row.disabled_at !== null) throw new AccountDisabled({ login: row.login })
+  return { id: row.id, login: row.login, createdAt: new Date(row.created_at), role: row.role }
 }
 const DUMMY_HASH = 'scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'
 
@@ -210,7 +226,7 @@ export const liveTokenQuery = preparedQuery(['tokenHash'], (db, { tokenHash }: {
   db
     .selectFrom('api_tokens')
     .innerJoin('users', 'users.id', 'api_tokens.user_id')
-    .select(['users.id', 'users.login', 'users.created_at', 'api_tokens.id as token_id', 'api_tokens.last_used_at'])
+    .select(['users.id', 'users.login', 'users.created_at', 'users.role', 'api_tokens.id as token_id', 'api_tokens.last_used_at'])
     .where('api_tokens.token_hash', '=', tokenHash)
     .where('api_tokens.revoked_at', 'is', null)
     .compile(),
@@ -228,7 +244,7 @@ export async function findUserByTokenHash(db: Db, tokenHash: string): Promise<Us
   if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() > 60_000) {
     await db.updateTable('api_tokens').set({ last_used_at: sql`now()` }).where('id', '=', row.token_id).execute()
   }
-  return { id: row.id, login: row.login, createdAt: new Date(row.created_at) }
+  return { id: row.id, login: row.login, createdAt: new Date(row.created_at), role: row.role }
 }
 
 export interface Session {
@@ -254,11 +270,11 @@ export async function findSession(db: Db, { secret, token, now = Date.now() }: {
   const row = await db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select(['users.id', 'users.login', 'users.created_at', 'sessions.csrf_token'])
+    .select(['users.id', 'users.login', 'users.created_at', 'users.role', 'sessions.csrf_token'])
     .where('sessions.id_hash', '=', hashToken({ secret, token }))
     .where('sessions.expires_at', '>', new Date(now))
     .executeTakeFirst()
-  return row ? { user: { id: row.id, login: row.login, createdAt: new Date(row.created_at) }, csrfToken: row.csrf_token } : undefined
+  return row ? { user: { id: row.id, login: row.login, createdAt: new Date(row.created_at), role: row.role }, csrfToken: row.csrf_token } : undefined
 }
 
 export async function deleteSession(db: Db, { secret, token }: { secret: string; token: string }): Promise<void> {

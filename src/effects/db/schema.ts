@@ -6,11 +6,15 @@ type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefine
 /** bigint columns arrive as strings from pg; we convert at the repository edge. */
 type BigIntColumn = ColumnType<string | number, number | string, number | string>
 
+export type UserRole = 'admin' | 'member'
 export interface UsersTable {
   id: string
   login: string
   password_hash: string | null
   created_at: Timestamp
+  role: ColumnType<UserRole, UserRole | undefined, UserRole>
+  disabled_at: NullableTimestamp
+  last_sign_in_at: NullableTimestamp
 }
 export interface ApiTokensTable {
   id: string

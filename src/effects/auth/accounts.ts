@@ -1,0 +1,139 @@
+// Accounts as an administrator manages them (docs/operations.md, Administration): roles, disabling,
+// deleting, the list. One rule holds through every change, checked in the change's own transaction
+// under one lock: **at least one enabled admin remains**. Disabling ends the account's sessions and
+// revokes its API tokens (and so its running turns, through the credentials notice), so a disabled
+// account holds no credential at all; enabling it again gives it none back. The CLI and the admin
+// pages both call these.
+import { sql } from 'kysely'
+import type { Db, UserRole } from '../db/schema.ts'
+import { CREDENTIALS_CHANNEL, UserError } from './users.ts'
+
+/** The lock's class (first key): "acct" in ASCII; one key for the whole installation's roles. */
+const ACCOUNTS_LOCK_CLASS = 0x61636374
+
+export interface AccountSummary {
+  readonly id: string
+  readonly login: string
+  readonly role: UserRole
+  readonly createdAt: Date
+  readonly lastSignInAt: Date | null
+  readonly disabled: boolean
+  /** Live (not revoked) API tokens. */
+  readonly tokens: number
+}
+
+/** Every account, by login. */
+export async function listAccounts(db: Db): Promise<AccountSummary[]> {
+  const rows = await db
+    .selectFrom('users')
+    .select((eb) => [
+      'users.id',
+      'users.login',
+      'users.role',
+      'users.created_at',
+      'users.last_sign_in_at',
+      'users.disabled_at',
+      eb
+        .selectFrom('api_tokens')
+        .select(eb.fn.countAll<string>().as('n'))
+        .whereRef('api_tokens.user_id', '=', 'users.id')
+        .where('api_tokens.revoked_at', 'is', null)
+        .as('tokens'),
+    ])
+    .orderBy(sql`users.login collate "C"`)
+    .execute()
+  return rows.map((row) => ({
+    id: row.id,
+    login: row.login,
+    role: row.role,
+    createdAt: new Date(row.created_at),
+    lastSignInAt: row.last_sign_in_at ? new Date(row.last_sign_in_at) : null,
+    disabled: row.disabled_at !== null,
+    tokens: Number(row.tokens ?? 0),
+  }))
+}
+
+/** Runs `change` on the account `login` in a transaction that holds the accounts lock; refuses what would leave no enabled admin. */
+async function changeAccount<T>(db: Db, login: string, change: (trx: Db, id: string) => Promise<T>): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${ACCOUNTS_LOCK_CLASS}::int4, 0)`.execute(trx)
+    const row = await trx.selectFrom('users').select('id').where('login', '=', login).executeTakeFirst()
+    if (!row) throw new UserError(`no user "${login}"`)
+    const result = await change(trx, row.id)
+    const admins = await trx
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('role', '=', 'admin')
+      .where('disabled_at', 'is', null)
+      .executeTakeFirstOrThrow()
+    if (Number(admins.n) === 0) throw new UserError(`"${login}" is the last enabled admin: promote another account first`)
+    return result
+  })
+}
+
+/** Ends every session and revokes every token of the account, announcing it (running turns and streams end). */
+async function endCredentials(trx: Db, userId: string): Promise<{ sessions: number; tokens: number }> {
+  const sessions = await trx.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst()
+  const tokens = await trx.updateTable('api_tokens').set({ revoked_at: sql<Date>`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null).executeTakeFirst()
+  await sql`select pg_notify(${CREDENTIALS_CHANNEL}, ${userId})`.execute(trx) // sent when the change commits
+  return { sessions: Number(sessions.numDeletedRows), tokens: Number(tokens.numUpdatedRows) }
+}
+
+export async function setRole(db: Db, { login, role }: { login: string; role: UserRole }): Promise<void> {
+  await changeAccount(db, login, async (trx, id) => {
+    await trx.updateTable('users').set({ role }).where('id', '=', id).execute()
+  })
+}
+
+/** Disables the account: it cannot sign in, and its sessions and tokens end now. */
+export async function disableAccount(db: Db, { login }: { login: string }): Promise<{ sessions: number; tokens: number }> {
+  return changeAccount(db, login, async (trx, id) => {
+    await trx.updateTable('users').set({ disabled_at: sql<Date>`coalesce(disabled_at, now())` }).where('id', '=', id).execute()
+    return endCredentials(trx, id)
+  })
+}
+
+export async function enableAccount(db: Db, { login }: { login: string }): Promise<void> {
+  await changeAccount(db, login, async (trx, id) => {
+    await trx.updateTable('users').set({ disabled_at: null }).where('id', '=', id).execute()
+  })
+}
+
+/** What deleting an account removes (shown before asking for confirmation). */
+export interface AccountContents {
+  readonly files: number
+  readonly versions: number
+  readonly bytes: number
+  readonly tokens: number
+  /** Compile jobs, whatever their state. */
+  readonly jobs: number
+}
+
+export async function accountContents(db: Db, { login }: { login: string }): Promise<AccountContents> {
+  const row = await sql<{ files: string; versions: string; bytes: string; tokens: string; jobs: string }>`
+    select (select count(*) from nodes n where n.owner_id = u.id and n.kind = 'file') as files,
+           (select count(*) from file_versions v join nodes n on n.id = v.node_id where n.owner_id = u.id) as versions,
+           (select coalesce(sum(v.size), 0) from file_versions v join nodes n on n.id = v.node_id where n.owner_id = u.id) as bytes,
+           (select count(*) from api_tokens t where t.user_id = u.id and t.revoked_at is null) as tokens,
+           (select count(*) from jobs j where j.owner_id = u.id and j.kind = 'compile') as jobs
+      from users u where u.login = ${login}`.execute(db)
+  const found = row.rows[0]
+  if (!found) throw new UserError(`no user "${login}"`)
+  return { files: Number(found.files), versions: Number(found.versions), bytes: Number(found.bytes), tokens: Number(found.tokens), jobs: Number(found.jobs) }
+}
+
+/**
+ * Deletes the account and everything it owns (files with every version, tokens, sessions, jobs,
+ * settings: the database's cascades), announcing the end of its credentials first.
+ */
+export async function deleteAccount(db: Db, { login }: { login: string }): Promise<void> {
+  await changeAccount(db, login, async (trx, id) => {
+    await endCredentials(trx, id)
+    await trx.deleteFrom('users').where('id', '=', id).execute()
+  })
+}
+
+/** Records a successful sign-in (shown on the admin's list of accounts). */
+export async function recordSignIn(db: Db, userId: string): Promise<void> {
+  await db.updateTable('users').set({ last_sign_in_at: sql<Date>`now()` }).where('id', '=', userId).execute()
+}
