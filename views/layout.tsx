@@ -9,9 +9,18 @@ export interface NavLink {
 export const RETRIEVAL_SETTINGS_PATH = '/settings/retrieval'
 
 /** The top bar's links to the optional areas the server runs (the retrieval settings when that feature runs). */
-export function siteNav({ retrieval }: { readonly retrieval: boolean }): NavLink[] {
-  return retrieval ? [{ href: RETRIEVAL_SETTINGS_PATH, label: 'Retrieval services' }] : []
+/** The top bar's links: retrieval services when that feature runs; Administration for an admin. */
+export function siteNav({ retrieval, admin = false }: { readonly retrieval: boolean; readonly admin?: boolean | undefined }): NavLink[] {
+  return [...(retrieval ? [{ href: RETRIEVAL_SETTINGS_PATH, label: 'Retrieval services' }] : []), ...(admin ? [{ href: ADMIN_HOME_PATH, label: 'Administration' }] : [])]
 }
+
+/** The administration pages (src/http/admin-guard.ts guards them), in the order their section list shows them. */
+export const ADMIN_SECTIONS: ReadonlyArray<{ readonly id: 'users' | 'models' | 'retrieval'; readonly href: string; readonly label: string }> = [
+  { id: 'users', href: '/admin/users', label: 'Users' },
+  { id: 'models', href: '/admin/models', label: 'Model connections' },
+  { id: 'retrieval', href: '/admin/retrieval', label: 'Retrieval defaults' },
+]
+export const ADMIN_HOME_PATH = '/admin/users'
 
 /** htmx and its SSE extension, served as one script (src/http/create-app.ts says why). */
 export const HTMX_SCRIPT_PATH = '/static/htmx-sse.min.js'

@@ -255,7 +255,7 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
           directory: filter.directoryUri,
           status: filter.statuses?.join(','),
           streamUrl: `/tasks/stream${query.size > 0 ? `?${query}` : ''}`,
-          nav: siteNav({ retrieval: ctx.retrieval !== undefined }),
+          nav: siteNav({ retrieval: ctx.retrieval !== undefined, admin: req.auth?.user.role === 'admin' }),
         }),
       ),
     )

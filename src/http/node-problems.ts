@@ -74,7 +74,7 @@ export function pageProblemHandler(ctx: AppContext): ErrorRequestHandler {
           .status(problem.status)
           .set(headers)
           .type('html')
-          .send(await renderPage(ErrorPage({ login: req.auth?.user.login, csrfToken: req.auth?.csrfToken, nav: siteNav({ retrieval: ctx.retrieval !== undefined }), problem }))),
+          .send(await renderPage(ErrorPage({ login: req.auth?.user.login, csrfToken: req.auth?.csrfToken, nav: siteNav({ retrieval: ctx.retrieval !== undefined, admin: req.auth?.user.role === 'admin' }), problem }))),
       )
       .catch(next)
   }

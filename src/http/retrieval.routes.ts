@@ -120,7 +120,7 @@ export function retrievalRoutes(ctx: AppContext, feature: RetrievalFeature): Rou
           RetrievalSettingsPage({
             login: user.login,
             csrfToken: req.auth!.csrfToken,
-            nav: siteNav({ retrieval: true }),
+            nav: siteNav({ retrieval: true, admin: req.auth?.user.role === 'admin' }),
             apiKeyStatus: apiKey === 'credential-store' ? 'configured' : apiKey === 'environment' ? 'environment' : 'unset',
             apiKeyUnreadable: snapshot.unreadableCredentials.includes('DASHSCOPE_API_KEY'),
             fields,

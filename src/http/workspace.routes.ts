@@ -156,7 +156,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
       await renderPage(
         WorkspacePage({
           login: user.login,
-          nav: siteNav({ retrieval: ctx.retrieval !== undefined }),
+          nav: siteNav({ retrieval: ctx.retrieval !== undefined, admin: user.role === 'admin' }),
           csrfToken: req.auth!.csrfToken,
           rootUri: rootUriOf(user),
           tree: await buildTree(ctx, user, directory, node),
