@@ -226,13 +226,9 @@ export async function showRetrievalSettings(io: Io): Promise<number> {
 
 /** `retrieval set <key> <value>` / `retrieval unset <key>`: one setting for every server on this database, at once. */
 export async function changeRetrievalSetting(io: Io, change: { readonly key: string } & ({ readonly action: 'set'; readonly value: string } | { readonly action: 'unset' })): Promise<number> {
-  const { describeServerSettings, parseServerSetting, SERVER_SETTING_KEYS, writeServerSettings } = await import('../effects/retrieval/retrieval-server-settings.ts')
+  const { changeServerSetting, describeServerSettings } = await import('../effects/retrieval/retrieval-server-settings.ts')
   const bailian = loadConfig({ env: io.env }).retrievalBailian
-  const known = SERVER_SETTING_KEYS.find((name) => name === change.key)
-  if (change.action === 'unset' && known === undefined) throw new UserError(`unknown setting "${change.key.slice(0, 40)}"; the settings are ${SERVER_SETTING_KEYS.join(', ')}`)
-  const parsed = change.action === 'set' ? parseServerSetting(change.key, change.value) : undefined
-  if (parsed !== undefined && !parsed.ok) throw new UserError(`${parsed.message}; nothing was changed`)
-  const written = await withDatabase(io, ({ db }) => writeServerSettings(db, parsed?.ok ? { patch: parsed.value } : { unset: known ? [known] : [] }))
+  const written = await withDatabase(io, ({ db }) => changeServerSetting(db, change))
   if (!written.ok) throw new UserError(`${written.message}; nothing was changed`)
   for (const line of describeServerSettings(bailian, written.value)) io.out(line)
   io.out('every knowagent process on this database uses these values from its next call')

@@ -111,12 +111,12 @@ function knowagentCommand({
     ]),
   )
 
-  const settingKey = Argument.String('key').pipe(Argument.withDescription('endpointHost, agentVersion or chatTimeoutMs'))
+  const settingKey = Argument.String('key').pipe(Argument.withDescription('workspaceId (the default one), endpointHost, agentVersion or chatTimeoutMs'))
   const retrieval = Command.make('retrieval', {}, () => Effect.fail(usageError(['knowagent', 'retrieval'], 'expected "retrieval show|set|unset"'))).pipe(
-    Command.withDescription('the Bailian connection settings every server on this database uses'),
+    Command.withDescription('the Bailian server-wide settings every server on this database uses (also: Administration → Retrieval defaults)'),
     Command.withSubcommands([
       Command.make('show', {}, () => act(() => actions.showRetrievalSettings(io))).pipe(
-        Command.withDescription('the settings in force (endpointHost, agentVersion, chatTimeoutMs) and where each comes from'),
+        Command.withDescription('the settings in force (workspaceId, endpointHost, agentVersion, chatTimeoutMs) and where each comes from'),
       ),
       Command.make('set', { key: settingKey, value: Argument.String('value').pipe(Argument.withDescription('the new value')) }, ({ key, value }) =>
         act(() => actions.changeRetrievalSetting(io, { action: 'set', key, value })),

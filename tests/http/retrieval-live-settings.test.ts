@@ -65,7 +65,7 @@ describe('retrieval connection settings without a restart', () => {
 
     const setHost = await cli('retrieval', 'set', 'endpointHost', after.endpointHost)
     expect(setHost).toMatchObject({ code: 0, err: '' })
-    expect(setHost.out).toContain(`endpointHost = ${JSON.stringify(after.endpointHost)}  [database`)
+    expect(setHost.out).toContain(`endpointHost = ${JSON.stringify(after.endpointHost)}  [stored in the database]`)
     expect((await cli('retrieval', 'set', 'agentVersion', 'beta')).code).toBe(0)
     for (const server of [first, second]) {
       await waitUntil(async () => {
@@ -86,7 +86,7 @@ describe('retrieval connection settings without a restart', () => {
       [['endpointHost', 'bad host/{workspaceId}'], /endpointHost must not contain spaces/],
       [['chatTimeoutMs', 'soon'], /chatTimeoutMs must be a whole number of milliseconds from 1000 to 3600000/],
       [['chatTimeoutMs', '0'], /chatTimeoutMs must be a whole number/],
-      [['colour', 'red'], /unknown setting "colour"; the settings are endpointHost, agentVersion, chatTimeoutMs/],
+      [['colour', 'red'], /unknown setting "colour"; the settings are workspaceId, endpointHost, agentVersion, chatTimeoutMs/],
     ]
     for (const [args, message] of cases) {
       const refused = await cli('retrieval', 'set', ...args)
@@ -111,7 +111,7 @@ describe('retrieval connection settings without a restart', () => {
     // the operator's next write repairs it: the invalid keys are dropped, the new value applies
     expect((await cli('retrieval', 'set', 'endpointHost', after.endpointHost)).code).toBe(0)
     const shown = (await cli('retrieval', 'show')).out
-    expect(shown).toContain('chatTimeoutMs = 300000  [config file or default]')
+    expect(shown).toContain('chatTimeoutMs = 300000  [built-in default]')
   })
 
   it('a shorter kb_chat time limit ends the next chat call; unset returns to the config file', async () => {

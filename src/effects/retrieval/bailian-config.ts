@@ -1,7 +1,8 @@
 // `retrieval.bailian` in the config file: the switch, where the service lives, behaviour, and the
 // entry layer of the settings chain (workspace id and default services; never the API key).
-// endpointHost, agentVersion and chatTimeoutMs are start-up values: an operator's
-// `knowagent retrieval set` overrides them at run time (retrieval-server-settings.ts).
+// workspaceId, endpointHost, agentVersion and chatTimeoutMs are start-up values: an operator's
+// `knowagent retrieval set` or Administration → Retrieval defaults overrides them at run time
+// (retrieval-server-settings.ts).
 import * as Schema from 'effect/Schema'
 import { DEFAULT_ENDPOINT_HOST, isValidWorkspaceId } from './bailian-endpoint.ts'
 

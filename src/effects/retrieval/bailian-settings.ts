@@ -6,8 +6,9 @@
 // every process; a reset of the feed drops them all, and an entry lives at most `cacheTtlMs`.
 // Writes re-read the database, never the memory. Writes come from the settings page; each is
 // announced to subscribers (the catalog refresher refreshes after a key or workspace change).
-// The server-wide connection settings (endpointHost, agentVersion, chatTimeoutMs) are one more
-// stored document (retrieval-server-settings.ts), kept the same way under SERVER_SETTINGS_KEY.
+// The server-wide settings (the default workspace id, endpointHost, agentVersion, chatTimeoutMs) are
+// one more stored document (retrieval-server-settings.ts), kept the same way under
+// SERVER_SETTINGS_KEY; its workspace id is a layer of every user's chain, below their own.
 import * as Context from 'effect/Context'
 import * as Data from 'effect/Data'
 import * as Effect from 'effect/Effect'
@@ -141,12 +142,36 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
     return result
   }
 
+  // The server-wide document: a stored one that does not decode (edited by hand) is logged once
+  // and the last good one stays in force — at start, the config file's values.
+  const serverMemory = makeFeedCache<ServerSettingsDocument>({ feed: options.feed, channel: SETTINGS_CHANNEL, ttlMs: options.cacheTtlMs ?? 60_000, now: options.now })
+  let lastGoodServer: ServerSettingsDocument = {}
+  let refusedServer: string | undefined
+  const readServer = async (): Promise<ServerSettingsDocument> => {
+    const decoded = decodeServerSettings(await readServerSettingsDocument(db))
+    if (decoded.ok) {
+      lastGoodServer = decoded.value
+      refusedServer = undefined
+    } else if (refusedServer !== decoded.message) {
+      refusedServer = decoded.message
+      logger.warn('the stored retrieval server settings are invalid; the last good values stay in force', { problem: decoded.message, inForce: lastGoodServer })
+    }
+    return lastGoodServer
+  }
+
+  const serverDocument = () => serverMemory.read(SERVER_SETTINGS_KEY, readServer)
+
   const layersOf = async (
     userId: string,
     { fresh = false }: { fresh?: boolean } = {},
-  ): Promise<{ layers: SettingLayers; seeded: ReadonlyArray<string>; unreadable: ReadonlyArray<string> }> => {
-    const { user, credentials } = fresh ? await readStored(userId) : await memory.read(userId, () => readStored(userId))
-    return { layers: { user: user.values, entry, credentials: credentials.values, env }, seeded: user.seededFields, unreadable: credentials.unreadable }
+  ): Promise<{ layers: SettingLayers; server: ServerSettingsDocument; seeded: ReadonlyArray<string>; unreadable: ReadonlyArray<string> }> => {
+    const [{ user, credentials }, server] = await Promise.all([fresh ? readStored(userId) : memory.read(userId, () => readStored(userId)), serverDocument()])
+    return {
+      layers: { user: user.values, server: { workspaceId: server.workspaceId }, entry, credentials: credentials.values, env },
+      server,
+      seeded: user.seededFields,
+      unreadable: credentials.unreadable,
+    }
   }
 
   /** Once per user and process: adopt the `bl` login for fields configured nowhere. */
@@ -154,11 +179,12 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
     if (options.blConfigPath === null || importChecked.has(userId)) return
     importChecked.add(userId)
     const file = await readBlCliConfig(options.blConfigPath)
+    const server = await serverDocument()
     const imported = await db.transaction().execute(async (trx) => {
       await ensureUserLayerRow(trx, userId)
       const user = await readUserLayer(trx, userId, { lock: true })
       const credentials = await readCredentials(trx, cipher, userId)
-      const settings = resolveRetrievalSettings({ user: user.values, entry, credentials: credentials.values, env })
+      const settings = resolveRetrievalSettings({ user: user.values, server: { workspaceId: server.workspaceId }, entry, credentials: credentials.values, env })
       const plan = planBlImport({
         seeded: user.seededFields,
         configured: { apiKey: settings.apiKey.value !== undefined, workspaceId: settings.workspaceId.value !== undefined },
@@ -180,26 +206,9 @@ export function makeBailianSettings(options: BailianSettingsOptions): BailianSet
     }
   }
 
-  // The server-wide document: a stored one that does not decode (edited by hand) is logged once
-  // and the last good one stays in force — at start, the config file's values.
-  const serverMemory = makeFeedCache<ServerSettingsDocument>({ feed: options.feed, channel: SETTINGS_CHANNEL, ttlMs: options.cacheTtlMs ?? 60_000, now: options.now })
-  let lastGoodServer: ServerSettingsDocument = {}
-  let refusedServer: string | undefined
-  const readServer = async (): Promise<ServerSettingsDocument> => {
-    const decoded = decodeServerSettings(await readServerSettingsDocument(db))
-    if (decoded.ok) {
-      lastGoodServer = decoded.value
-      refusedServer = undefined
-    } else if (refusedServer !== decoded.message) {
-      refusedServer = decoded.message
-      logger.warn('the stored retrieval server settings are invalid; the last good values stay in force', { problem: decoded.message, inForce: lastGoodServer })
-    }
-    return lastGoodServer
-  }
-
   const resolve: BailianSettings['resolve'] = async (userId) => {
     await importFromBlOnce(userId)
-    const [{ layers, unreadable }, server] = await Promise.all([layersOf(userId), serverMemory.read(SERVER_SETTINGS_KEY, readServer)])
+    const { layers, server, unreadable } = await layersOf(userId)
     return {
       settings: resolveRetrievalSettings(layers),
       ...applyServerSettings(config, server),

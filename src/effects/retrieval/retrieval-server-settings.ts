@@ -1,9 +1,11 @@
-// The server-wide Bailian connection settings (SPEC §9, issue 33 item 6): `endpointHost`,
-// `agentVersion` and `chatTimeoutMs`, changed by an operator while the servers run
-// (`knowagent retrieval set|unset|show`). They are stored once in PostgreSQL — every process
+// The server-wide Bailian settings (SPEC §9, issue 33 item 6, issue 36): the default `workspaceId`
+// and the connection settings `endpointHost`, `agentVersion` and `chatTimeoutMs`, changed by an
+// operator while the servers run (`knowagent retrieval set|unset|show`, Administration → Retrieval
+// defaults: `changeServerSetting` is their one use case). They are stored once in PostgreSQL — every process
 // sharing the database sees the same values — and each write NOTIFYs SETTINGS_CHANNEL in its
 // transaction, so every process drops its copy and the next call uses the new value. A key left
-// out means the config file's `retrieval.bailian` value (the layer below, read at start-up).
+// out means the config file's `retrieval.bailian` value (the layer below, read at start-up). The
+// workspace id is a default: a user's own workspace id wins over it (retrieval-settings.ts).
 //
 // Every value is validated when it is written (a bad one is refused with a message naming it) and
 // again when it is read (a document edited by hand in SQL may hold anything): a stored document
@@ -13,14 +15,16 @@ import * as Schema from 'effect/Schema'
 import type { Kysely, Transaction } from 'kysely'
 import type { DB } from '../db/schema.ts'
 import { describeDecodeError } from '../describe-decode-error.ts'
-import type { BailianConfig } from './bailian-config.ts'
-import { bailianUrl } from './bailian-endpoint.ts'
+import { type BailianConfig, DEFAULT_CHAT_TIMEOUT_MS } from './bailian-config.ts'
+import { bailianUrl, DEFAULT_ENDPOINT_HOST, isValidWorkspaceId } from './bailian-endpoint.ts'
 import { notifySettingsChanged } from './retrieval-settings-store.ts'
 
 type Db = Kysely<DB> | Transaction<DB>
 
-export const SERVER_SETTING_KEYS = ['endpointHost', 'agentVersion', 'chatTimeoutMs'] as const
+export const SERVER_SETTING_KEYS = ['workspaceId', 'endpointHost', 'agentVersion', 'chatTimeoutMs'] as const
 export type ServerSettingKey = (typeof SERVER_SETTING_KEYS)[number]
+/** The keys that say how every call connects (the workspace id is a default in the settings chain instead). */
+export type ConnectionSettingKey = Exclude<ServerSettingKey, 'workspaceId'>
 
 /** The NOTIFY payload of a change of these settings (a user's change carries the user id, a UUID). */
 export const SERVER_SETTINGS_KEY = '*server'
@@ -48,6 +52,12 @@ const EndpointHost = Schema.String.check(
   }),
 )
 
+const WorkspaceId = Schema.String.check(
+  Schema.makeFilter((value: string) =>
+    isValidWorkspaceId(value) ? undefined : 'workspaceId must be 1–128 letters, digits, "-" and "_", starting with a letter or digit',
+  ),
+)
+
 const AgentVersion = Schema.String.check(
   Schema.makeFilter((value: string) =>
     value.length === 0 || value.length > 64 || CONTROL.test(value) ? 'agentVersion must be 1–64 characters without spaces or control characters' : undefined,
@@ -61,6 +71,7 @@ const ChatTimeoutMs = Schema.Int.check(
 
 /** The stored document: each key optional (absent: the config file's value); nothing else. */
 export const ServerSettingsDocument = Schema.Struct({
+  workspaceId: Schema.optionalKey(WorkspaceId),
   endpointHost: Schema.optionalKey(EndpointHost),
   agentVersion: Schema.optionalKey(AgentVersion),
   chatTimeoutMs: Schema.optionalKey(ChatTimeoutMs),
@@ -76,13 +87,13 @@ export function decodeServerSettings(input: unknown): Decoded<ServerSettingsDocu
 
 /** One value as an operator types it (`chatTimeoutMs` is a number), decoded. */
 export function parseServerSetting(key: string, text: string): Decoded<Partial<ServerSettingsDocument>> {
-  if (!(SERVER_SETTING_KEYS as ReadonlyArray<string>).includes(key)) return { ok: false, message: `unknown setting "${key.slice(0, 40)}"; the settings are ${SERVER_SETTING_KEYS.join(', ')}` }
+  if (!(SERVER_SETTING_KEYS as ReadonlyArray<string>).includes(key)) return { ok: false, message: unknownSetting(key) }
   if (key !== 'chatTimeoutMs') return decodeServerSettings({ [key]: text })
   return /^\d{1,10}$/.test(text.trim()) ? decodeServerSettings({ chatTimeoutMs: Number(text.trim()) }) : { ok: false, message: CHAT_TIMEOUT_RANGE }
 }
 
-/** The values in force: the stored document over the config file. */
-export function applyServerSettings(config: BailianConfig, document: ServerSettingsDocument): Pick<BailianConfig, ServerSettingKey> {
+/** The connection values in force: the stored document over the config file. */
+export function applyServerSettings(config: BailianConfig, document: ServerSettingsDocument): Pick<BailianConfig, ConnectionSettingKey> {
   return {
     endpointHost: document.endpointHost ?? config.endpointHost,
     agentVersion: document.agentVersion ?? config.agentVersion,
@@ -130,12 +141,71 @@ function keepValidKeys(document: unknown): Record<string, unknown> {
   return kept
 }
 
+/**
+ * Changes one setting — `set` a value as an operator types it, or `unset` it (back to the config
+ * file's value) — for every process on this database: the one use case of the CLI and the
+ * administration page. Returns the stored document after the change, or why not (nothing written).
+ */
+export async function changeServerSetting(
+  db: Kysely<DB>,
+  change: { readonly key: string } & ({ readonly action: 'set'; readonly value: string } | { readonly action: 'unset' }),
+): Promise<Decoded<ServerSettingsDocument>> {
+  if (change.action === 'set') {
+    const parsed = parseServerSetting(change.key, change.value)
+    return parsed.ok ? writeServerSettings(db, { patch: parsed.value }) : parsed
+  }
+  const known = SERVER_SETTING_KEYS.find((name) => name === change.key)
+  if (known === undefined) return { ok: false, message: unknownSetting(change.key) }
+  return writeServerSettings(db, { unset: [known] })
+}
+
+function unknownSetting(key: string): string {
+  return `unknown setting "${key.slice(0, 40)}"; the settings are ${SERVER_SETTING_KEYS.join(', ')}`
+}
+
+/** Where a server-wide value in force comes from. */
+export type ServerSettingSource = 'stored' | 'config' | 'default'
+
+export interface ServerSettingView {
+  readonly key: ServerSettingKey
+  /** The value in force (undefined: none — no default workspace id, the published agent version). */
+  readonly value: string | number | undefined
+  readonly source: ServerSettingSource
+  /** What `unset` brings back: the config file's value, else the built-in default. */
+  readonly configValue: string | number | undefined
+}
+
+/** Each setting, its value in force and where it comes from (a config value equal to the built-in default counts as the default). */
+export function viewServerSettings(config: BailianConfig, document: ServerSettingsDocument): ServerSettingView[] {
+  const configValues: Record<ServerSettingKey, string | number | undefined> = {
+    workspaceId: config.workspaceId,
+    endpointHost: config.endpointHost,
+    agentVersion: config.agentVersion,
+    chatTimeoutMs: config.chatTimeoutMs,
+  }
+  const builtIn: Record<ServerSettingKey, string | number | undefined> = {
+    workspaceId: undefined,
+    endpointHost: DEFAULT_ENDPOINT_HOST,
+    agentVersion: undefined,
+    chatTimeoutMs: DEFAULT_CHAT_TIMEOUT_MS,
+  }
+  return SERVER_SETTING_KEYS.map((key) => {
+    const stored = document[key]
+    const configValue = configValues[key]
+    if (stored !== undefined) return { key, value: stored, source: 'stored', configValue }
+    return { key, value: configValue, source: configValue === builtIn[key] ? 'default' : 'config', configValue }
+  })
+}
+
+const SOURCE_WORDS: Record<ServerSettingSource, string> = {
+  stored: 'stored in the database',
+  config: 'config file',
+  default: 'built-in default',
+}
+
 /** For `knowagent retrieval show`: each setting, its value in force and where it comes from. */
 export function describeServerSettings(config: BailianConfig, document: ServerSettingsDocument): string[] {
-  const inForce = applyServerSettings(config, document)
-  return SERVER_SETTING_KEYS.map((key) => {
-    const value = inForce[key]
-    const source = document[key] !== undefined ? 'database (knowagent retrieval set)' : 'config file or default'
-    return `${key} = ${value === undefined ? '(unset)' : JSON.stringify(value)}  [${source}]`
-  })
+  return viewServerSettings(config, document).map(
+    ({ key, value, source }) => `${key} = ${value === undefined ? '(unset)' : JSON.stringify(value)}  [${SOURCE_WORDS[source]}]`,
+  )
 }

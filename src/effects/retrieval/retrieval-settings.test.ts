@@ -67,6 +67,14 @@ describe('resolveSetting: each layer wins in turn', () => {
     expect(resolveSetting('defaultChatAgentId', layers)).toEqual({ value: 'chat-env', source: 'environment' })
   })
 
+  test("the server default workspace id sits between the user's own and the config file's; only the workspace id has one", () => {
+    const server = { workspaceId: 'ws-server' }
+    expect(resolveSetting('workspaceId', { ...FULL, server })).toEqual({ value: 'ws-user', source: 'user' })
+    expect(resolveSetting('workspaceId', { ...FULL, user: {}, server })).toEqual({ value: 'ws-server', source: 'server' })
+    expect(resolveSetting('workspaceId', { ...FULL, user: {}, server: { workspaceId: '  ' } })).toEqual({ value: 'ws-config', source: 'config' })
+    expect(resolveSetting('defaultChatAgentId', { ...FULL, user: {}, server })).toEqual({ value: 'chat-config', source: 'config' })
+  })
+
   test('resolveRetrievalSettings resolves all four', () => {
     const resolved = resolveRetrievalSettings(FULL)
     expect(Object.fromEntries(Object.entries(resolved).map(([key, setting]) => [key, setting.source]))).toEqual({
@@ -119,6 +127,7 @@ describe('planSettingsUpdate', () => {
 
 test.each([
   ['user', 'workspaceId', 'your settings'],
+  ['server', 'workspaceId', 'the server default (Administration → Retrieval defaults)'],
   ['config', 'workspaceId', 'the server config file (retrieval.bailian)'],
   ['credential-store', 'apiKey', 'configured (stored encrypted for your account)'],
   ['environment', 'apiKey', 'from environment (DASHSCOPE_API_KEY)'],

@@ -1,5 +1,6 @@
 // The settings chain of SPEC §9, pure: four values, each from the first layer that has it —
-//   user settings layer → entry config (config file) → credential (per-user store, then the
+//   user settings layer → (the workspace id only) the server default an administrator stored →
+//   entry config (config file) → credential (per-user store, then the
 //   environment) → fallback (the API key and workspace id: none; a default service: the only
 //   deployed service of its scene, decided by `withSoleServiceFallback`).
 // The API key has no user-settings or config face: it lives only in the credential layer.
@@ -18,7 +19,7 @@ export const CREDENTIAL_NAMES = {
 export type CredentialName = (typeof CREDENTIAL_NAMES)[SettingKey]
 
 /** Where a resolved value came from (what the settings page says). */
-export type SettingSource = 'user' | 'config' | 'credential-store' | 'environment' | 'sole-service' | 'unset'
+export type SettingSource = 'user' | 'server' | 'config' | 'credential-store' | 'environment' | 'sole-service' | 'unset'
 
 export interface ResolvedSetting {
   readonly value: string | undefined
@@ -31,6 +32,8 @@ export type SettingValues = Partial<Record<EditableKey, string | null | undefine
 export interface SettingLayers {
   /** The caller's own settings (the settings page); null or blank = not set. */
   readonly user: SettingValues
+  /** The server-wide default workspace id (Administration → Retrieval defaults, `knowagent retrieval set workspaceId`). */
+  readonly server?: { readonly workspaceId?: string | undefined } | undefined
   /** `retrieval.bailian` in the config file. */
   readonly entry: SettingValues
   /** The caller's credential store, decrypted, by credential name. */
@@ -50,6 +53,8 @@ export function resolveSetting(key: SettingKey, layers: SettingLayers): Resolved
   if (key !== 'apiKey') {
     const user = present(layers.user[key])
     if (user !== undefined) return { value: user, source: 'user' }
+    const server = key === 'workspaceId' ? present(layers.server?.workspaceId) : undefined
+    if (server !== undefined) return { value: server, source: 'server' }
     const entry = present(layers.entry[key])
     if (entry !== undefined) return { value: entry, source: 'config' }
   }
@@ -85,6 +90,8 @@ export function describeSource(source: SettingSource, key: SettingKey): string {
   switch (source) {
     case 'user':
       return 'your settings'
+    case 'server':
+      return 'the server default (Administration → Retrieval defaults)'
     case 'config':
       return 'the server config file (retrieval.bailian)'
     case 'credential-store':
