@@ -19,6 +19,7 @@ import { settingsRoutes } from './settings.routes.ts'
 import { compileRoutes } from './compile.routes.ts'
 import { openAiRoutes } from './openai.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
+import { adminRetrievalRoutes } from './admin-retrieval.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = projectPath('views/static/')
@@ -99,6 +100,7 @@ export function createApp(ctx: AppContext): Express {
   if (ctx.compile) app.use(compileRoutes(ctx, ctx.compile))
   if (ctx.retrieval) app.use(retrievalRoutes(ctx, ctx.retrieval))
   app.use(settingsRoutes(ctx))
+  app.use(adminRetrievalRoutes(ctx)) // Administration → Retrieval defaults
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))
