@@ -32,7 +32,7 @@ const form = (fields: Record<string, string>) => ({ 'content-type': 'application
 const addScratch = (login: string) => createUser(server.database.db, { login, password: `password-${login}`, hashCost: TEST_PASSWORD_COST })
 const asSession = (session: { cookie: string }, path: string, fields?: Record<string, string>) =>
   fetch(`${server.url}${path}`, { redirect: 'manual', headers: { cookie: session.cookie }, ...(fields ? { method: 'POST', ...form(fields) } : {}) })
-const shownPassword = (html: string, login: string) => new RegExp(`aria-label="The password of ${login}">([A-Za-z0-9_-]{12,})</code>`).exec(html)?.[1]
+const shownPassword = (html: string, login: string) => new RegExp(`aria-label="The new password for ${login}">([A-Za-z0-9_-]{12,})</code>`).exec(html)?.[1]
 const alertOf = (html: string) => /<p class="error" role="alert">([^<]*)<\/p>/.exec(html)?.[1]
 const statusOf = (html: string) => /<p class="notice" role="status">([^<]*)<\/p>/.exec(html)?.[1]
 const auditLines = () => server.logLines.filter((line) => line.includes('"msg":"admin action"')).map((line) => JSON.parse(line) as Record<string, unknown>)
@@ -91,8 +91,8 @@ describe('the Users page', () => {
     const html = await (await asSession(adaSession, '/admin/users')).text()
     expect(html).toContain('<nav class="settings-nav" aria-label="Administration sections">')
     for (const href of ['/admin/users', '/admin/models', '/admin/retrieval']) expect(html).toContain(`href="${href}"`)
-    expect(html).toMatch(/<tr data-login="bob"><td><strong>bob<\/strong><\/td><td>member<\/td><td>\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/td><td>\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/td><td>enabled<\/td><td>1<\/td>/)
-    expect(html).toMatch(/<tr data-login="ada"><td><strong>ada<\/strong><span class="muted"> \(you\)<\/span><\/td><td>admin<\/td>/)
+    expect(html).toMatch(/<tr data-login="bob"><td><strong>bob<\/strong><\/td><td data-label="Role">member<\/td><td data-label="Created">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/td><td data-label="Last sign-in">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/td><td data-label="State">enabled<\/td><td data-label="API tokens">1<\/td>/)
+    expect(html).toMatch(/<tr data-login="ada"><td><strong>ada<\/strong><span class="muted"> \(you\)<\/span><\/td><td data-label="Role">admin<\/td>/)
     expect(html).not.toContain(ada.token)
     expect(html).not.toContain(bob.password)
     // the top bar of an admin's settings page links here; a member's does not
@@ -181,7 +181,7 @@ describe('the Users page', () => {
       expect(confirmation.status).toBe(409)
       expect(alertOf(await confirmation.text())).toBe(refusal)
       expect((await findUserByLogin(lone.database.db, 'ada'))?.role).toBe('admin')
-      expect(await (await fetch(`${lone.url}/admin/users`, { headers: { cookie: session.cookie } })).text()).toMatch(/<tr data-login="ada">.*?<td>admin<\/td>.*?<td>enabled<\/td>/)
+      expect(await (await fetch(`${lone.url}/admin/users`, { headers: { cookie: session.cookie } })).text()).toMatch(/<tr data-login="ada">.*?>admin<\/td>.*?>enabled<\/td>/)
       for (const path of ['/admin/users/nobody/disable', '/admin/users/nobody/enable', '/admin/users/nobody/password']) {
         const response = await post(path, path.endsWith('password') ? { _once: randomUUID() } : {})
         expect(response.status).toBe(404)

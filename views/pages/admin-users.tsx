@@ -49,7 +49,7 @@ function ActionForm({ action, csrfToken, label, text, danger, fields = {} }: { a
       {Object.entries(fields).map(([name, value]) => (
         <input type="hidden" name={name} value={value} />
       ))}
-      <button type="submit" class={danger ? 'danger small' : 'small'} aria-label={label}>
+      <button type="submit" class={danger ? 'danger-ghost small' : 'ghost-outline small'} aria-label={label}>
         {text}
       </button>
     </form>
@@ -67,7 +67,7 @@ export function AdminUsersPage(props: AdminUsersProps) {
           {props.shownPassword.lines.map((line) => (
             <p>{line}</p>
           ))}
-          <code class="token-value" aria-label={`The password of ${props.shownPassword.login}`}>
+          <code class="token-value" aria-label={`The new password for ${props.shownPassword.login}`}>
             {props.shownPassword.password}
           </code>
         </div>
@@ -78,7 +78,7 @@ export function AdminUsersPage(props: AdminUsersProps) {
           Admins reach these pages; members do not. At least one enabled admin always remains. Disabling ends the account's sessions and revokes its API tokens.
         </p>
         <div class="table-scroll">
-          <table class="tokens accounts">
+          <table class="accounts">
             <thead>
               <tr>
                 <th scope="col">Login</th>
@@ -97,11 +97,11 @@ export function AdminUsersPage(props: AdminUsersProps) {
                     <strong>{account.login}</strong>
                     {account.login === props.login ? <span class="muted"> (you)</span> : null}
                   </td>
-                  <td>{account.role}</td>
-                  <td>{formatTime(account.createdAt)}</td>
-                  <td>{account.lastSignInAt ? formatTime(account.lastSignInAt) : 'never'}</td>
-                  <td>{account.disabled ? 'disabled' : 'enabled'}</td>
-                  <td>{account.tokens}</td>
+                  <td data-label="Role">{account.role}</td>
+                  <td data-label="Created">{formatTime(account.createdAt)}</td>
+                  <td data-label="Last sign-in">{account.lastSignInAt ? formatTime(account.lastSignInAt) : 'never'}</td>
+                  <td data-label="State">{account.disabled ? 'disabled' : 'enabled'}</td>
+                  <td data-label="API tokens">{account.tokens}</td>
                   <td>
                     <div class="row-actions">
                       {account.role === 'member' ? (
