@@ -234,6 +234,21 @@ describe('the Users page', () => {
     expect(await (await asSession(adaSession, '/admin/users')).text()).not.toContain('data-login="hal"')
   })
 
+  it('an admin who demotes themselves lands on Settings without the Administration link; one who disables themselves is signed out', async () => {
+    await createUser(server.database.db, { login: 'ivy', password: 'password-ivy', hashCost: TEST_PASSWORD_COST, role: 'admin' })
+    const ivy = await signIn(server, 'ivy', 'password-ivy')
+    const demoted = await asSession(ivy, '/admin/users/ivy/role', { _csrf: ivy.csrf, role: 'member' })
+    expect([demoted.status, demoted.headers.get('location')]).toEqual([303, '/settings'])
+    expect(await (await asSession(ivy, '/settings')).text()).not.toContain('Administration')
+    expect((await asSession(ivy, '/admin/users')).status).toBe(403)
+
+    await createUser(server.database.db, { login: 'jo', password: 'password-jo', hashCost: TEST_PASSWORD_COST, role: 'admin' })
+    const jo = await signIn(server, 'jo', 'password-jo')
+    const disabled = await asSession(jo, '/admin/users/jo/disable', { _csrf: jo.csrf })
+    expect([disabled.status, disabled.headers.get('location')]).toEqual([303, '/login'])
+    expect(await sessionWorks(jo.cookie)).toBe(false)
+  })
+
   it('leaves an audit line for every change — who, what, which account — and never a password', async () => {
     const lines = auditLines()
     const seen = new Set(lines.map((line) => line.action))
