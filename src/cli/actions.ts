@@ -9,7 +9,9 @@ import { AppSecret } from '../effects/config/secret.ts'
 import { Database, migrateOnOwnConnection, type DatabaseHandle } from '../effects/db/database.ts'
 import { silentLogger } from '../effects/logging/logger.ts'
 import { generatePassword } from '../effects/auth/passwords.ts'
-import { createApiTokenFor, createUser, findUserByLogin, listApiTokens, revokeApiTokens, setPassword, UserError, type ApiTokenInfo } from '../effects/auth/users.ts'
+import { accountContents, addAccount, deleteAccount, describeAccountContents, disableAccount, enableAccount, listAccounts, NO_EXPORT_YET, refuseIfLastEnabledAdmin, setRole, type AccountSummary } from '../effects/auth/accounts.ts'
+import type { UserRole } from '../effects/db/schema.ts'
+import { createApiTokenFor, findUserByLogin, listApiTokens, revokeApiTokens, setPassword, UserError, type ApiTokenInfo } from '../effects/auth/users.ts'
 import { formatImportReport, importFolder } from '../effects/workspace/import-folder.ts'
 import { parseKbUri } from '../effects/workspace/uri.ts'
 
@@ -17,12 +19,33 @@ export interface Io {
   readonly out: (line: string) => void
   readonly err: (line: string) => void
   readonly env: Readonly<Record<string, string | undefined>>
+  /**
+   * Asks a person at a terminal and resolves to the line they typed; undefined when stdin is not a
+   * terminal (a script, a pipe) or was closed. Without it, there is nobody to ask.
+   */
+  readonly ask?: ((question: string) => Promise<string | undefined>) | undefined
+}
+
+/** A question on the terminal (the prompt on stderr, so that stdout stays the command's output). */
+async function askOnTerminal(question: string): Promise<string | undefined> {
+  if (!process.stdin.isTTY) return undefined
+  const { createInterface } = await import('node:readline/promises')
+  const terminal = createInterface({ input: process.stdin, output: process.stderr })
+  try {
+    return await new Promise<string | undefined>((resolve) => {
+      terminal.once('close', () => resolve(undefined)) // Ctrl-D
+      terminal.question(question).then(resolve, () => resolve(undefined))
+    })
+  } finally {
+    terminal.close()
+  }
 }
 
 export const defaultIo: Io = {
   out: (line) => process.stdout.write(line + '\n'),
   err: (line) => process.stderr.write(line + '\n'),
   env: process.env,
+  ask: askOnTerminal,
 }
 
 /** Runs a command with the database (the embedded one is started, or found running beside a server). */
@@ -141,11 +164,68 @@ export async function migrate(io: Io): Promise<number> {
   return 0
 }
 
-export async function addUser(io: Io, { login, password }: { login: string; password: string | undefined }): Promise<number> {
-  const chosen = password ?? generatePassword()
-  await withDatabase(io, ({ db }) => createUser(db, { login, password: chosen }))
-  io.out(password ? `created user ${login}` : `created user ${login} with password: ${chosen}`)
+export async function addUser(io: Io, { login, password, role }: { login: string; password: string | undefined; role: UserRole }): Promise<number> {
+  const added = await withDatabase(io, ({ db }) => addAccount(db, { login, password, role }))
+  const as = added!.user.role === 'admin' ? ' (admin)' : ''
+  io.out(password ? `created user ${login}${as}` : `created user ${login}${as} with password: ${added!.password}`)
   return 0
+}
+
+/** One header line and one line per account: login, role, created, last sign-in, disabled, live tokens — never a secret. */
+export function formatAccountList(accounts: ReadonlyArray<AccountSummary>): string[] {
+  if (accounts.length === 0) return ['no users (add one with `knowagent user add <login> --admin`)']
+  const width = Math.max(5, ...accounts.map((account) => account.login.length))
+  const row = (cells: string[]) => cells.map((cell, i) => cell.padEnd([width, 6, 16, 16, 8][i] ?? 0)).join('  ').trimEnd()
+  return [
+    row(['login', 'role', 'created (UTC)', 'last sign-in', 'disabled', 'tokens']),
+    ...accounts.map((a) => row([a.login, a.role, isoMinute(a.createdAt), isoMinute(a.lastSignInAt), a.disabled ? 'yes' : 'no', String(a.tokens)])),
+  ]
+}
+
+export async function listUsers(io: Io): Promise<number> {
+  const accounts = await withDatabase(io, ({ db }) => listAccounts(db))
+  for (const line of formatAccountList(accounts)) io.out(line)
+  return 0
+}
+
+export async function setUserRole(io: Io, { login, role }: { login: string; role: UserRole }): Promise<number> {
+  await withDatabase(io, ({ db }) => setRole(db, { login, role }))
+  io.out(`${login} is now ${role === 'admin' ? 'an admin' : 'a member'}.`)
+  return 0
+}
+
+export async function disableUser(io: Io, { login }: { login: string }): Promise<number> {
+  const ended = await withDatabase(io, ({ db }) => disableAccount(db, { login }))
+  io.out(`${login} is disabled: ${ended.sessions} browser session(s) ended, ${ended.tokens} API token(s) revoked; signing in is refused until \`knowagent user enable ${login}\`.`)
+  return 0
+}
+
+export async function enableUser(io: Io, { login }: { login: string }): Promise<number> {
+  await withDatabase(io, ({ db }) => enableAccount(db, { login }))
+  io.out(`${login} is enabled: they can sign in again (no session or token comes back).`)
+  return 0
+}
+
+/**
+ * Says what deleting the account removes, then deletes it once the person at the terminal typed
+ * the login — or at once with `yes` (scripts). Without a terminal and without `yes`, refuses.
+ */
+export async function deleteUser(io: Io, { login, yes }: { login: string; yes: boolean }): Promise<number> {
+  return withDatabase(io, async ({ db }) => {
+    await refuseIfLastEnabledAdmin(db, { login })
+    const contents = await accountContents(db, { login })
+    io.out(`Deleting ${login} removes, for good:`)
+    for (const line of describeAccountContents(contents)) io.out(`  ${line}`)
+    io.out(NO_EXPORT_YET)
+    if (!yes) {
+      const typed = io.ask ? await io.ask(`Type the login (${login}) to delete it: `) : undefined
+      if (typed === undefined) throw new UserError('nothing was deleted: there is no terminal to confirm on; pass --yes to delete from a script')
+      if (typed.trim() !== login) throw new UserError(`nothing was deleted: "${login}" was not typed`)
+    }
+    await deleteAccount(db, { login })
+    io.out(`deleted ${login}.`)
+    return 0
+  })
 }
 
 export async function setUserPassword(

@@ -54,14 +54,43 @@ function knowagentCommand({
   act: (action: () => Promise<number>) => Effect.Effect<void>
   showHelp: (commandPath: ReadonlyArray<string>) => Effect.Effect<void, unknown>
 }) {
-  const user = Command.make('user', {}, () => Effect.fail(usageError(['knowagent', 'user'], 'expected "user add|passwd|unlock <login>"'))).pipe(
-    Command.withDescription('create users, set their passwords, unlock a locked-out sign-in'),
+  const user = Command.make('user', {}, () =>
+    Effect.fail(usageError(['knowagent', 'user'], 'expected "user add|list|passwd|promote|demote|disable|enable|delete|unlock"')),
+  ).pipe(
+    Command.withDescription('manage accounts: create, list, roles, passwords, disable, delete, unlock a locked-out sign-in'),
     Command.withSubcommands([
       Command.make(
         'add',
-        { login, password: newPassword.pipe(Flag.withDescription('the password (when omitted, one is generated and printed)')) },
-        ({ login, password }) => act(() => actions.addUser(io, { login, password: Option.getOrUndefined(password) })),
+        {
+          login,
+          password: newPassword.pipe(Flag.withDescription('the password (when omitted, one is generated and printed)')),
+          admin: Flag.Boolean('admin').pipe(Flag.withDescription('an administrator (the first user always is one); a member otherwise'), Flag.withDefault(false)),
+        },
+        ({ login, password, admin }) => act(() => actions.addUser(io, { login, password: Option.getOrUndefined(password), role: admin ? 'admin' : 'member' })),
       ).pipe(Command.withDescription('create a user (a password is generated and printed when --password is omitted)')),
+      Command.make('list', {}, () => act(() => actions.listUsers(io))).pipe(
+        Command.withDescription('list the users (login, role, created, last sign-in, disabled, live API tokens; never a secret)'),
+      ),
+      Command.make('promote', { login }, ({ login }) => act(() => actions.setUserRole(io, { login, role: 'admin' }))).pipe(
+        Command.withDescription('make the user an administrator'),
+      ),
+      Command.make('demote', { login }, ({ login }) => act(() => actions.setUserRole(io, { login, role: 'member' }))).pipe(
+        Command.withDescription('make the administrator a member (refused for the last enabled admin)'),
+      ),
+      Command.make('disable', { login }, ({ login }) => act(() => actions.disableUser(io, { login }))).pipe(
+        Command.withDescription('stop the user signing in; ends their sessions and revokes their API tokens (refused for the last enabled admin)'),
+      ),
+      Command.make('enable', { login }, ({ login }) => act(() => actions.enableUser(io, { login }))).pipe(
+        Command.withDescription('let a disabled user sign in again'),
+      ),
+      Command.make(
+        'delete',
+        {
+          login,
+          yes: Flag.Boolean('yes').pipe(Flag.withDescription('delete without asking (for scripts; without it the login must be typed at a terminal)'), Flag.withDefault(false)),
+        },
+        ({ login, yes }) => act(() => actions.deleteUser(io, { login, yes })),
+      ).pipe(Command.withDescription('delete the user and everything they own, after saying what that is (refused for the last enabled admin)')),
       Command.make(
         'passwd',
         {

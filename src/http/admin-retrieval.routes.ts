@@ -20,7 +20,7 @@ import {
 import { siteNav } from '../../views/layout.tsx'
 import { ADMIN_RETRIEVAL_PATH, type AdminRetrievalSetting, AdminRetrievalPage } from '../../views/pages/admin-retrieval.tsx'
 import { renderPage } from '../../views/render.ts'
-import { requireAdmin } from './admin-guard.ts'
+import { adminGuard } from './admin-guard.ts'
 import { HttpError } from './http-errors.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
@@ -57,7 +57,7 @@ const NOTICES: Record<string, string> = {
 
 export function adminRetrievalRoutes(ctx: AppContext): Router {
   const router = Router()
-  router.use(ADMIN_RETRIEVAL_PATH, redirectHtmxToSignIn(), requireAuth(), requireAdmin(), urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
+  router.use(ADMIN_RETRIEVAL_PATH, redirectHtmxToSignIn(), ...adminGuard(), urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
 
   const render = async (
     req: Request,

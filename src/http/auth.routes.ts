@@ -12,6 +12,9 @@ import { readCookie, requireCsrf, SESSION_COOKIE, setCookie } from './authentica
 
 const LOGIN_CSRF_COOKIE = 'ka_login'
 
+/** The sign-in page after Settings → Sign out everywhere (`?notice=signed_out_everywhere`; the text is ours). */
+export const SIGNED_OUT_EVERYWHERE = 'You are signed out everywhere: every session of your account ended, this one included. Your API tokens still work; revoke them under Settings if one may be lost.'
+
 /** Only local paths: never redirect off-site after sign-in. */
 export function safeNext(next: unknown): string {
   return typeof next === 'string' && next.startsWith('/') && !next.startsWith('//') && !next.includes('\\') ? next : '/workspace'
@@ -50,7 +53,8 @@ export function authRoutes(ctx: AppContext): Router {
     if (req.auth) return res.redirect(303, safeNext(req.query.next))
     const loginCsrf = generateOpaqueToken()
     setCookie(ctx, req, res, { name: LOGIN_CSRF_COOKIE, value: loginCsrf, maxAgeSeconds: 3600 })
-    res.type('html').send(await renderPage(LoginPage({ loginCsrf, next: safeNext(req.query.next), unlock: unlockOf(req.query[UNLOCK_PARAMETER]) })))
+    const notice = req.query.notice === 'signed_out_everywhere' ? SIGNED_OUT_EVERYWHERE : undefined
+    res.type('html').send(await renderPage(LoginPage({ loginCsrf, next: safeNext(req.query.next), unlock: unlockOf(req.query[UNLOCK_PARAMETER]), notice })))
   })
 
   router.post('/login', form, async (req, res) => {

@@ -16,6 +16,7 @@ import { workspaceFilesRoutes } from './workspace-files.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
 import { settingsRoutes } from './settings.routes.ts'
+import { adminUsersRoutes } from './admin-users.routes.ts'
 import { compileRoutes } from './compile.routes.ts'
 import { openAiRoutes } from './openai.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
@@ -100,6 +101,7 @@ export function createApp(ctx: AppContext): Express {
   if (ctx.compile) app.use(compileRoutes(ctx, ctx.compile))
   if (ctx.retrieval) app.use(retrievalRoutes(ctx, ctx.retrieval))
   app.use(settingsRoutes(ctx))
+  app.use(adminUsersRoutes(ctx)) // /admin, /admin/users
   app.use(adminRetrievalRoutes(ctx)) // Administration → Retrieval defaults
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 

@@ -24,7 +24,7 @@ describe('knowagent CLI', () => {
   it.each([
     [[], 'no command given'],
     [['frobnicate'], 'unknown command "frobnicate"'],
-    [['user'], 'expected "user add|passwd|unlock <login>"'],
+    [['user'], 'expected "user add|list|passwd|promote|demote|disable|enable|delete|unlock"'],
     [['user', 'add'], 'expected "user add <login>"'],
     [['token', 'create'], 'expected "token create <login>"'],
     [['import', 'x'], 'expected "import <folder> <kb-uri>"'],
@@ -52,7 +52,7 @@ describe('knowagent CLI', () => {
   it('migrates, adds users, refuses duplicates and bad logins, creates tokens printing only the token', async () => {
     expect((await runCli(['migrate'], env)).code).toBe(0)
     const added = await runCli(['user', 'add', 'alice', '--password', 'a-long-password'], env)
-    expect(added).toMatchObject({ code: 0, out: 'created user alice' })
+    expect(added).toMatchObject({ code: 0, out: 'created user alice (admin)' }) // the first user is an admin
     const generated = await runCli(['user', 'add', 'bob'], env)
     expect(generated.code).toBe(0)
     expect(generated.out).toMatch(/^created user bob with password: \S{12,}$/)

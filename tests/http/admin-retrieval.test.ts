@@ -76,7 +76,7 @@ describe('Administration → Retrieval defaults', () => {
       { who: "a member's session", get: 403, post: 403, headers: () => ({ cookie: miaSession.cookie }), csrf: () => ({ _csrf: miaSession.csrf }) },
       { who: "a member's token", get: 403, post: 403, headers: () => ({ authorization: `Bearer ${mia.token}` }), csrf: () => ({}) },
       { who: "an admin's session", get: 200, post: 303, headers: () => ({ cookie: rootSession.cookie }), csrf: () => ({ _csrf: rootSession.csrf }) },
-      { who: "an admin's token", get: 200, post: 303, headers: () => ({ authorization: `Bearer ${root.token}` }), csrf: () => ({}) },
+      { who: "an admin's token (session_required)", get: 403, post: 403, headers: () => ({ authorization: `Bearer ${root.token}` }), csrf: () => ({}) },
     ]
     it.each(callers)('$who: GET $get, POST $post', async ({ who, get, post: postStatus, headers, csrf }) => {
       const shown = await fetch(`${first.url}${PATH}`, { redirect: 'manual', headers: headers() })

@@ -6,6 +6,7 @@ export function LoginPage({
   error,
   login,
   unlock,
+  notice,
 }: {
   loginCsrf: string
   next: string
@@ -13,6 +14,8 @@ export function LoginPage({
   login?: string | undefined
   /** A one-time unlock link's token (`knowagent user unlock`): sent with the form. */
   unlock?: string | undefined
+  /** What ended the last session (signed out everywhere). */
+  notice?: string | undefined
 }) {
   return (
     // signed-out.js: the tab's stored conversations are forgotten on the page every sign-out lands on.
@@ -22,6 +25,11 @@ export function LoginPage({
         {error ? (
           <p class="error" role="alert">
             {error}
+          </p>
+        ) : null}
+        {notice ? (
+          <p class="notice" role="status">
+            {notice}
           </p>
         ) : null}
         {unlock ? <p class="notice">This page came from a one-time unlock link: your next sign-in is checked even if your login is locked out.</p> : null}

@@ -3,6 +3,7 @@
 import type { Child } from 'hono/jsx'
 import { Layout, type NavLink } from '../layout.tsx'
 import { randomUUID } from 'node:crypto'
+import { MIN_PASSWORD_LENGTH } from '../../src/effects/auth/passwords.ts'
 
 export interface SettingsSection {
   readonly id: string
@@ -104,13 +105,45 @@ export function AccountSettingsPage(props: AccountSettingsProps) {
       <section class="settings-card" aria-labelledby="account-heading">
         <h2 id="account-heading">Account</h2>
         <p>
-          Signed in as <strong>{props.login}</strong>. An operator changes passwords with <code>knowagent user passwd {props.login}</code>.
+          Signed in as <strong>{props.login}</strong>.
         </p>
         {props.storage ? (
           <p class="storage-usage">
             Storage: {(props.storage.usedBytes / 1024 / 1024).toFixed(1)} MiB of {props.storage.limitMb} MiB used, every version of every file counted.
           </p>
         ) : null}
+      </section>
+      <section class="settings-card" aria-labelledby="password-heading">
+        <h2 id="password-heading">Password</h2>
+        <p class="muted">Changing it signs you out on every other browser and device; this one stays signed in. Your API tokens keep working.</p>
+        <form class="password-form" method="post" action="/settings/password">
+          <input type="hidden" name="_csrf" value={props.csrfToken ?? ''} />
+          {/* a username field for password managers, which pair the new password with the account */}
+          <input type="text" name="username" value={props.login} autocomplete="username" hidden readonly />
+          <label>
+            Current password
+            <input type="password" name="current" autocomplete="current-password" required />
+          </label>
+          <label>
+            New password
+            <input type="password" name="password" autocomplete="new-password" minlength={MIN_PASSWORD_LENGTH} maxlength={1024} required />
+          </label>
+          <label>
+            New password again
+            <input type="password" name="repeat" autocomplete="new-password" minlength={MIN_PASSWORD_LENGTH} maxlength={1024} required />
+          </label>
+          <button type="submit">Change password</button>
+        </form>
+      </section>
+      <section class="settings-card" aria-labelledby="sessions-heading">
+        <h2 id="sessions-heading">Sessions</h2>
+        <p class="muted">Lost a device, or signed in somewhere you should not have? This ends every session of your account, this one included; API tokens are not affected.</p>
+        <form method="post" action="/settings/sign-out-everywhere">
+          <input type="hidden" name="_csrf" value={props.csrfToken ?? ''} />
+          <button type="submit" class="danger">
+            Sign out everywhere
+          </button>
+        </form>
       </section>
       <section class="settings-card" aria-labelledby="tokens-heading">
         <h2 id="tokens-heading">Your API tokens</h2>

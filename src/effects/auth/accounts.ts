@@ -6,7 +6,23 @@
 // pages both call these.
 import { sql } from 'kysely'
 import type { Db, UserRole } from '../db/schema.ts'
-import { CREDENTIALS_CHANNEL, UserError } from './users.ts'
+import { useFormNonce } from './form-nonces.ts'
+import { generatePassword, hashPassword, type ScryptCost } from './passwords.ts'
+import { createUser, CREDENTIALS_CHANNEL, UserError, type User } from './users.ts'
+
+/** No account has this login (the pages answer 404). */
+export class NoSuchAccount extends UserError {
+  constructor({ login }: { login: string }) {
+    super(`no user "${login}"`)
+  }
+}
+
+/** The change would leave no enabled admin (the pages answer 409). */
+export class LastEnabledAdmin extends UserError {
+  constructor({ login }: { login: string }) {
+    super(`"${login}" is the last enabled admin: promote another account first`)
+  }
+}
 
 /** The lock's class (first key): "acct" in ASCII; one key for the whole installation's roles. */
 const ACCOUNTS_LOCK_CLASS = 0x61636374
@@ -58,7 +74,7 @@ async function changeAccount<T>(db: Db, login: string, change: (trx: Db, id: str
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(${ACCOUNTS_LOCK_CLASS}::int4, 0)`.execute(trx)
     const row = await trx.selectFrom('users').select('id').where('login', '=', login).executeTakeFirst()
-    if (!row) throw new UserError(`no user "${login}"`)
+    if (!row) throw new NoSuchAccount({ login })
     const result = await change(trx, row.id)
     const admins = await trx
       .selectFrom('users')
@@ -66,7 +82,7 @@ async function changeAccount<T>(db: Db, login: string, change: (trx: Db, id: str
       .where('role', '=', 'admin')
       .where('disabled_at', 'is', null)
       .executeTakeFirstOrThrow()
-    if (Number(admins.n) === 0) throw new UserError(`"${login}" is the last enabled admin: promote another account first`)
+    if (Number(admins.n) === 0) throw new LastEnabledAdmin({ login })
     return result
   })
 }
@@ -77,6 +93,20 @@ async function endCredentials(trx: Db, userId: string): Promise<{ sessions: numb
   const tokens = await trx.updateTable('api_tokens').set({ revoked_at: sql<Date>`now()` }).where('user_id', '=', userId).where('revoked_at', 'is', null).executeTakeFirst()
   await sql`select pg_notify(${CREDENTIALS_CHANNEL}, ${userId})`.execute(trx) // sent when the change commits
   return { sessions: Number(sessions.numDeletedRows), tokens: Number(tokens.numUpdatedRows) }
+}
+
+/**
+ * Refuses at once, with the error the change itself would give, what would leave no enabled admin
+ * (before asking to confirm a deletion); the change re-checks under the lock.
+ */
+export async function refuseIfLastEnabledAdmin(db: Db, { login }: { login: string }): Promise<void> {
+  const row = await sql<{ found: boolean; others: string; counts: boolean }>`
+    select exists (select 1 from users where login = ${login}) as found,
+           exists (select 1 from users where login = ${login} and role = 'admin' and disabled_at is null) as counts,
+           (select count(*) from users where login <> ${login} and role = 'admin' and disabled_at is null) as others`.execute(db)
+  const { found, counts, others } = row.rows[0]!
+  if (!found) throw new NoSuchAccount({ login })
+  if (counts && Number(others) === 0) throw new LastEnabledAdmin({ login })
 }
 
 export async function setRole(db: Db, { login, role }: { login: string; role: UserRole }): Promise<void> {
@@ -109,6 +139,27 @@ export interface AccountContents {
   readonly jobs: number
 }
 
+const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+}
+
+/** What deleting the account removes, in words (the CLI's question and the page's confirmation). */
+export function describeAccountContents(contents: AccountContents): string[] {
+  return [
+    `${count(contents.files, 'file')} with ${count(contents.versions, 'version')} (${formatBytes(contents.bytes)})`,
+    count(contents.tokens, 'live API token'),
+    count(contents.jobs, 'compile job'),
+    'its sessions, settings and stored credentials',
+  ]
+}
+
+/** Said before every deletion: nothing exports a workspace yet. */
+export const NO_EXPORT_YET = 'No export exists yet (a later release adds `knowagent export`): copy anything worth keeping before deleting.'
+
 export async function accountContents(db: Db, { login }: { login: string }): Promise<AccountContents> {
   const row = await sql<{ files: string; versions: string; bytes: string; tokens: string; jobs: string }>`
     select (select count(*) from nodes n where n.owner_id = u.id and n.kind = 'file') as files,
@@ -118,7 +169,7 @@ export async function accountContents(db: Db, { login }: { login: string }): Pro
            (select count(*) from jobs j where j.owner_id = u.id and j.kind = 'compile') as jobs
       from users u where u.login = ${login}`.execute(db)
   const found = row.rows[0]
-  if (!found) throw new UserError(`no user "${login}"`)
+  if (!found) throw new NoSuchAccount({ login })
   return { files: Number(found.files), versions: Number(found.versions), bytes: Number(found.bytes), tokens: Number(found.tokens), jobs: Number(found.jobs) }
 }
 
@@ -136,4 +187,48 @@ export async function deleteAccount(db: Db, { login }: { login: string }): Promi
 /** Records a successful sign-in (shown on the admin's list of accounts). */
 export async function recordSignIn(db: Db, userId: string): Promise<void> {
   await db.updateTable('users').set({ last_sign_in_at: sql<Date>`now()` }).where('id', '=', userId).execute()
+}
+
+/** A form's one-time value and whose form it is (src/effects/auth/form-nonces.ts). */
+export interface FormUse {
+  readonly userId: string
+  readonly nonce: string
+}
+
+/**
+ * Creates an account with `password`, or a generated one (returned: shown once, stored only as a
+ * hash). With `form`, a form sent again creates nothing and answers undefined.
+ */
+export async function addAccount(
+  db: Db,
+  { login, role, password, form, hashCost }: { login: string; role: UserRole; password?: string | undefined; form?: FormUse | undefined; hashCost?: ScryptCost | undefined },
+): Promise<{ user: User; password: string } | undefined> {
+  const chosen = password ?? generatePassword()
+  return db.transaction().execute(async (trx) => {
+    if (form && !(await useFormNonce(trx, form))) return undefined
+    const user = await createUser(trx, { login, password: chosen, role, ...(hashCost ? { hashCost } : {}) })
+    return { user, password: chosen }
+  })
+}
+
+export interface PasswordReset {
+  /** Generated; shown once. */
+  readonly password: string
+  readonly sessions: number
+  readonly tokens: number
+}
+
+/**
+ * Gives the account a generated password and ends its sessions and API tokens (announced: its
+ * running turns and streams end). With `form`, a form sent again changes nothing and answers undefined.
+ */
+export async function resetPassword(db: Db, { login, form, hashCost }: { login: string; form?: FormUse | undefined; hashCost?: ScryptCost | undefined }): Promise<PasswordReset | undefined> {
+  const password = generatePassword()
+  const hash = await hashPassword(password, hashCost)
+  return db.transaction().execute(async (trx) => {
+    if (form && !(await useFormNonce(trx, form))) return undefined
+    const row = await trx.updateTable('users').set({ password_hash: hash }).where('login', '=', login).returning('id').executeTakeFirst()
+    if (!row) throw new NoSuchAccount({ login })
+    return { password, ...(await endCredentials(trx, row.id)) }
+  })
 }

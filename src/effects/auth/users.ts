@@ -111,6 +111,45 @@ export async function setPassword(
   })
 }
 
+/**
+ * The signed-in user's own password change: `current` must be right (else UserError, nothing
+ * changes); every other session of the user ends, the one that asked (`keepSessionHash`) stays. API
+ * tokens stay valid (the account page lists them).
+ */
+export async function changeOwnPassword(
+  db: Db,
+  { userId, current, next, keepSessionHash, hashCost }: { userId: string; current: string; next: string; keepSessionHash: string; hashCost?: ScryptCost | undefined },
+): Promise<{ sessionsEnded: number }> {
+  const reason = validatePassword(next) // before the current one is checked: a refused new password is no guess
+  if (reason) throw new UserError(reason)
+  const row = await db.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst()
+  if (!row || !(await verifyPassword(current, row.password_hash))) throw new WrongPassword()
+  const hash = await hashPassword(next, hashCost)
+  return inTransaction(db, async (trx) => {
+    await trx.updateTable('users').set({ password_hash: hash }).where('id', '=', userId).execute()
+    const ended = await trx.deleteFrom('sessions').where('user_id', '=', userId).where('id_hash', '<>', keepSessionHash).executeTakeFirst()
+    const sessionsEnded = Number(ended.numDeletedRows)
+    if (sessionsEnded > 0) await credentialsEnded(trx, userId)
+    return { sessionsEnded }
+  })
+}
+
+/** The current password given to change it was wrong. */
+export class WrongPassword extends UserError {
+  constructor() {
+    super('the current password is not right; nothing was changed')
+  }
+}
+
+/** Signs the user out everywhere: every session ends, the caller's own included. API tokens stay. */
+export async function endAllSessions(db: Db, { userId }: { userId: string }): Promise<number> {
+  return inTransaction(db, async (trx) => {
+    const ended = Number((await trx.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst()).numDeletedRows)
+    if (ended > 0) await credentialsEnded(trx, userId)
+    return ended
+  })
+}
+
 export async function findUserByLogin(db: Db, login: string): Promise<User | undefined> {
   const row = await db.selectFrom('users').select(['id', 'login', 'created_at', 'role']).where('login', '=', login).executeTakeFirst()
   return row ? { id: row.id, login: row.login, createdAt: new Date(row.created_at), role: row.role } : undefined
@@ -229,6 +268,7 @@ export const liveTokenQuery = preparedQuery(['tokenHash'], (db, { tokenHash }: {
     .select(['users.id', 'users.login', 'users.created_at', 'users.role', 'api_tokens.id as token_id', 'api_tokens.last_used_at'])
     .where('api_tokens.token_hash', '=', tokenHash)
     .where('api_tokens.revoked_at', 'is', null)
+    .where('users.disabled_at', 'is', null) // disabling revokes them anyway; a token made later (the CLI) must not work either
     .compile(),
 )
 
@@ -273,6 +313,7 @@ export async function findSession(db: Db, { secret, token, now = Date.now() }: {
     .select(['users.id', 'users.login', 'users.created_at', 'users.role', 'sessions.csrf_token'])
     .where('sessions.id_hash', '=', hashToken({ secret, token }))
     .where('sessions.expires_at', '>', new Date(now))
+    .where('users.disabled_at', 'is', null)
     .executeTakeFirst()
   return row ? { user: { id: row.id, login: row.login, createdAt: new Date(row.created_at), role: row.role }, csrfToken: row.csrf_token } : undefined
 }

@@ -27,6 +27,12 @@ export interface ApiTokensTable {
   /** The settings form's one-time value that created it (a form sent twice makes one token); null otherwise. */
   form_nonce: ColumnType<string | null, string | null | undefined, string | null>
 }
+/** A form's one-time value, used up by the change it made (src/effects/auth/form-nonces.ts). */
+export interface FormNoncesTable {
+  user_id: string
+  nonce: string
+  used_at: Generated<Timestamp>
+}
 export interface SessionsTable {
   id_hash: string
   user_id: string
@@ -232,6 +238,7 @@ export interface DB {
   users: UsersTable
   api_tokens: ApiTokensTable
   sessions: SessionsTable
+  form_nonces: FormNoncesTable
   nodes: NodesTable
   file_versions: FileVersionsTable
   jobs: JobsTable
