@@ -19,6 +19,7 @@ import { settingsRoutes } from './settings.routes.ts'
 import { compileRoutes } from './compile.routes.ts'
 import { openAiRoutes } from './openai.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
+import { adminModelsRoutes } from './admin-models.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = projectPath('views/static/')
@@ -99,6 +100,7 @@ export function createApp(ctx: AppContext): Express {
   if (ctx.compile) app.use(compileRoutes(ctx, ctx.compile))
   if (ctx.retrieval) app.use(retrievalRoutes(ctx, ctx.retrieval))
   app.use(settingsRoutes(ctx))
+  if (ctx.modelConnections) app.use(adminModelsRoutes(ctx, ctx.modelConnections)) // Admin → Model connections
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))
