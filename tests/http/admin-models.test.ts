@@ -211,6 +211,35 @@ describe('Admin → Model connections', () => {
     }
   })
 
+  it('reports what happened in words: unreachable, the key refused (cut to 500 characters, the key redacted), no models', async () => {
+    const echoing = await startScriptedProvider({
+      handler: (request) =>
+        request.method === 'GET'
+          ? httpResponseScript(401, { error: { code: 'invalid_api_key', message: `Incorrect API key provided: ${API_KEY}. ${'x'.repeat(2000)}` } })
+          : httpResponseScript(403, { error: { message: `Forbidden for ${API_KEY}` } }),
+    })
+    const empty = await startScriptedProvider({ handler: () => httpResponseScript(200, { object: 'list', data: [] }) })
+    try {
+      const testOf = async (name: string, baseUrl: string) => {
+        const added = JSON.parse((await json(admin.token, '/admin/models/connections', { name, base_url: baseUrl, api_key: API_KEY })).body) as { id: string }
+        return JSON.parse((await json(admin.token, `/admin/models/connections/${added.id}/test`, {})).body) as { ok: boolean; lines: Array<{ step: string; ok: boolean; text: string }> }
+      }
+      const unreachable = await testOf('Nobody home', 'http://127.0.0.1:9/v1')
+      expect(unreachable.lines[0]).toEqual({ step: 'models', ok: false, text: 'Unreachable: could not reach the provider (ECONNREFUSED).' })
+      const refusedKey = await testOf('Refusing', echoing.baseUrl)
+      expect(refusedKey.lines[0]!.text).toMatch(/^The provider refused the key \(HTTP 401\): Incorrect API key provided: \[redacted\]\. x+\S?$/)
+      expect(refusedKey.lines[0]!.text.length).toBeLessThanOrEqual('The provider refused the key (HTTP 401): '.length + 500)
+      const none = await testOf('Empty', empty.baseUrl)
+      expect(none.lines.map((line) => line.text)).toEqual([
+        'Reachable, but the provider lists no models (add a model by name below).',
+        'Chat not tried: no model to try it with (add a model by name below, then Test again).',
+      ])
+    } finally {
+      await echoing.close()
+      await empty.close()
+    }
+  })
+
   describe('every route, every caller', () => {
     const routes = (id: string): Array<{ method: string; path: string; fields: Record<string, string> }> => [
       { method: 'GET', path: '/admin/models', fields: {} },
