@@ -28,8 +28,8 @@ export interface RunningServer {
 
 /** The routes' context from the runtime's services. */
 export function appContextOf(services: CoreServiceValues, shutdownSignal: AbortSignal): AppContext {
-  const { config, logger, secret, database, feed, models, tools, preStep, parser, retrieval, compile } = services
-  return { db: database.db, ping: database.ping, config, secret, logger, models, tools, preStep, parser, retrieval, compile: compile?.feature, feed, shutdownSignal, tokenMemo: createTokenMemo() }
+  const { config, logger, secret, database, feed, models, modelConnections, tools, preStep, parser, retrieval, compile } = services
+  return { db: database.db, ping: database.ping, config, secret, logger, models, modelConnections, tools, preStep, parser, retrieval, compile: compile?.feature, feed, shutdownSignal, tokenMemo: createTokenMemo() }
 }
 
 function listen(app: ReturnType<typeof createApp>, config: AppConfig): Promise<Server> {
@@ -44,7 +44,7 @@ export async function startServer({
   logger = createLogger({ level: config.logLevel }),
   announce = (line: string) => process.stderr.write(line + '\n'),
 }: { config?: AppConfig; logger?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
-  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true, compile: true } })
+  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true, compile: true, modelConnections: true } })
   const { database } = services
   let server: Server | undefined
   let instance: InstanceRegistration | undefined

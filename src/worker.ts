@@ -17,7 +17,7 @@ export interface RunningWorker {
 }
 
 export async function startWorkerProcess({ config, logger }: { config: AppConfig; logger: Logger }): Promise<RunningWorker> {
-  const { services, dispose } = await startCoreRuntime({ config, logger })
+  const { services, dispose } = await startCoreRuntime({ config, logger, features: { modelConnections: true } })
   const events = makeJobEvents({ connection: services.database.connection, logger })
   try {
     await events.ready()

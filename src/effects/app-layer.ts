@@ -16,7 +16,10 @@ import { type ChangeFeed, ChangeFeedService } from './db/change-feed.ts'
 import { Database, type DatabaseHandle, type DatabaseUnavailable } from './db/database.ts'
 import { CATALOG_CHANNEL } from './retrieval/catalog-store.ts'
 import { SETTINGS_CHANNEL } from './retrieval/retrieval-settings-store.ts'
-import { type ModelRegistry, type ModelRegistryOptions, ModelRegistryService } from './llm/model-registry.ts'
+import { type ModelRegistry, type ModelRegistryOptions, ModelRegistryService, startLiveModelRegistry } from './llm/model-registry.ts'
+import { type ModelConnections, ModelConnectionsService, makeModelConnections } from './llm/model-connections.ts'
+import { MODEL_CONNECTIONS_CHANNEL } from './llm/model-connections-store.ts'
+import { makeCredentialCipher } from './retrieval/credential-cipher.ts'
 import { CREDENTIALS_CHANNEL } from './auth/users.ts'
 import { type Logger, LoggerService } from './logging/logger.ts'
 import { makeToolRegistry, type ToolRegistry, ToolRegistryService } from './tools/tool-registry.ts'
@@ -28,10 +31,11 @@ import { type DocumentParser, DocumentParserService } from './workspace/parse/do
 
 /**
  * Every channel of the process's one change feed: the retrieval catalog and settings, compile jobs,
- * and ended sessions and tokens (which the live job streams follow). A channel no running feature
- * follows costs almost nothing (a rare notification nobody reads).
+ * ended sessions and tokens (which the live job streams follow), and the stored model connections
+ * (the model registry). A channel no running feature follows costs almost nothing (a rare
+ * notification nobody reads).
  */
-export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL, CREDENTIALS_CHANNEL] as const
+export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL, CREDENTIALS_CHANNEL, MODEL_CONNECTIONS_CHANNEL] as const
 
 /** Hooks that run before every model step (features add theirs here). */
 export class PreStepHooks extends Context.Service<PreStepHooks, PreStepHook>()('knowagent/turn/PreStepHooks') {
@@ -56,6 +60,11 @@ export interface CoreLayerOptions {
     readonly retrieval?: boolean | { readonly blConfigPath?: string | null | undefined } | undefined
     /** Compile jobs: the queue, live job events and (unless `compile.queue.inServe` is false) a worker. */
     readonly compile?: boolean | undefined
+    /**
+     * Follow the stored model connections live (the change feed): serve, the worker, test servers.
+     * Without it (CLI commands) they are read once, when the runtime starts.
+     */
+    readonly modelConnections?: boolean | undefined
   } | undefined
 }
 
@@ -66,6 +75,7 @@ export type CoreServices =
   | Database
   | ChangeFeedService
   | ModelRegistryService
+  | ModelConnectionsService
   | ToolRegistryService
   | PreStepHooks
   | DocumentParserService
@@ -82,7 +92,45 @@ export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger
 
 /** Everything a turn needs, on top of the database; the features' tools and hooks join the registries. */
 export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, DatabaseUnavailable> {
-  const models = ModelRegistryService.layer({ models: options.config.file.models ?? [], env: options.config.env, ...options.models })
+  // The config file's models plus the stored connections' enabled ones, reloaded on every change.
+  const connections = Layer.effect(
+    ModelConnectionsService,
+    Effect.gen(function* () {
+      const database = yield* Database
+      const feed = yield* ChangeFeedService
+      const secret = yield* AppSecret
+      const logger = yield* LoggerService
+      const cipher = makeCredentialCipher(secret)
+      const allowMetadataAddresses = options.config.file.modelConnections?.allowMetadataAddresses ?? false
+      return yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const registry = await startLiveModelRegistry({
+            models: options.config.file.models ?? [],
+            env: options.config.env,
+            ...options.models,
+            db: database.db,
+            cipher,
+            feed,
+            logger,
+            allowMetadataAddresses,
+          })
+          return makeModelConnections({ db: database.db, cipher, registry, env: options.config.env, allowMetadataAddresses })
+        }),
+        (running) =>
+          Effect.sync(() => {
+            running.close()
+            running.registry.close()
+          }),
+      )
+    }),
+  )
+  const models = Layer.effect(
+    ModelRegistryService,
+    Effect.gen(function* () {
+      const running = yield* ModelConnectionsService
+      return running.registry as ModelRegistry
+    }),
+  ).pipe(Layer.provideMerge(connections))
   // The parser's worker pool is scoped: released (its workers terminated) with the runtime.
   const parser = DocumentParserService.layer(options.config.parsing)
   const retrievalOption = options.features?.retrieval
@@ -107,7 +155,8 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
   )
   // One LISTEN connection for the process, opened only where a feature follows it (serve): the
   // compile job events, and the retrieval caches unless `retrieval.bailian.enabled` is false.
-  const followed = Boolean(options.features?.compile) || (Boolean(retrievalOption) && options.config.retrievalBailian.enabled)
+  const followed =
+    Boolean(options.features?.compile) || Boolean(options.features?.modelConnections) || (Boolean(retrievalOption) && options.config.retrievalBailian.enabled)
   const feed = followed ? ChangeFeedService.layer(FEED_CHANNELS) : ChangeFeedService.none
   const services = Layer.mergeAll(models, parser, registries).pipe(
     Layer.provideMerge(retrieval),
@@ -138,6 +187,8 @@ export interface CoreServiceValues {
   /** The process's change feed (serve); undefined for CLI commands. */
   readonly feed: ChangeFeed | undefined
   readonly models: ModelRegistry
+  /** Admin → Model connections (the stored connections behind `models`). */
+  readonly modelConnections: ModelConnections
   readonly tools: ToolRegistry
   readonly preStep: PreStepHook
   readonly parser: DocumentParser
@@ -154,6 +205,7 @@ const serviceValuesBeforeFeatures = Effect.gen(function* () {
     database: yield* Database,
     feed: yield* ChangeFeedService,
     models: yield* ModelRegistryService,
+    modelConnections: yield* ModelConnectionsService,
     tools: yield* ToolRegistryService,
     preStep: yield* PreStepHooks,
     parser: yield* DocumentParserService,

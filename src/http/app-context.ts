@@ -5,6 +5,7 @@ import type { Logger } from '../effects/logging/logger.ts'
 import type { TokenMemo } from '../effects/auth/token-memo.ts'
 import type { User } from '../effects/auth/users.ts'
 import type { ModelRegistry } from '../effects/llm/model-registry.ts'
+import type { ModelConnections } from '../effects/llm/model-connections.ts'
 import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
 import type { PreStepHook } from '../effects/turn/pre-step-hooks.ts'
 import type { CompileFeature } from '../effects/compile/compile-service.ts'
@@ -20,6 +21,8 @@ export interface AppContext {
   readonly secret: string
   readonly logger: Logger
   readonly models: ModelRegistry
+  /** Admin → Model connections; absent in apps built without the composition root (then the page is not mounted). */
+  readonly modelConnections?: ModelConnections | undefined
   readonly tools: ToolRegistry
   /** Parses uploads off the event loop, in child processes; released with the runtime. */
   readonly parser: DocumentParser

@@ -21,6 +21,7 @@ import { compileRoutes } from './compile.routes.ts'
 import { openAiRoutes } from './openai.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
 import { adminRetrievalRoutes } from './admin-retrieval.routes.ts'
+import { adminModelsRoutes } from './admin-models.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = projectPath('views/static/')
@@ -103,6 +104,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(settingsRoutes(ctx))
   app.use(adminUsersRoutes(ctx)) // /admin, /admin/users
   app.use(adminRetrievalRoutes(ctx)) // Administration → Retrieval defaults
+  if (ctx.modelConnections) app.use(adminModelsRoutes(ctx, ctx.modelConnections)) // Administration → Model connections
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))

@@ -33,7 +33,7 @@ export function buildOptions(ctx: AppContext, compile: CompileOptions | null = n
       supports_native_tool_calling: m.supportsNativeToolCalling,
       supports_reasoning_effort: m.supportsReasoningEffort === true,
     })),
-    default_model_id: ctx.models.list()[0]?.id ?? 'local',
+    default_model_id: ctx.models.defaultModelId(),
     compile,
     limits: {
       max_message_chars: ctx.config.maxMessageChars,

@@ -165,7 +165,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
             directoryUri: directory.uri,
             entries,
             models,
-            defaultModelId: models[0]?.id ?? 'local',
+            defaultModelId: ctx.models.defaultModelId(),
             maxMessageChars: ctx.config.maxMessageChars,
           },
         }),

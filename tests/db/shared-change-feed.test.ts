@@ -1,12 +1,15 @@
 // A server process keeps ONE LISTEN connection (the composition root's change feed) for every
-// feature that follows changes: the retrieval catalog and settings and the compile job events.
+// feature that follows changes: the retrieval catalog and settings, the compile job events and the
+// stored model connections (the model registry, which every server follows).
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { JobEvent } from '../../src/effects/compile/job-events.ts'
 import { JOBS_CHANNEL } from '../../src/effects/compile/compile-jobs-store.ts'
 import { CATALOG_CHANNEL } from '../../src/effects/retrieval/catalog-store.ts'
 import { SETTINGS_CHANNEL } from '../../src/effects/retrieval/retrieval-settings-store.ts'
+import { MODEL_CONNECTIONS_CHANNEL } from '../../src/effects/llm/model-connections-store.ts'
 import { startTestServer, type TestServer } from '../support/test-server.ts'
+import { waitUntil } from '../support/wait-until.ts'
 
 describe('the process-wide change feed', () => {
   let server: TestServer
@@ -26,7 +29,7 @@ describe('the process-wide change feed', () => {
     const [listener] = (
       await sql<{ query: string }>`select query from pg_stat_activity where datname = current_database() and query ilike 'LISTEN%'`.execute(server.database.db)
     ).rows
-    for (const channel of [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL]) expect(listener!.query).toContain(`LISTEN ${channel}`)
+    for (const channel of [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL, MODEL_CONNECTIONS_CHANNEL]) expect(listener!.query).toContain(`LISTEN ${channel}`)
   })
 
   it('carries the compile job events through it', async () => {
@@ -45,17 +48,20 @@ describe('the process-wide change feed', () => {
   })
 })
 
-describe('a process where nothing follows changes', () => {
-  it('opens no listening connection (retrieval turned off in the configuration, no compile jobs)', async () => {
+describe('a process without retrieval or compile jobs', () => {
+  it('still opens the one listening connection, for the model connections (retrieval turned off in the configuration, no compile jobs)', async () => {
     const server = await startTestServer({
       retrieval: true,
       configure: (config) => ({ ...config, retrievalBailian: { ...config.retrievalBailian, enabled: false } }),
     })
     try {
       expect(server.ctx.retrieval).toBeUndefined()
-      const { rows } = await sql<{ n: string }>`
-        select count(*) as n from pg_stat_activity where datname = current_database() and query ilike 'LISTEN%'`.execute(server.database.db)
-      expect(Number(rows[0]!.n)).toBe(0)
+      const listening = async () =>
+        (await sql<{ query: string }>`select query from pg_stat_activity where datname = current_database() and query ilike 'LISTEN%'`.execute(server.database.db)).rows
+      await waitUntil(async () => (await listening()).length > 0, 'the LISTEN connection')
+      const rows = await listening()
+      expect(rows).toHaveLength(1)
+      expect(rows[0]!.query).toContain(`LISTEN ${MODEL_CONNECTIONS_CHANNEL}`)
     } finally {
       await server.close()
     }

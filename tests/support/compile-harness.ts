@@ -33,6 +33,7 @@ export function registryWith(models: ReadonlyArray<ChatModel> = []): ModelRegist
   return {
     get: (id) => (extra.has(id) ? Effect.succeed(extra.get(id)!) : base.get(id).pipe(Effect.catchTag('UnknownModel', () => Effect.fail(new UnknownModel({ modelId: id }))))),
     list: () => [...models.map((model) => toModelInfo(model.info)), ...base.list()],
+    defaultModelId: () => models[0]?.info.id ?? base.defaultModelId(),
   }
 }
 

@@ -98,7 +98,7 @@ export async function startTestServer({
     config,
     logger,
     models: { local: { deltaDelayMs: 0 }, ...modelRegistry },
-    features: { retrieval: retrieval ? { blConfigPath: null } : false, compile: compile !== undefined },
+    features: { retrieval: retrieval ? { blConfigPath: null } : false, compile: compile !== undefined, modelConnections: true },
   })
   const shutdownController = new AbortController()
   const { database } = runtime.services
@@ -136,7 +136,7 @@ export async function addUserWithToken(server: TestServer, login: string, passwo
 }
 
 /** Signs in through the real login form; returns the session cookie and the page's CSRF token. */
-export async function signIn(server: TestServer, login: string, password: string): Promise<{ cookie: string; csrf: string }> {
+export async function signIn(server: Pick<TestServer, 'url'>, login: string, password: string): Promise<{ cookie: string; csrf: string }> {
   const page = await fetch(`${server.url}/login`)
   const loginCookie = page.headers.getSetCookie().find((c) => c.startsWith('ka_login='))!.split(';')[0]!
   const html = await page.text()

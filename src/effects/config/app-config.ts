@@ -70,6 +70,13 @@ export const ConfigFileSchema = Schema.Struct({
   ),
   /** Retrieval services (docs/retrieval.md). */
   retrieval: Schema.optional(RetrievalConfigSchema),
+  /** Connections an administrator adds from the browser (Admin → Model connections, docs/models.md). */
+  modelConnections: Schema.optional(
+    Schema.Struct({
+      /** Let a connection's base URL be a link-local cloud-metadata address (169.254.0.0/16, fd00:ec2::254). Default false. */
+      allowMetadataAddresses: Schema.optional(Schema.Boolean),
+    }),
+  ),
 })
 export type ConfigFile = typeof ConfigFileSchema.Type
 

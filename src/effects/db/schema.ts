@@ -227,7 +227,42 @@ export interface RetrievalCatalogReadersTable {
   verified_at: Timestamp
 }
 
+// Model connections (migrations/20261206140000_model_connections.ts)
+export interface ModelConnectionsTable {
+  id: string
+  name: string
+  base_url: string
+  /** credential-cipher.ts, associated with the connection id: never the key in clear. */
+  api_key_ciphertext: string | null
+  api_key_env: string | null
+  /** The extra headers as JSON, encrypted like the key. */
+  headers_ciphertext: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+export interface ConnectionModelsTable {
+  connection_id: string
+  provider_model: string
+  model_id: string
+  display_name: string
+  context_window: number
+  max_output_tokens: number
+  supports_tools: boolean
+  enabled: Generated<boolean>
+  /** Listed by the provider's GET /models at the last Test (else added by hand). */
+  reported: Generated<boolean>
+  position: Generated<number>
+}
+export interface ModelSettingsTable {
+  id: Generated<number>
+  default_model_id: string | null
+  updated_at: Timestamp
+}
+
 export interface DB {
+  model_connections: ModelConnectionsTable
+  connection_models: ConnectionModelsTable
+  model_settings: ModelSettingsTable
   retrieval_settings: RetrievalSettingsTable
   retrieval_server_settings: RetrievalServerSettingsTable
   user_credentials: UserCredentialsTable

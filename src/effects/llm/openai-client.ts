@@ -45,6 +45,8 @@ const ERROR_BODY_MAX_BYTES = 64 * 1024
 export interface OpenAiChatModelOptions {
   /** Where `apiKeyEnv` is looked up, at call time (usually `process.env`). */
   readonly env: Readonly<Record<string, string | undefined>>
+  /** The key itself (a stored model connection's, decrypted): used instead of `apiKeyEnv`. */
+  readonly apiKey?: string | undefined
   /** The connection pool (an `http.Agent` or `https.Agent` matching `baseUrl`); default: one shared keep-alive agent per protocol. */
   readonly agent?: ProviderAgent | undefined
   /** First backoff delay; doubled per retry. Default 500 ms. */
@@ -60,7 +62,7 @@ export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatMode
 
   const stream = (request: ModelRequest): Effect.Effect<ModelResult, ModelError> =>
     Effect.suspend(() => {
-      const apiKey = readApiKey({ config, env: options.env })
+      const apiKey = options.apiKey !== undefined ? { missing: false as const, value: options.apiKey } : readApiKey({ config, env: options.env })
       if (apiKey.missing) return Effect.fail(apiKey.error)
       const redactors = createProviderRedactors({ apiKey: apiKey.value, baseUrl: config.baseUrl })
       const attemptInput: AttemptInput = {

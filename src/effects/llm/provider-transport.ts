@@ -28,23 +28,29 @@ export interface ProviderRequest {
   readonly abort: () => void
 }
 
-/** Sends `POST url` with a complete body; `agent` defaults to the shared pool of the URL's protocol. */
+/**
+ * Sends `POST url` with a complete body (or `GET url` without one); `agent` defaults to the shared
+ * pool of the URL's protocol. A redirect is never followed (node:http does not): the caller sees
+ * the 3xx, and the key never goes to another address.
+ */
 export function postToProvider({
   url,
   headers,
   body,
   agent,
+  method = 'POST',
 }: {
   readonly url: URL
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
   readonly agent?: ProviderAgent | undefined
+  readonly method?: 'POST' | 'GET' | undefined
 }): ProviderRequest {
   const secure = url.protocol === 'https:'
   const send = secure ? httpsRequest : httpRequest
   const request = send(url, {
-    method: 'POST',
-    headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+    method,
+    headers: method === 'GET' ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
     agent: agent ?? (secure ? sharedAgents.https : sharedAgents.http),
   })
   // Always listened to: a late socket error after the outcome is known must not crash the process.
@@ -57,7 +63,8 @@ export function postToProvider({
       resolve(message)
     })
   })
-  request.end(body)
+  if (method === 'GET') request.end()
+  else request.end(body)
   return {
     request,
     response,
