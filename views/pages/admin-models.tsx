@@ -5,7 +5,8 @@
 import type { ConnectionTestLine } from '../../src/effects/llm/connection-test.ts'
 import type { ConnectionView } from '../../src/effects/llm/model-connections.ts'
 import type { ModelInfo } from '../../src/effects/llm/model.ts'
-import { ADMIN_SECTIONS, Layout, type NavLink } from '../layout.tsx'
+import type { NavLink } from '../layout.tsx'
+import { AdminFrame } from './admin-frame.tsx'
 import { PageMessages } from './settings.tsx'
 
 export const ADMIN_MODELS_PATH = '/admin/models'
@@ -43,25 +44,12 @@ function Csrf({ token }: { readonly token: string | undefined }) {
   return <input type="hidden" name="_csrf" value={token ?? ''} />
 }
 
-export function AdminSectionNav({ current }: { readonly current: (typeof ADMIN_SECTIONS)[number]['id'] }) {
-  return (
-    <nav class="admin-sections" aria-label="Administration">
-      {ADMIN_SECTIONS.map((section) => (
-        <a href={section.href} {...(section.id === current ? { 'aria-current': 'page' } : {})}>
-          {section.label}
-        </a>
-      ))}
-    </nav>
-  )
-}
-
 export function AdminModelsPage(props: AdminModelsProps) {
   return (
-    <Layout title="Model connections" csrfToken={props.csrfToken} login={props.login} nav={props.nav}>
+    <AdminFrame title="Model connections" current="models" csrfToken={props.csrfToken} login={props.login} nav={props.nav}>
       <link rel="stylesheet" href="/static/retrieval-settings.css" />
       <link rel="stylesheet" href="/static/admin-models.css" />
       <div class="settings-page admin-page">
-        <AdminSectionNav current="models" />
         <h1>Model connections</h1>
         <p class="settings-lead">
           OpenAI-compatible providers the chat can use — a cloud API or a server on this machine or your network (Ollama, vLLM, llama.cpp). Changes apply to every
@@ -76,7 +64,7 @@ export function AdminModelsPage(props: AdminModelsProps) {
         ))}
         <AddConnectionSection csrfToken={props.csrfToken} />
       </div>
-    </Layout>
+    </AdminFrame>
   )
 }
 

@@ -2,7 +2,8 @@
 // database uses — the default workspace id, endpointHost, agentVersion, chatTimeoutMs. Each shows
 // the value in force and where it comes from, a form to change it and, when one is stored, a form
 // back to the config file's value. Plain forms with redirect after post: no JavaScript needed.
-import { ADMIN_SECTIONS, Layout, type NavLink } from '../layout.tsx'
+import type { NavLink } from '../layout.tsx'
+import { AdminFrame } from './admin-frame.tsx'
 import { PageMessages } from './settings.tsx'
 
 export interface AdminRetrievalSetting {
@@ -43,27 +44,12 @@ const SOURCE_TEXT: Record<AdminRetrievalSetting['source'], string> = {
 
 export const ADMIN_RETRIEVAL_PATH = '/admin/retrieval'
 
-/** The administration pages' section list, the current one marked. */
-export function AdminSections({ current }: { readonly current: (typeof ADMIN_SECTIONS)[number]['id'] }) {
-  return (
-    <nav class="admin-sections" aria-label="Administration">
-      {ADMIN_SECTIONS.map((section) => (
-        <a href={section.href} {...(section.id === current ? { 'aria-current': 'page' } : {})}>
-          {section.label}
-        </a>
-      ))}
-    </nav>
-  )
-}
-
 export function AdminRetrievalPage(props: AdminRetrievalProps) {
   return (
-    <Layout title="Retrieval defaults" csrfToken={props.csrfToken} login={props.login} nav={props.nav}>
+    <AdminFrame title="Retrieval defaults" current="retrieval" csrfToken={props.csrfToken} login={props.login} nav={props.nav}>
       <link rel="stylesheet" href="/static/retrieval-settings.css" />
       <link rel="stylesheet" href="/static/admin-retrieval.css" />
       <div class="settings-page">
-        <p class="admin-kicker">Administration</p>
-        <AdminSections current="retrieval" />
         <h1>Retrieval defaults</h1>
         <p class="settings-lead">
           Server-wide values for the Bailian knowledge services. A change here applies at once to every knowagent process on this database (the same as{' '}
@@ -84,7 +70,7 @@ export function AdminRetrievalPage(props: AdminRetrievalProps) {
           <SettingCard setting={setting} csrfToken={props.csrfToken} />
         ))}
       </div>
-    </Layout>
+    </AdminFrame>
   )
 }
 
