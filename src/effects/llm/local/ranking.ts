@@ -42,7 +42,7 @@ export function readDocument({ uri, page, layer }: { readonly uri: string; reado
     nameTerms: new Set(nameTerms),
     terms,
     passageTerms: passages.map((passage) => {
-      const text = matchTerms(passage.text)
+      const text = matchTerms(passage.label === undefined ? passage.text : `${passage.label} ${passage.text}`)
       const context = matchTerms(passage.context)
       return { text: new Set(text), context: new Set(context), around: new Set([...text, ...context, ...nameTerms]) }
     }),
@@ -99,10 +99,10 @@ export function rankPassages({
   index.addAll(
     entries.map((entry, id) => ({
       id,
-      text: matchTerms(entry.passage.text).join(' '),
+      text: matchTerms(entry.passage.label === undefined ? entry.passage.text : `${entry.passage.label} ${entry.passage.text}`).join(' '),
       context: matchTerms(entry.passage.context).join(' '),
       name: [...entry.document.nameTerms].join(' '),
-      pairs: pairTerms(entry.passage.text).join(' '),
+      pairs: [...pairTerms(entry.passage.label ?? ''), ...pairTerms(entry.passage.text)].join(' '),
     })),
   )
   const query = [...queryTerms].join(' ')
