@@ -49,7 +49,7 @@ export function formatQuotes({ quotes, phrases }: { readonly quotes: ReadonlyArr
 /** Whether the question names the step a numbered item is ("What is step 3 of …": `step 3`). */
 function asksForStep(terms: QuestionTerms, label: string | undefined): boolean {
   const texts = new Set(terms.keywords.map((k) => k.text))
-  return label !== undefined && label.split(' ').every((word) => texts.has(word))
+  return label !== undefined && /^step \d+$/u.test(label) && label.split(' ').every((word) => texts.has(word))
 }
 
 /** Header rows longer than this are left out (a file of thousands of columns). */

@@ -13,7 +13,7 @@ export interface Passage {
   readonly context: string
   /** For a whole list under a heading: the index of its last item's block. */
   readonly lastBlock?: number | undefined
-  /** Words the passage is also matched by: "step 3" for the item numbered 3 of a list. */
+  /** Words the passage is also matched by: "step 3" for the item numbered 3 of a list, its heading for a whole list. */
   readonly label?: string | undefined
 }
 
@@ -62,6 +62,8 @@ export function passagesOf(blocks: ReadonlyArray<Block>): Passage[] {
         text: items.map((item) => item.text).join(' '),
         sentences: items.flatMap((item) => item.sentences),
         context,
+        // The heading names what the list is ("Action items"): it counts as the passage's own words.
+        label: block.headings.at(-1),
       })
     }
   })
