@@ -241,7 +241,8 @@ export function judgeRelevance({
   if (coverage < threshold) return { relevant: false, coverage, reason: `coverage ${coverage.toFixed(2)} below ${threshold}` }
   const joinedAround = keywordsMetAsCompound(keywords, around)
   const uncovered = missingKeyTerms({ keywords, weights, matched: (k) => matches(k, around) || joinedAround.has(k.text) })
-  if (uncovered.length > (keywords.length >= 3 ? 1 : 0)) {
+  // "Summarise what these files are about": the words asking for a summary are no subject.
+  if (!question.wantsSummary && uncovered.length > (keywords.length >= 3 ? 1 : 0)) {
     return { relevant: false, coverage, reason: `the passage does not cover ${uncovered.map((k) => `“${k.text}”`).join(', ')}` }
   }
   return { relevant: true, coverage, reason: `coverage ${coverage.toFixed(2)}` }
