@@ -1,7 +1,7 @@
 // The local model's answers: quotes of whole passages from what it read in this turn, the best
 // document first, each with its URI and offset — or, when no passage answers the question, a
 // plain "nothing in <scope> covers it" that lists what was searched and cites nothing.
-import { delimitedHeaderOf, isDelimitedName, type HeaderRow } from './blocks.ts'
+import { codePointLength, collapse, delimitedHeaderOf, isDelimitedName, type HeaderRow, type Page } from './blocks.ts'
 import { findFileReferences } from './candidates.ts'
 import { isEvidence, quoteFor, type Quote } from './passages.ts'
 import type { Phrases, SearchCoverage } from './phrases.ts'
@@ -39,10 +39,17 @@ export function formatQuotes({ quotes, phrases }: { readonly quotes: ReadonlyArr
   return quotes
     .map(({ uri, quote, withOffset, header }) => {
       const source = uri === undefined ? phrases.providedMaterial : withOffset ? `${uri} ${phrases.offset(quote.start)}` : uri
-      const above = header === undefined || uri === undefined ? '' : `> ${header.text}\n> — ${uri} ${phrases.offset(header.start)}\n>\n`
+      const headerLines = header?.lines ?? [header?.text ?? '']
+      const above = header === undefined || uri === undefined ? '' : `${headerLines.map((line) => `> ${line}\n`).join('')}> — ${uri} ${phrases.offset(header.start)}\n>\n`
       return `${above}${quote.lines.map((line) => `> ${line}`).join('\n')}\n> — ${source}`
     })
     .join('\n\n')
+}
+
+/** Whether the question names the step a numbered item is ("What is step 3 of …": `step 3`). */
+function asksForStep(terms: QuestionTerms, label: string | undefined): boolean {
+  const texts = new Set(terms.keywords.map((k) => k.text))
+  return label !== undefined && /^step \d+$/u.test(label) && label.split(' ').every((word) => texts.has(word))
 }
 
 /** Header rows longer than this are left out (a file of thousands of columns). */
@@ -53,10 +60,26 @@ const HEADER_MAX_CHARS = 700
  * file, else from another page of the same file read in this turn (each quote must be text read).
  */
 function headerRowFor({ document, block, documents }: { document: ReadDocument; block: number; documents: ReadonlyArray<ReadDocument> }): HeaderRow | undefined {
-  if (document.blocks[block]?.kind !== 'row' || !isDelimitedName(document.page.name)) return undefined
+  const row = document.blocks[block]
+  if (row?.kind === 'row' && row.tableStart !== undefined) return markdownHeaderOf({ page: document.page, tableStart: row.tableStart })
+  if (row?.kind !== 'row' || !isDelimitedName(document.page.name)) return undefined
   const first = document.page.offset === 0 ? document : documents.find((d) => d.uri === document.uri && d.page.offset === 0)
   const header = first === undefined ? undefined : delimitedHeaderOf(first.page)
   return header !== undefined && header.text.length <= HEADER_MAX_CHARS ? header : undefined
+}
+
+/**
+ * A Markdown table's header and separator rows, quoted (at their own offset) above a row of the
+ * table, so the row says what its cells are.
+ */
+function markdownHeaderOf({ page, tableStart }: { page: Page; tableStart: number }): HeaderRow | undefined {
+  const chars = Array.from(page.text)
+  const from = tableStart - page.offset
+  if (from < 0) return undefined
+  const lines = chars.slice(from).join('').split('\n', 2).map((line) => collapse(line))
+  if (lines.length < 2 || !lines[1]!.startsWith('|')) return undefined
+  const text = lines.join(' ')
+  return text.length <= HEADER_MAX_CHARS ? { start: tableStart, end: tableStart + codePointLength(`${lines[0]}`), text, lines } : undefined
 }
 
 function nameShare({ document, question, weights }: { document: ReadDocument; question: QuestionTerms; weights: ReadonlyMap<string, number> }): number {
@@ -139,12 +162,12 @@ export function answerFromDocuments({
     if (chosen.length >= MAX_QUOTES) break
     if (entry !== best && entry !== answerNearBest && (entry.score < MIN_SHARE_OF_BEST * best.score || !entry.relevance.relevant)) continue
     if (chosen.filter((c) => c.document.uri === entry.document.uri).length >= MAX_QUOTES_PER_DOCUMENT) continue
-    const quote = quoteFor({ page: entry.document.page, blocks: entry.document.blocks, passage: entry.passage })
+    const quote = quoteFor({ page: entry.document.page, blocks: entry.document.blocks, passage: entry.passage, itemAlone: asksForStep(terms, entry.passage.label) })
     if (chosen.some((c) => c.document.uri === entry.document.uri && c.quote.start < quote.end && quote.start < c.quote.end)) continue
     if (chosen.some((c) => repeats(c.quote, quote))) continue // the same passage in two files (a copy, a summary) is quoted once
     const headerRow = headerRowFor({ document: entry.document, block: entry.passage.block, documents })
     // A file's header row is quoted once, above its first row quoted.
-    const header = chosen.some((c) => c.document.uri === entry.document.uri && c.header !== undefined) ? undefined : headerRow
+    const header = chosen.some((c) => c.document.uri === entry.document.uri && c.header !== undefined && c.header.start === headerRow?.start) ? undefined : headerRow
     const length = quote.lines.join(' ').length + (header?.text.length ?? 0)
     if (chosen.length > 0 && chars + length > MAX_QUOTED_CHARS) continue
     chosen.push({ document: entry.document, quote, header })

@@ -33,6 +33,8 @@ export interface Block {
   readonly tableStart: number | undefined
   /** A row of a CSV or TSV file (its separators, tabs included, are known without being seen in `text`). */
   readonly delimited: boolean
+  /** For an item of a numbered list (`3.`, `3)`): its number. */
+  readonly number?: number | undefined
 }
 
 export interface Page {
@@ -142,6 +144,7 @@ export function splitBlocks(page: Page): Block[] {
       partial,
       tableStart: options.tableStart,
       delimited: csv && kind === 'row',
+      ...(kind === 'item' && /^\s*\d{1,3}[.)]/u.test(first.text) ? { number: Number(/\d+/u.exec(first.text)![0]) } : {}),
     })
   }
   let index = 0
@@ -250,6 +253,8 @@ export interface HeaderRow {
   readonly start: number
   readonly end: number
   readonly text: string
+  /** Its lines when it is more than one (a Markdown table's header and separator rows). */
+  readonly lines?: ReadonlyArray<string> | undefined
 }
 
 /** A CSV or TSV page's header row: the file's first line, when the page starts the file and holds all of it. */

@@ -11,6 +11,10 @@ export interface Passage {
   readonly text: string
   readonly sentences: ReadonlyArray<Sentence>
   readonly context: string
+  /** For a whole list under a heading: the index of its last item's block. */
+  readonly lastBlock?: number | undefined
+  /** Words the passage is also matched by: "step 3" for the item numbered 3 of a list, its heading for a whole list. */
+  readonly label?: string | undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -37,14 +41,49 @@ export function passagesOf(blocks: ReadonlyArray<Block>): Passage[] {
       })
       window = []
     }
+    if (block.kind === 'item' && block.number !== undefined) {
+      passages.push({ block: index, start: block.start, end: block.end, text: block.text, sentences: block.sentences, context, label: `step ${block.number}` })
+      return
+    }
     for (const sentence of block.sentences) {
       const length = window.reduce((sum, s) => sum + s.text.length + 1, 0)
       if (window.length > 0 && length + sentence.text.length > PASSAGE_MAX_CHARS) flush()
       window.push(sentence)
     }
     flush()
+    const list = listUnderHeading(blocks, index)
+    if (list !== undefined) {
+      const items = blocks.slice(index, list + 1)
+      passages.push({
+        block: index,
+        lastBlock: list,
+        start: block.start,
+        end: items.at(-1)!.end,
+        text: items.map((item) => item.text).join(' '),
+        sentences: items.flatMap((item) => item.sentences),
+        context,
+        // The heading names what the list is ("Action items"): it counts as the passage's own words.
+        label: block.headings.at(-1),
+      })
+    }
   })
   return passages
+}
+
+/**
+ * A list that a heading introduces ("## Action items", "Decisions", "Steps"), whole, is one more
+ * passage beside its items, when it is short enough to quote: the index of its last item's block
+ * when `index` is its first item, else undefined.
+ */
+function listUnderHeading(blocks: ReadonlyArray<Block>, index: number): number | undefined {
+  const first = blocks[index]!
+  if (first.kind !== 'item' || first.group === undefined || first.headings.length === 0) return undefined
+  const previous = blocks[index - 1]
+  if (previous !== undefined && previous.headings.join('\n') === first.headings.join('\n')) return undefined
+  let last = index
+  while (blocks[last + 1]?.kind === 'item' && blocks[last + 1]!.group === first.group) last += 1
+  const length = blocks.slice(index, last + 1).reduce((sum, item) => sum + item.end - item.markerStart + 1, 0)
+  return last > index && length <= QUOTE_MAX_CHARS && blocks.slice(index, last + 1).every((item) => !item.partial) ? last : undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -80,13 +119,17 @@ export function quoteFor({
   page,
   blocks,
   passage,
+  itemAlone,
 }: {
   readonly page: Page
   readonly blocks: ReadonlyArray<Block>
   readonly passage: Passage
+  /** Quote a list item alone, with its number (the question asks for that step). */
+  readonly itemAlone?: boolean | undefined
 }): Quote {
   const text = pageSlicer(page)
   const block = blocks[passage.block]!
+  if (block.kind === 'item' && itemAlone === true) return { start: block.markerStart, end: block.end, lines: [text(block.markerStart, block.end)] }
   if (block.kind === 'item' && block.group !== undefined) return listQuote({ text, blocks, index: passage.block })
   if (block.kind !== 'paragraph') return { start: block.start, end: block.end, lines: [text(block.start, block.end)] }
   let sentences: Sentence[]

@@ -33,3 +33,28 @@ describe('judgeRelevance', () => {
     expect(results.find((r) => r.text.includes('L2'))?.relevant).toBe(true)
   })
 })
+
+describe('judgeRelevance: the key terms of the question', () => {
+  const PURCHASING = [
+    { name: 'equipment.md', text: '# Equipment\n\nLaptop purchases need a receipt and the asset tag.\n\nMonitors are ordered through the office team.\n' },
+  ]
+
+  test('a near-topic passage that lacks two key terms is not an answer, even at half the coverage', () => {
+    const [result] = judged('Who approves laptop purchases for contractors?', PURCHASING)
+    expect(result).toMatchObject({ relevant: false, reason: 'the passage does not cover “approves”, “contractors”' })
+  })
+
+  test('key terms match across word forms: approval meets approves, contractor meets contractors', () => {
+    const [result] = judged('Who approves laptop purchases for contractors?', [
+      { name: 'purchasing.md', text: '# Purchasing\n\nLaptop purchases for a contractor need the approval of the team lead.\n' },
+    ])
+    expect(result?.relevant).toBe(true)
+  })
+
+  test('a two-word question needs both words: "retention" is not answered by a passage about invoices alone', () => {
+    const results = judged('What is the badge retention?', [
+      { name: 'records.md', text: '# Records\n\nInvoices are retained for seven years.\n\nBadges are collected on the last day.\n' },
+    ])
+    expect(results.filter((r) => r.relevant)).toEqual([])
+  })
+})

@@ -42,7 +42,7 @@ export function readDocument({ uri, page, layer }: { readonly uri: string; reado
     nameTerms: new Set(nameTerms),
     terms,
     passageTerms: passages.map((passage) => {
-      const text = matchTerms(passage.text)
+      const text = matchTerms(passage.label === undefined ? passage.text : `${passage.label} ${passage.text}`)
       const context = matchTerms(passage.context)
       return { text: new Set(text), context: new Set(context), around: new Set([...text, ...context, ...nameTerms]) }
     }),
@@ -99,10 +99,10 @@ export function rankPassages({
   index.addAll(
     entries.map((entry, id) => ({
       id,
-      text: matchTerms(entry.passage.text).join(' '),
+      text: matchTerms(entry.passage.label === undefined ? entry.passage.text : `${entry.passage.label} ${entry.passage.text}`).join(' '),
       context: matchTerms(entry.passage.context).join(' '),
       name: [...entry.document.nameTerms].join(' '),
-      pairs: pairTerms(entry.passage.text).join(' '),
+      pairs: [...pairTerms(entry.passage.label ?? ''), ...pairTerms(entry.passage.text)].join(' '),
     })),
   )
   const query = [...queryTerms].join(' ')
@@ -168,6 +168,28 @@ export function keywordWeights({
   return new Map(keywords.map((keyword, i) => [keyword.text, idf(frequencies[i]! > 0 ? frequencies[i]! : rarestFound)]))
 }
 
+/** A keyword weighing less than this share of the question's heaviest one is too common to be a key term. */
+const KEY_TERM_SHARE = 0.5
+
+/**
+ * The question's key terms a passage lacks: its content words other than generic nouns
+ * ("policy", "allowance") and words far commoner than its rarest one, matched across word forms
+ * (`stem`). A passage may lack one of them when the question has three keywords or more (a
+ * verb of the question: "write", "use"), none otherwise — a near-topic passage is not an answer.
+ */
+export function missingKeyTerms({
+  keywords,
+  weights,
+  matched,
+}: {
+  readonly keywords: ReadonlyArray<Keyword>
+  readonly weights: ReadonlyMap<string, number>
+  readonly matched: (keyword: Keyword) => boolean
+}): Keyword[] {
+  const heaviest = Math.max(0, ...keywords.map((k) => weights.get(k.text) ?? 0))
+  return keywords.filter((k) => !isGenericNoun(k.text) && (weights.get(k.text) ?? 0) >= KEY_TERM_SHARE * heaviest && !matched(k))
+}
+
 /** A number standing as a figure ("50 MB", "6000"), not inside a name ("L2", "D1", "utf8"). */
 const FIGURE = /(?<![\p{L}\p{N}_])\p{N}+/u
 
@@ -217,5 +239,11 @@ export function judgeRelevance({
   }
   const threshold = focus.length > 0 && focusFound === focus.length ? MIN_COVERAGE_WITH_FOCUS : MIN_COVERAGE
   if (coverage < threshold) return { relevant: false, coverage, reason: `coverage ${coverage.toFixed(2)} below ${threshold}` }
+  const joinedAround = keywordsMetAsCompound(keywords, around)
+  const uncovered = missingKeyTerms({ keywords, weights, matched: (k) => matches(k, around) || joinedAround.has(k.text) })
+  // "Summarise what these files are about": the words asking for a summary are no subject.
+  if (!question.wantsSummary && uncovered.length > (keywords.length >= 3 ? 1 : 0)) {
+    return { relevant: false, coverage, reason: `the passage does not cover ${uncovered.map((k) => `“${k.text}”`).join(', ')}` }
+  }
   return { relevant: true, coverage, reason: `coverage ${coverage.toFixed(2)}` }
 }

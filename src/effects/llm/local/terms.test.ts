@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { analyseQuestion, answerCue, extractKeywords, fileNameTerms, keywordTermsMatch, matchTerms, MAX_QUERY_KEYWORDS, pairTerms } from './terms.ts'
+import { analyseQuestion, answerCue, extractKeywords, fileNameTerms, keywordTermsMatch, matchTerms, MAX_QUERY_KEYWORDS, pairTerms, stem } from './terms.ts'
 
 const texts = (question: string) => extractKeywords(question).map((k) => k.text)
 
@@ -110,13 +110,13 @@ describe('matchTerms', () => {
 
 test('pairTerms joins adjacent content words, so "fall back" meets "fallback"', () => {
   expect(pairTerms('the input limit is computed')).toEqual(['inputlimit', 'limitcomput'])
-  expect(pairTerms('never falls back to another')).toEqual(['nevfall', 'fallback', 'backanoth'])
+  expect(pairTerms('never falls back to another')).toEqual(['neverfall', 'fallback', 'backanoth'])
   expect(matchTerms('fallback')).toEqual(['fallback'])
 })
 
 test('fileNameTerms: the words of a name and the month of a YYYY-MM date in it', () => {
   expect(fileNameTerms('incident-2026-03-missing-done.md')).toEqual(
-    expect.arrayContaining(['incident', '2026', '03', 'miss', 'md', 'march']),
+    expect.arrayContaining(['incid', '2026', '03', 'miss', 'md', 'march']),
   )
   expect(fileNameTerms('notes.txt')).not.toContain('march')
 })
@@ -126,4 +126,30 @@ test('answerCue: a cause for why, a number for how many, a date for when', () =>
   expect(answerCue('How many tool calls may a turn make?')?.test('at most 24 tool calls')).toBe(true)
   expect(answerCue('When is Republic Day?')?.test('2026-10-05')).toBe(true)
   expect(answerCue('What is the hotel cap?')).toBeUndefined()
+})
+
+describe('stem: word forms of one word meet', () => {
+  test.each([
+    ['retain', 'retention', 'retained', 'retaining', 'retains'],
+    ['approve', 'approval', 'approved', 'approves'],
+    ['reimburse', 'reimbursement', 'reimbursed', 'reimbursements'],
+    ['policy', 'policies'],
+    ['decide', 'decision', 'decisions'],
+    ['keep', 'kept', 'keeping'],
+    ['pay', 'paid', 'payment'],
+  ])('%s', (...forms) => {
+    expect(new Set(forms.map(stem)).size).toBe(1)
+  })
+
+  test('unrelated words stay apart, and numbers and names are kept', () => {
+    expect(stem('retail')).not.toBe(stem('retain'))
+    expect(stem('approximately')).not.toBe(stem('approve'))
+    expect(stem('2026')).toBe('2026')
+    expect(stem('sev1')).toBe('sev1')
+  })
+
+  test('a question in other words than the passage still matches it', () => {
+    const keyword = extractKeywords('What is the retention period?').find((k) => k.text === 'retention')!
+    expect(keywordTermsMatch(keyword, new Set(matchTerms('Invoices are retained for seven years.')))).toBe(true)
+  })
 })

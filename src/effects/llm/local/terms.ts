@@ -1,8 +1,10 @@
 // Terms of the built-in local model's text logic: what a question asks for (its keywords, and
 // which of them it is about), and the terms a text is matched and ranked by. Deterministic and
-// dictionary-free: Latin words are stemmed crudely; CJK runs are cut into words by
+// dictionary-free: Latin words are stemmed (Porter, with a short table of derived words); CJK runs are cut into words by
 // `Intl.Segmenter` for queries and matched by overlapping character pairs, so a word the
 // segmenter cuts differently in the question and in the text still matches.
+
+import { stemmer as porterStem } from 'stemmer'
 
 const CJK_CLASS = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}'
 const CJK_CHAR = new RegExp(`[${CJK_CLASS}]`, 'u')
@@ -70,13 +72,50 @@ function isContentWord(word: string): boolean {
   return word.length >= 2 || /^\p{N}$/u.test(word)
 }
 
-/** A crude suffix stripper: compile / compiled / compiling / compiles meet at "compil". */
+/**
+ * Word families the Porter stemmer leaves apart because the stem itself changes (retain /
+ * retention, maintain / maintenance): the derived word's stem is mapped to the base word's.
+ */
+const DERIVED_STEMS = new Map([
+  ['retent', 'retain'],
+  ['detent', 'detain'],
+  ['abstent', 'abstain'],
+  ['mainten', 'maintain'],
+  ['susten', 'sustain'],
+  ['decis', 'decid'],
+  ['divis', 'divid'],
+  ['extens', 'extend'],
+  ['intent', 'intend'],
+  ['attent', 'attend'],
+  ['permiss', 'permit'],
+  ['submiss', 'submit'],
+  ['admiss', 'admit'],
+  ['transmiss', 'transmit'],
+  ['omiss', 'omit'],
+  ['conclus', 'conclud'],
+  ['inclus', 'includ'],
+  ['exclus', 'exclud'],
+  ['descript', 'describ'],
+  ['subscript', 'subscrib'],
+  ['prescript', 'prescrib'],
+  ['recept', 'receiv'],
+  ['payment', 'pay'],
+  ['paid', 'pay'],
+  ['kept', 'keep'],
+  ['children', 'child'],
+  ['people', 'person'],
+])
+
+/**
+ * English word forms meet at one stem (Porter's algorithm, the `stemmer` package): retain /
+ * retained / retaining, approve / approval, reimburse / reimbursement, policy / policies; derived
+ * words whose stem changes meet through `DERIVED_STEMS` (retention → retain). Words of three
+ * letters or fewer, and anything with a digit, are kept as they are.
+ */
 export function stem(word: string): string {
-  if (word.length <= 3) return word
-  for (const suffix of ['ations', 'ation', 'ings', 'ing', 'ers', 'ies', 'ied', 'es', 'ed', 'er', 'ly', 's', 'e']) {
-    if (word.endsWith(suffix) && word.length - suffix.length >= 3) return word.slice(0, -suffix.length)
-  }
-  return word
+  if (word.length <= 3 || /\p{N}/u.test(word) || !/^[a-z]+$/u.test(word)) return word
+  const stemmed = porterStem(word)
+  return DERIVED_STEMS.get(stemmed) ?? stemmed
 }
 
 // ---------------------------------------------------------------------------------------------
