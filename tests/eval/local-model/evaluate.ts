@@ -285,7 +285,12 @@ function percentile(sorted: ReadonlyArray<number>, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
 }
 
-export function formatEvalReport(report: EvalReport, { verbose = false }: { verbose?: boolean } = {}): string {
+/**
+ * The report: totals, times, then the misses and wrong answers with their thinking (every answer
+ * with `verbose`). `totalsOnly` prints the totals and times alone — the frozen set's default, so
+ * that nobody tuning the model reads its questions and answers by the way.
+ */
+export function formatEvalReport(report: EvalReport, { verbose = false, totalsOnly = false }: { verbose?: boolean; totalsOnly?: boolean } = {}): string {
   const percent = (n: number, of: number) => (of === 0 ? '–' : `${((100 * n) / of).toFixed(1)} %`)
   const wrongAnswerable = report.results.filter((r) => r.question.unanswerable !== true && r.outcome === 'wrong').length
   const lines = [
@@ -301,7 +306,7 @@ export function formatEvalReport(report: EvalReport, { verbose = false }: { verb
       ([corpus, times]) => `  ${corpus.padEnd(16)} p50 ${percentile(times, 0.5).toFixed(1)} ms   p95 ${percentile(times, 0.95).toFixed(1)} ms   (${times.length} questions)`,
     ),
   ]
-  const shown = verbose ? report.results : report.results.filter((r) => r.outcome === 'wrong' || r.outcome === 'missed')
+  const shown = verbose ? report.results : totalsOnly ? [] : report.results.filter((r) => r.outcome === 'wrong' || r.outcome === 'missed')
   if (shown.length > 0) lines.push('')
   for (const result of shown) {
     lines.push(`[${result.outcome}] ${result.question.id} (${result.ms.toFixed(0)} ms): ${result.reason}`)

@@ -29,7 +29,8 @@ try {
     await loadFrozenCorpora(handle.db)
     const frozen = loadFrozenSet()
     const report = await runLocalModelEval({ db: handle.db, caller, questions: frozen.questions })
-    console.log(`\n== frozen set (not tuned on: tests/fixtures/local-eval-frozen/) ==\n${formatEvalReport(report, { verbose: values.verbose })}`)
+    // Totals only unless --verbose: its questions and answers are not for reading while tuning.
+    console.log(`\n== frozen set (not tuned on: tests/fixtures/local-eval-frozen/) ==\n${formatEvalReport(report, { verbose: values.verbose, totalsOnly: true })}`)
     const summaries = await runLocalModelEval({ db: handle.db, caller, questions: frozen.summaries })
     console.log(`\nfrozen "summarise" questions (facts across files; graded by the one-passage rule, so a low figure is expected): ${summaries.answered}/${summaries.answerable} answered`)
     keep('frozen', report)
