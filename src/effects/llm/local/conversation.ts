@@ -37,9 +37,22 @@ export interface LsEntryView {
   readonly kind: string
   readonly uri: string
 }
+/** A folder's compiled page as `ls` reports it: where it is and whether it is stale (layer-freshness.ts). */
+export interface FolderLayerView {
+  readonly uri: string
+  readonly stale: boolean
+  readonly writtenAt: string | undefined
+  /** What changed since it was written, when stale. */
+  readonly changes: string | undefined
+}
 export interface LsResultView {
   readonly uri: string | undefined
   readonly entries: ReadonlyArray<LsEntryView>
+  /** Entries of the folder in all (the listing is paged). */
+  readonly total: number | undefined
+  /** The folder's `.abstract.md` and `.overview.md`, when it was compiled (first page only). */
+  readonly abstract?: FolderLayerView | undefined
+  readonly overview?: FolderLayerView | undefined
 }
 
 export interface ToolExchange<Result> {
@@ -172,7 +185,23 @@ function readLsResult(value: Record<string, unknown>): LsResultView | undefined 
       ? [{ uri: entry['uri'], name: typeof entry['name'] === 'string' ? entry['name'] : entry['uri'], kind: String(entry['kind'] ?? '') }]
       : [],
   )
-  return { uri: typeof value['uri'] === 'string' ? value['uri'] : undefined, entries }
+  return {
+    uri: typeof value['uri'] === 'string' ? value['uri'] : undefined,
+    entries,
+    total: numberOr(value['total'], undefined),
+    abstract: readFolderLayer(value['abstract']),
+    overview: readFolderLayer(value['overview']),
+  }
+}
+
+function readFolderLayer(value: unknown): FolderLayerView | undefined {
+  if (!isRecord(value) || typeof value['uri'] !== 'string') return undefined
+  return {
+    uri: value['uri'],
+    stale: value['stale'] === true,
+    writtenAt: typeof value['written_at'] === 'string' ? value['written_at'] : undefined,
+    changes: typeof value['changes'] === 'string' ? value['changes'] : undefined,
+  }
 }
 
 export function parseObject(text: string): Record<string, unknown> | undefined {

@@ -42,6 +42,16 @@ export interface Phrases {
   readonly emptyFile: string
   readonly providedMaterial: string
   readonly searchFailed: (error: string) => string
+  // A summary of a folder (folder-summary.ts)
+  readonly readingCompiled: (uris: ReadonlyArray<string>) => string
+  readonly readingOpenings: (files: number) => string
+  readonly listingFolders: (uris: ReadonlyArray<string>) => string
+  readonly compiledSummaryOf: (folderUri: string, writtenOn: string | undefined) => string
+  readonly pageContinues: (uri: string) => string
+  readonly noFreshOverview: (folderUri: string) => string
+  readonly staleOverview: (overviewUri: string, changes: string | undefined) => string
+  readonly andMore: (count: number) => string
+  readonly noOpening: string
 }
 
 const QUESTION_DISPLAY_CHARS = 120
@@ -93,6 +103,15 @@ const ENGLISH: Phrases = {
   emptyFile: '> (empty)',
   providedMaterial: 'the provided material',
   searchFailed: (error) => `The search failed: ${error}`,
+  readingCompiled: (uris) => `The folder is compiled and its summary is up to date; reading ${uris.join(' and ')}.`,
+  readingOpenings: (n) => `No up-to-date compiled summary; reading the opening of each file (${n}).`,
+  listingFolders: (uris) => `Listing the subfolders: ${uris.join(', ')}.`,
+  compiledSummaryOf: (uri, on) => `This is the compiled summary of ${uri} (its abstract and overview${on === undefined ? '' : `, written ${on}`}; up to date with its files):`,
+  pageContinues: (uri) => `(The page goes on: ${uri}.)`,
+  noFreshOverview: (uri) => `No compiled overview of ${uri} is up to date; here is each file's title and opening:`,
+  staleOverview: (uri, changes) => `The compiled overview (${uri}) is out of date${changes === undefined ? '' : ` (${changes})`}, so it is not quoted; compile the folder again to refresh it.`,
+  andMore: (n) => `… and ${n} more.`,
+  noOpening: '(no text to quote)',
 }
 
 const CHINESE: Phrases = {
@@ -132,6 +151,15 @@ const CHINESE: Phrases = {
   emptyFile: '>（空）',
   providedMaterial: '提供的资料',
   searchFailed: (error) => `搜索失败：${error}`,
+  readingCompiled: (uris) => `该文件夹已编译且摘要是最新的，读取 ${uris.join(' 和 ')}。`,
+  readingOpenings: (n) => `没有最新的编译摘要，读取每个文件的开头（${n} 个）。`,
+  listingFolders: (uris) => `列出子文件夹：${uris.join('、')}。`,
+  compiledSummaryOf: (uri, on) => `以下是 ${uri} 的编译摘要（摘要与概览${on === undefined ? '' : `，写于 ${on}`}，与文件一致）：`,
+  pageContinues: (uri) => `（后续内容见 ${uri}。）`,
+  noFreshOverview: (uri) => `${uri} 没有最新的编译概览；以下是每个文件的标题和开头：`,
+  staleOverview: (uri, changes) => `编译概览（${uri}）已过期${changes === undefined ? '' : `（${changes}）`}，因此不引用；重新编译该文件夹即可更新。`,
+  andMore: (n) => `……另有 ${n} 项。`,
+  noOpening: '（没有可引用的文字）',
 }
 
 export function phrasesFor(question: string): Phrases {

@@ -21,7 +21,19 @@ import type { ChatMessage, ToolSchema } from '../model.ts'
 import { phrasesFor, type Phrases, type SearchCoverage } from './phrases.ts'
 import { fileNameOf, readDocument, type ReadDocument } from './ranking.ts'
 import { summariseDocument } from './summaries.ts'
-import { analyseQuestion, type QuestionTerms } from './terms.ts'
+import { analyseQuestion, folderSummaryRequest, type QuestionTerms } from './terms.ts'
+import {
+  answerFromCompiledPages,
+  answerFromOpenings,
+  fileOpening,
+  filesUnder,
+  freshLayers,
+  MAX_FILES_LISTED,
+  MAX_FOLDERS_LISTED,
+  MAX_LISTING_ROUNDS,
+  openingReadLimit,
+} from './folder-summary.ts'
+import type { LsResultView } from './conversation.ts'
 
 import { MAX_FILES_TO_READ } from './candidates.ts'
 export { MAX_FILES_TO_READ }
@@ -68,6 +80,8 @@ export function planLocalStep({
     phrases: phrasesFor(observations.question),
   }
   if (!available.has('search') && !available.has('ls') && !available.has('read')) return answerFromMessages(context)
+  const summary = folderSummaryRequest(observations.question)
+  if (summary !== undefined && available.has('ls') && available.has('read')) return planFolderSummary({ context, folder: summary.folder })
   if (available.has('search') && context.terms.keywords.length > 0) return planSearchPath(context)
   return planListingPath(context)
 }
@@ -263,6 +277,61 @@ function referenceToFollow({ context, searches }: { readonly context: PlanContex
     knownUris: [...hits.map((hit) => hit.uri), ...context.observations.lists.flatMap((l) => l.result?.entries.map((e) => e.uri) ?? [])],
     scopeUri: searches[0]?.uri ?? scopeUriOf(context.messages),
   })
+}
+
+// ---------------------------------------------------------------------------------------------
+// A summary of the folder: ls → its compiled pages when up to date, else each file's opening
+
+function planFolderSummary({ context, folder }: { readonly context: PlanContext; readonly folder: string | undefined }): LocalStep {
+  const { observations, phrases } = context
+  const listings = observations.lists.flatMap((l) => (l.result === undefined ? [] : [l.result]))
+  const root = listings[0]
+  if (observations.lists.length === 0) return { kind: 'tool_calls', thinking: phrases.listing, calls: [{ name: 'ls', arguments: {} }] }
+  if (root === undefined) return { kind: 'answer', thinking: phrases.nothingThinking, text: phrases.emptyListing(observations.lists[0]?.error) }
+  let target: LsResultView = root
+  const named = folder === undefined ? undefined : root.entries.find((e) => e.kind === 'directory' && e.name.toLowerCase().replace(/\/$/u, '').startsWith(folder))
+  if (named !== undefined) {
+    const listed = listings.find((l) => l.uri === named.uri)
+    if (listed === undefined) return { kind: 'tool_calls', thinking: phrases.listingFolders([named.uri]), calls: [{ name: 'ls', arguments: { uri: named.uri } }] }
+    target = listed
+  }
+  const folderUri = target.uri ?? root.uri ?? ''
+  const layers = freshLayers(target)
+  const layerUris = new Set([target.abstract?.uri, target.overview?.uri].filter((uri) => uri !== undefined))
+  const documents = documentsRead(observations)
+  if (layers.length > 0) {
+    if (observations.reads.length === 0) {
+      const uris = layers.map((l) => l.uri)
+      return { kind: 'tool_calls', thinking: phrases.readingCompiled(uris), calls: uris.map((uri) => ({ name: 'read', arguments: { uri, offset: 0, limit: 6000 } })) }
+    }
+    const pages = layers.flatMap((layer) => {
+      const document = documents.find((d) => d.uri === layer.uri && d.page.offset === 0)
+      return document === undefined ? [] : [{ layer, document, kind: layer === target.abstract ? ('abstract' as const) : ('overview' as const) }]
+    })
+    const compiled = answerFromCompiledPages({ folderUri, pages, phrases })
+    if (compiled !== undefined) return answer(compiled)
+  }
+  const { files, unlisted, notShown } = filesUnder({ folder: target, listings })
+  const fileReads = observations.reads.filter((r) => !layerUris.has(String(r.arguments['uri'] ?? '')))
+  if (fileReads.length === 0) {
+    if (files.length < MAX_FILES_LISTED && unlisted.length > 0 && observations.lists.length < MAX_LISTING_ROUNDS + 1) {
+      const next = unlisted.slice(0, MAX_FOLDERS_LISTED).map((entry) => entry.uri)
+      return { kind: 'tool_calls', thinking: phrases.listingFolders(next), calls: next.map((uri) => ({ name: 'ls', arguments: { uri } })) }
+    }
+    const chosen = files.slice(0, MAX_FILES_LISTED)
+    if (chosen.length > 0) {
+      const limit = openingReadLimit(chosen.length)
+      return { kind: 'tool_calls', thinking: phrases.readingOpenings(chosen.length), calls: chosen.map((f) => ({ name: 'read', arguments: { uri: f.uri, offset: 0, limit } })) }
+    }
+  }
+  const listed = files.slice(0, MAX_FILES_LISTED)
+  const openings = listed.map((file) => {
+    const document = documents.find((d) => d.uri === file.uri && d.page.offset === 0)
+    return document === undefined ? { uri: file.uri, title: file.name, quote: undefined } : fileOpening(document)
+  })
+  const more = files.length - listed.length + notShown + unlisted.length
+  const staleOverview = layers.length > 0 ? undefined : [target.overview, target.abstract].find((l) => l?.stale === true)
+  return answer(answerFromOpenings({ folderUri, openings, more, staleOverview, phrases }))
 }
 
 // ---------------------------------------------------------------------------------------------

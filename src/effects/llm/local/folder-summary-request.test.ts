@@ -1,0 +1,37 @@
+// Issue 41: "Summarise …", "what are these files about", "give me an overview of this folder" ask for
+// a summary of the folder; a question that merely contains "about" asks for a fact.
+import { describe, expect, it } from 'vitest'
+import { folderSummaryRequest } from './terms.ts'
+
+describe('folderSummaryRequest', () => {
+  it.each([
+    'Summarise what these files are about.',
+    'Summarize these files',
+    'What are these files about?',
+    'what is this folder about',
+    'Give me an overview of this folder.',
+    'Can you give me a short summary of everything here?',
+    'Summarise.',
+    'What do these documents cover?',
+    '总结一下这些文件',
+    '这些文件是关于什么的？',
+  ])('%s asks for a summary of the folder', (question) => {
+    expect(folderSummaryRequest(question)).toEqual({ folder: undefined })
+  })
+
+  it('names the child folder asked about', () => {
+    expect(folderSummaryRequest('Give me an overview of the engineering folder')).toEqual({ folder: 'engineering' })
+  })
+
+  it.each([
+    'What is the policy about remote work?',
+    'What did the team decide about pricing in these notes?',
+    'How do I talk to people about the outage?',
+    'Summarise the March 2026 incident.',
+    'What are the key points of README.md?',
+    'What is the parental leave policy?',
+    '关于停车费的规定是什么？',
+  ])('%s is not a summary of the folder', (question) => {
+    expect(folderSummaryRequest(question)).toBeUndefined()
+  })
+})
