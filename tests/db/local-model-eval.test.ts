@@ -5,8 +5,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { formatEvalReport, loadEvalCorpora, loadEvalQuestions, runLocalModelEval, type EvalReport } from '../eval/local-model/evaluate.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
-/** Answerable questions answered with the fact quoted from its source (of 57). */
-const ANSWERED_FLOOR = 54
+/** Answerable questions answered with the fact quoted from its source (of 61; the last 4 are summaries of a folder). */
+const ANSWERED_FLOOR = 58
 /** Unanswerable questions answered "nothing covers this" with no citation (of 17): all of them, always. */
 const HONEST_FLOOR = 17
 /** Answers that quote the wrong fact or source: none since "the maximum size of a file" asks for a figure about a file. */

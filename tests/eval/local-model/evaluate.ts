@@ -31,7 +31,12 @@ export type EvalQuestion =
       readonly scope: string
       readonly question: string
       readonly unanswerable?: false
-      /** Case-insensitive regular expressions, all of which must be in the quotes from one source. */
+      /**
+       * "summary": a question about the folder as a whole ("what are these files about"), graded by
+       * `gradeSummary`; else a question of one fact, graded by its passage.
+       */
+      readonly kind?: 'summary' | undefined
+      /** Case-insensitive regular expressions, all of which must be in the quotes from one source (a summary: anywhere in its quotes and titles). */
       readonly facts: ReadonlyArray<string>
       /** Any one of these URIs. */
       readonly sources: ReadonlyArray<string>
@@ -234,12 +239,39 @@ export function gradeAnswer({
   }
   if (saysNothing) return { outcome: 'missed', reason: 'said nothing was found' }
   if (citations.length === 0) return { outcome: 'wrong', reason: 'no citation' }
+  if (question.kind === 'summary') return gradeSummary({ question, answer, citations })
   const answeredFrom = question.sources.find((source) => {
     const quoted = citations.filter((c) => c.uri === source).map((c) => c.quote).join(' ')
     return question.facts.every((fact) => new RegExp(fact, 'iu').test(quoted))
   })
   if (answeredFrom !== undefined) return { outcome: 'answered', reason: `quoted from ${answeredFrom}` }
   return { outcome: 'wrong', reason: `facts not quoted from an expected source; cited ${[...new Set(citations.map((c) => c.uri))].join(', ')}` }
+}
+
+/** A summary's listed titles: its list lines outside the quotes ("- **Release process** — kb://…"). */
+export function listedTitles(answer: string): string[] {
+  return answer.split('\n').flatMap((line) => (/^\s*[-*] /u.test(line) ? [collapse(line.replace(/^\s*[-*] /u, '').replace(/\*\*/gu, ''))] : []))
+}
+
+/**
+ * A summary of a folder is answered when every fact is somewhere in its quoted text or its listed
+ * titles (facts span the folder's files, not one passage), and it cites at least one expected source.
+ */
+export function gradeSummary({
+  question,
+  answer,
+  citations,
+}: {
+  readonly question: { readonly facts: ReadonlyArray<string>; readonly sources: ReadonlyArray<string> }
+  readonly answer: string
+  readonly citations: ReadonlyArray<Citation>
+}): { outcome: EvalOutcome; reason: string } {
+  const cited = citations.filter((c) => question.sources.includes(c.uri))
+  if (cited.length === 0) return { outcome: 'wrong', reason: `no expected source cited; cited ${[...new Set(citations.map((c) => c.uri))].join(', ')}` }
+  const text = [...citations.map((c) => c.quote), ...listedTitles(answer)].join('\n')
+  const missing = question.facts.filter((fact) => !new RegExp(fact, 'iu').test(text))
+  if (missing.length > 0) return { outcome: 'wrong', reason: `not in the quotes or titles: ${missing.join(', ')}` }
+  return { outcome: 'answered', reason: `summary citing ${[...new Set(cited.map((c) => c.uri))].length} expected source(s)` }
 }
 
 const CJK = '[\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}\\u3000-\\u303f\\uff00-\\uffef]'

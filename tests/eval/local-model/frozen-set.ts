@@ -4,8 +4,8 @@
 // eval:local` reports it apart from the development set. Its questions name a corpus and sources
 // relative to the set's folder; here they become the development set's shape, with the corpora
 // imported under kb://users/demo/frozen/<corpus>/. Questions of kind "summary" ("what are these
-// files about") are reported apart (their facts span several files: the grader of one passage does
-// not fit them).
+// files about") are reported apart and graded by the summary rule (gradeSummary: their facts span
+// several files, so the grader of one passage does not fit them).
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { findUserByLogin } from '../../../src/effects/auth/users.ts'
@@ -29,7 +29,7 @@ interface FrozenQuestion {
 
 export interface FrozenSet {
   readonly questions: ReadonlyArray<EvalQuestion>
-  /** "Summarise …" questions: not graded by the one-passage rule. */
+  /** "Summarise …" questions (kind "summary"): graded by the summary rule, not the one-passage rule. */
   readonly summaries: ReadonlyArray<EvalQuestion>
 }
 
@@ -39,7 +39,14 @@ export function loadFrozenSet(login = 'demo'): FrozenSet {
   const toEval = (q: FrozenQuestion): EvalQuestion =>
     q.unanswerable === true
       ? { id: `frozen-${q.id}`, scope: `${base}${q.corpus}/`, question: q.question, unanswerable: true }
-      : { id: `frozen-${q.id}`, scope: `${base}${q.corpus}/`, question: q.question, facts: q.facts ?? [], sources: (q.sources ?? []).map((source) => `${base}${source}`) }
+      : {
+          id: `frozen-${q.id}`,
+          scope: `${base}${q.corpus}/`,
+          question: q.question,
+          ...(q.kind === 'summary' ? { kind: 'summary' as const } : {}),
+          facts: q.facts ?? [],
+          sources: (q.sources ?? []).map((source) => `${base}${source}`),
+        }
   return {
     questions: parsed.questions.filter((q) => q.kind !== 'summary').map(toEval),
     summaries: parsed.questions.filter((q) => q.kind === 'summary').map(toEval),

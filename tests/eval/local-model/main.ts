@@ -32,7 +32,7 @@ try {
     // Totals only unless --verbose: its questions and answers are not for reading while tuning.
     console.log(`\n== frozen set (not tuned on: tests/fixtures/local-eval-frozen/) ==\n${formatEvalReport(report, { verbose: values.verbose, totalsOnly: true })}`)
     const summaries = await runLocalModelEval({ db: handle.db, caller, questions: frozen.summaries })
-    console.log(`\nfrozen "summarise" questions (facts across files; graded by the one-passage rule, so a low figure is expected): ${summaries.answered}/${summaries.answerable} answered`)
+    console.log(`\nfrozen "summarise" questions (graded by the summary rule: every fact in the quotes or listed titles, an expected source cited): ${summaries.answered}/${summaries.answerable} answered, ${summaries.wrong} wrong`)
     keep('frozen', report)
     keep('frozen-summaries', summaries)
   }

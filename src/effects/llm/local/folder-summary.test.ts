@@ -25,6 +25,14 @@ describe('fileOpening', () => {
     expect(opening.title).toBe('notes.txt')
     expect(opening.quote?.lines.join(' ')).toBe('Plain notes without a heading. They go on and on.')
   })
+
+  it('passes over metadata in italics and `Key: value` fields to the first prose, and titles a CSV file by its name', () => {
+    const notes = '# Platform sync\n\n*Status: closed. Severity: SEV1.*\n\nPresent: Ines, Tomas, Wen.\n\nThe team agreed to move the release to Tuesday.\n'
+    expect(fileOpening(doc('kb://u/team/sync.md', notes)).quote?.lines).toEqual(['The team agreed to move the release to Tuesday.'])
+    const csv = fileOpening(doc('kb://u/team/holidays.csv', 'date,holiday,offices\n2026-01-01,New Year,all\n'))
+    expect(csv.title).toBe('holidays.csv')
+    expect(csv.quote?.lines.join(' ')).toMatch(/^date,holiday,offices|^2026-01-01/u)
+  })
 })
 
 describe('answerFromOpenings', () => {

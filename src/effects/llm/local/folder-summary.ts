@@ -4,7 +4,7 @@
 // changed — by one entry per file, its title and its opening passage, labelled as such and
 // bounded. A stale overview is not quoted: it may describe files that changed or are gone.
 import type { Answer } from './answer.ts'
-import { codePointLength, collapse, type Block } from './blocks.ts'
+import { codePointLength, collapse, isDelimitedName, type Block } from './blocks.ts'
 import type { FolderLayerView, LsEntryView, LsResultView } from './conversation.ts'
 import { isEvidence, type Quote } from './passages.ts'
 import type { Phrases } from './phrases.ts'
@@ -80,15 +80,20 @@ export interface FileOpening {
 }
 
 const TERMINAL = /[.!?。！？]["'”’)\]*_`]*$/u
+/** Not an opening: a paragraph wholly in italics ("*Status: closed. Severity: SEV1.*") or a short `Key: value` field ("Present: Ines, Tomas, Wen."). */
+const FIELD = /^(?:[*_][^*_].*[*_]|[\p{L}][\p{L} ]{0,24}:\s.{0,60})$/u
 
 /** The title and the first heading-led passage of a file read from its start (the first passage when none is under a heading). */
 export function fileOpening(document: ReadDocument): FileOpening {
   const { blocks, page } = document
-  const title = blocks.find((block) => block.headings.length > 0)?.headings[0]?.replace(/[*_`]/gu, '').trim() || page.name || fileNameOf(document.uri)
+  const heading = isDelimitedName(page.name) ? undefined : blocks.find((block) => block.headings.length > 0)?.headings[0]?.replace(/[*_`]/gu, '').trim()
+  const title = heading || page.name || fileNameOf(document.uri)
   // A block cut by the end of the page still opens the file: its whole sentences count.
   const usable = (block: Block) => block.kind !== 'heading' && (isEvidence(block) || (block.partial && isEvidence({ ...block, partial: false }) && page.atStart && block.start >= page.offset))
   const candidates = blocks.filter(usable)
-  const block = candidates.find((b) => b.headings.length > 0) ?? candidates[0]
+  const prose = candidates.filter((b) => b.kind === 'row' || !FIELD.test(b.text.trim()))
+  const pool = prose.length > 0 ? prose : candidates
+  const block = pool.find((b) => b.headings.length > 0) ?? pool[0]
   if (block === undefined) return { uri: document.uri, title, quote: undefined }
   const sentences = block.partial ? block.sentences.filter((s, index) => index < block.sentences.length - 1 || TERMINAL.test(s.text)) : block.sentences
   const chosen = []
