@@ -26,9 +26,10 @@ export async function writeFileAtomically<T>(file: string, write: (output: Writa
   const problem = await atomicTargetProblem(target)
   if (problem !== undefined) throw new UserError(problem)
   const temporary = join(dirname(target), `.${basename(target)}.${randomUUID().slice(0, 8)}.partial`)
+  const output = createWriteStream(temporary, { flags: 'wx', mode: 0o600 })
   try {
     // `write` resolves once the stream has finished and closed its descriptor (a pipeline waits for both).
-    const result = await write(createWriteStream(temporary, { flags: 'wx', mode: 0o600 }))
+    const result = await write(output)
     const handle = await open(temporary, 'r+')
     let size: number
     try {
@@ -40,6 +41,9 @@ export async function writeFileAtomically<T>(file: string, write: (output: Writa
     await rename(temporary, target)
     return { result, bytes: size, path: target }
   } catch (error) {
+    // The file is opened asynchronously: wait until the stream is closed (and so has created it, if
+    // it ever will) before removing it, or it would appear after the removal.
+    if (!output.closed) await new Promise<void>((resolve) => output.once('close', () => resolve()).destroy())
     await rm(temporary, { force: true })
     throw error
   }
