@@ -294,6 +294,36 @@ export async function importIntoWorkspace(io: Io, { folder, uri, login }: { fold
   return report.failed.length > 0 ? 1 : 0
 }
 
+/**
+ * `export <kb-uri> <file.zip> --user <login>`: the folder as a zip of its files' original bytes
+ * (the use case the HTTP export streams), written atomically. Ctrl-C stops it and leaves no file.
+ */
+export async function exportFromWorkspace(io: Io, { uri, file, login }: { uri: string; file: string; login: string }): Promise<number> {
+  const { atomicTargetProblem, writeFileAtomically } = await import('./atomic-file.ts')
+  const { exportableFolder, writeFolderZip } = await import('../effects/workspace/export-zip.ts')
+  const { resolveNode } = await import('../effects/workspace/resolve.ts')
+  const problem = await atomicTargetProblem(file) // before the database starts
+  if (problem !== undefined) throw new UserError(problem)
+  const interrupted = new AbortController()
+  const onSignal = (signal: NodeJS.Signals) => interrupted.abort(new UserError(`stopped by ${signal}; no file was written`))
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  try {
+    const { folderUri, written } = await withDatabase(io, async ({ db }) => {
+      const user = await userNamed(db, login)
+      const folder = exportableFolder((await resolveNode(db, { caller: user, uri })).node)
+      const written = await writeFileAtomically(file, (output) => writeFolderZip(db, { owner: user, folder, output, signal: interrupted.signal }))
+      return { folderUri: folder.uri, written }
+    })
+    const { files, directories, bytes } = written.result
+    io.out(`exported ${files} file(s), ${bytes} byte(s), in ${directories} folder(s) from ${folderUri} to ${written.path} (${written.bytes} bytes zipped)`)
+    return 0
+  } finally {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
+}
+
 /** `retrieval show`: the server-wide Bailian connection settings in force, and where each comes from. */
 export async function showRetrievalSettings(io: Io): Promise<number> {
   const { describeServerSettings, readServerSettingsDocument, decodeServerSettings } = await import('../effects/retrieval/retrieval-server-settings.ts')

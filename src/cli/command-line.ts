@@ -175,6 +175,15 @@ function knowagentCommand({
         },
         ({ folder, uri, user }) => act(() => actions.importIntoWorkspace(io, { folder, uri, login: user })),
       ).pipe(Command.withDescription('import a folder (recursive, idempotent)')),
+      Command.make(
+        'export',
+        {
+          uri: Argument.String('kb-uri').pipe(Argument.withDescription('the folder to export, e.g. kb://me/notes/ (kb://me/ for the whole workspace)')),
+          file: Argument.String('file.zip').pipe(Argument.withDescription('the zip to write (replaced whole at the end; nothing is left on a failure)')),
+          user: Flag.String('user').pipe(Flag.withMetavar('<login>'), Flag.withDescription('the user whose workspace it comes from')),
+        },
+        ({ uri, file, user }) => act(() => actions.exportFromWorkspace(io, { uri, file, login: user })),
+      ).pipe(Command.withDescription("export a folder as a zip of its files' original bytes, folders kept")),
       Command.make('help', { command: Argument.String('command').pipe(Argument.withDescription('the command to explain'), Argument.variadic()) }, ({ command }) =>
         showHelp(command),
       ).pipe(Command.withDescription('show this help, or a command\'s')),

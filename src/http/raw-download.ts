@@ -56,11 +56,16 @@ function rfc5987(name: string): string {
   return encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
 }
 
+/** A download's Content-Disposition: an attachment named by an RFC 5987 ext-value (any name, CJK, quotes, spaces). */
+export function attachmentDisposition(fileName: string): string {
+  return `attachment; filename*=UTF-8''${rfc5987(fileName)}`
+}
+
 /** The headers of a raw answer, besides its length: see the top of this file. */
 export function rawResponseHeaders({ mime, fileName }: { readonly mime: string; readonly fileName: string }): Record<string, string> {
   return {
     'Content-Type': rawResponseType(mime),
-    'Content-Disposition': `attachment; filename*=UTF-8''${rfc5987(fileName)}`,
+    'Content-Disposition': attachmentDisposition(fileName),
     'Content-Security-Policy': RAW_CONTENT_SECURITY_POLICY,
     'X-Content-Type-Options': 'nosniff',
     'Cross-Origin-Resource-Policy': 'same-origin',

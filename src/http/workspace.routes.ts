@@ -28,6 +28,8 @@ import { badRequest, forbidden, HttpError } from './http-errors.ts'
 import { readMultipartUpload } from './multipart-upload.ts'
 import { whenClientGone } from './client-gone.ts'
 import { rawResponseHeaders, streamRawVersion } from './raw-download.ts'
+import { streamFolderZip } from './zip-download.ts'
+import { exportableFolder } from '../effects/workspace/export-zip.ts'
 import { decodeQuery, QueryInt } from './decode-request.ts'
 import { NOTICE_CODES, noticeText, uploadNoticeQuery } from '../../views/partials/notices.ts'
 
@@ -329,6 +331,13 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const version = await findRawVersion(ctx.db, user, node) // one version, its type and bytes together
     res.set(rawResponseHeaders({ mime: version.mime, fileName: node.name }))
     await streamRawVersion(ctx.db, res, version)
+  })
+
+  /** A folder (kb://me/ for the whole workspace) as a zip of its files' original bytes, streamed. */
+  router.get('/api/v1/workspace/export', async (req, res) => {
+    const user = req.auth!.user
+    const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, '') })
+    await streamFolderZip(ctx.db, res, { owner: user, folder: exportableFolder(node), logger: ctx.logger })
   })
 
   router.use('/workspace', pageProblemHandler(ctx))

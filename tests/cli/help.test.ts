@@ -71,6 +71,7 @@ const COMMANDS: ReadonlyArray<readonly [command: string, flags: ReadonlyArray<st
   ['retrieval set', []],
   ['retrieval unset', []],
   ['import', ['--user']],
+  ['export', ['--user']],
 ]
 
 describe('knowagent --help', () => {

@@ -112,6 +112,7 @@ function Breadcrumbs({ uri }: { uri: string }) {
 }
 
 export const rawHref = (uri: string) => `/api/v1/workspace/raw?uri=${encodeURIComponent(uri)}`
+export const exportHref = (uri: string) => `/api/v1/workspace/export?uri=${encodeURIComponent(uri)}`
 
 /** What can be done with the node on show; buttons are handled by files.js (dialogs, uploads). */
 function NodeActions({ uri, name, kind, isRoot }: { uri: string; name: string; kind: 'directory' | 'file'; isRoot: boolean }) {
@@ -126,6 +127,9 @@ function NodeActions({ uri, name, kind, isRoot }: { uri: string; name: string; k
           <button type="button" class="small" data-upload-to={uri}>
             Upload files
           </button>
+          <a class="button-link small" href={exportHref(uri)} download>
+            Download as zip
+          </a>
         </>
       ) : (
         <a class="button-link small" href={rawHref(uri)} download={name}>
