@@ -9,7 +9,7 @@ import { AppSecret } from '../effects/config/secret.ts'
 import { Database, migrateOnOwnConnection, type DatabaseHandle } from '../effects/db/database.ts'
 import { silentLogger } from '../effects/logging/logger.ts'
 import { generatePassword } from '../effects/auth/passwords.ts'
-import { accountContents, addAccount, deleteAccount, describeAccountContents, disableAccount, enableAccount, listAccounts, NO_EXPORT_YET, refuseIfLastEnabledAdmin, setRole, type AccountSummary } from '../effects/auth/accounts.ts'
+import { accountContents, addAccount, deleteAccount, describeAccountContents, disableAccount, enableAccount, listAccounts, exportFirst, refuseIfLastEnabledAdmin, setRole, type AccountSummary } from '../effects/auth/accounts.ts'
 import type { UserRole } from '../effects/db/schema.ts'
 import { createApiTokenFor, findUserByLogin, listApiTokens, revokeApiTokens, setPassword, UserError, type ApiTokenInfo } from '../effects/auth/users.ts'
 import { formatImportReport, importFolder } from '../effects/workspace/import-folder.ts'
@@ -216,7 +216,7 @@ export async function deleteUser(io: Io, { login, yes }: { login: string; yes: b
     const contents = await accountContents(db, { login })
     io.out(`Deleting ${login} removes, for good:`)
     for (const line of describeAccountContents(contents)) io.out(`  ${line}`)
-    io.out(NO_EXPORT_YET)
+    io.out(exportFirst(login))
     if (!yes) {
       const typed = io.ask ? await io.ask(`Type the login (${login}) to delete it: `) : undefined
       if (typed === undefined) throw new UserError('nothing was deleted: there is no terminal to confirm on; pass --yes to delete from a script')

@@ -24,7 +24,7 @@ import {
   enableAccount,
   LastEnabledAdmin,
   listAccounts,
-  NO_EXPORT_YET,
+  exportFirst,
   NoSuchAccount,
   refuseIfLastEnabledAdmin,
   resetPassword,
@@ -198,7 +198,7 @@ export function adminUsersRoutes(ctx: AppContext): Router {
         .status(status)
         .set('Cache-Control', 'no-store')
         .type('html')
-        .send(await renderPage(DeleteAccountPage({ login: user.login, csrfToken, nav: navOf(), target, contents, noExport: NO_EXPORT_YET, error })))
+        .send(await renderPage(DeleteAccountPage({ login: user.login, csrfToken, nav: navOf(), target, contents, noExport: exportFirst(target), error })))
     } catch (refusal) {
       if (!(refusal instanceof UserError)) throw refusal
       await page(req, res, { error: refusal.message }, refusalStatus(refusal))

@@ -215,7 +215,7 @@ describe('the Users page', () => {
     await signIn(server, 'gus', gus.password)
   })
 
-  it('deletes after a confirmation that says what goes and that no export exists; a wrong confirmation deletes nothing', async () => {
+  it('deletes after a confirmation that says what goes and offers the export first; a wrong confirmation deletes nothing', async () => {
     const hal = await addScratch('hal')
     await putText(server.database.db, { owner: hal, segments: ['notes.md'], text: '# notes' })
     await createApiTokenFor(server.database.db, { secret: TEST_SECRET, login: 'hal' })
@@ -223,7 +223,7 @@ describe('the Users page', () => {
     expect(confirmation).toContain('<h1>Delete hal</h1>')
     expect(confirmation).toContain('<li>1 file with 1 version (7 B)</li>')
     expect(confirmation).toContain('<li>1 live API token</li>')
-    expect(confirmation).toContain('No export exists yet')
+    expect(confirmation).toContain('Export it first if it is worth keeping: knowagent export kb://users/hal/ hal.zip --user hal')
     const wrong = await asSession(adaSession, '/admin/users/hal/delete', { _csrf: adaSession.csrf, confirm: 'ha' })
     expect(wrong.status).toBe(400)
     expect(alertOf(await wrong.text())).toBe('Nothing was deleted: type &quot;hal&quot; to confirm.')

@@ -109,7 +109,7 @@ describe('knowagent user …', () => {
         '  1 live API token',
         '  0 compile jobs',
         '  its sessions, settings and stored credentials',
-        'No export exists yet (a later release adds `knowagent export`): copy anything worth keeping before deleting.',
+        'Export it first if it is worth keeping: knowagent export kb://users/sam/ sam.zip --user sam',
         '',
       ].join('\n'),
     )

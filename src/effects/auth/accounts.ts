@@ -158,7 +158,10 @@ export function describeAccountContents(contents: AccountContents): string[] {
 }
 
 /** Said before every deletion: nothing exports a workspace yet. */
-export const NO_EXPORT_YET = 'No export exists yet (a later release adds `knowagent export`): copy anything worth keeping before deleting.'
+/** What deleting an account offers first: the command that takes its whole workspace out as a zip of the original files. */
+export function exportFirst(login: string): string {
+  return `Export it first if it is worth keeping: knowagent export kb://users/${login}/ ${login}.zip --user ${login}`
+}
 
 export async function accountContents(db: Db, { login }: { login: string }): Promise<AccountContents> {
   const row = await sql<{ files: string; versions: string; bytes: string; tokens: string; jobs: string }>`
