@@ -5,7 +5,8 @@ import type { User } from '../effects/auth/users.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import { findNode, listChildren, type WorkspaceNode } from '../effects/workspace/store.ts'
 import { findRawVersion, readCurrent } from '../effects/workspace/file-contents.ts'
-import { type IngestFolder, ingestFiles } from '../effects/workspace/ingest.ts'
+import { type IngestedBatch, type IngestFolder, ingestFiles } from '../effects/workspace/ingest.ts'
+import { importZip } from '../effects/workspace/import-zip.ts'
 import { citedWindow } from '../effects/workspace/cited-passage.ts'
 import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
 import { NodeConflict } from '../effects/workspace/workspace-errors.ts'
@@ -25,7 +26,7 @@ import { requireAuth } from './authenticate.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
 import { discardRestOfBody } from './discard-body.ts'
 import { badRequest, forbidden, HttpError } from './http-errors.ts'
-import { readMultipartUpload } from './multipart-upload.ts'
+import { type MultipartUpload, readMultipartUpload } from './multipart-upload.ts'
 import { whenClientGone } from './client-gone.ts'
 import { rawResponseHeaders, streamRawVersion } from './raw-download.ts'
 import { streamFolderZip } from './zip-download.ts'
@@ -236,12 +237,20 @@ export function workspaceRoutes(ctx: AppContext): Router {
   const missingFolder = (folderUri: string): HttpError =>
     new HttpError(404, 'not_found', `${folderUri} does not exist (it may have been deleted or moved); upload with create_parents=true to create it`)
 
-  /** Reads, parses (in the parser's workers) and stores one upload, all files or none. */
-  async function storeUpload(req: Request, res: Response): Promise<{ folderUri: string; files: UploadSummary[] }> {
+  /**
+   * Reads one multipart upload (auth and CSRF before its body, the query's folder before its body,
+   * the spool removed on every path) and hands its files to `store`, which parses and stores them
+   * all or none. The client going away aborts `signal`: reading, parsing and storing stop.
+   */
+  async function receiveUpload<T>(
+    req: Request,
+    res: Response,
+    { maxFiles, store }: { maxFiles: number; store: (args: { user: User; target: UploadTarget; upload: MultipartUpload; signal: AbortSignal }) => Promise<T> },
+  ): Promise<T> {
     const user = req.auth!.user
     const client = new AbortController() // the client going away cancels reading, parsing and storing
     whenClientGone(res, () => client.abort(new HttpError(499, 'client_closed', 'the client closed the request')))
-    let upload: Awaited<ReturnType<typeof readMultipartUpload>> | undefined
+    let upload: MultipartUpload | undefined
     try {
       const csrfFirstPart = uploadCsrf(req)
       const createParents = queryFlag(req, 'create_parents')
@@ -249,7 +258,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
       const early = req.query.uri === undefined ? undefined : await uploadTarget(user, queryUri(req, ''), createParents)
       upload = await readMultipartUpload(req, {
         maxFileBytes: ctx.config.maxFileBytes,
-        maxFiles: ctx.config.maxFilesPerUpload,
+        maxFiles,
         spoolRoot: ctx.config.uploadTempDir,
         csrfFirstPart,
         signal: client.signal,
@@ -259,22 +268,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
       }
       const target = early ?? (await uploadTarget(user, upload.uri ?? '', createParents))
       if (upload.files.length === 0) throw badRequest('no files in the upload (use the multipart field "file")', 'no_files')
-      // Parsed in the parser's processes with no transaction held, the texts in the spool folder; then stored all or none.
-      const stored = await ingestFiles(ctx.db, {
-        owner: user,
-        folder: target,
-        files: upload.files.map(({ name, path }) => ({ name, path })),
-        parser: ctx.parser,
-        signal: client.signal,
-        spool: upload.directory,
-        limits: { userStorageMb: ctx.config.userStorageMb, uploadMbPerMinute: ctx.config.uploadMbPerMinute },
-      })
-      const results = {
-        folderUri: stored.folderUri,
-        files: stored.files.map(({ node, outcome, withoutText }): UploadSummary => ({ uri: node.uri, outcome, ...(withoutText === undefined ? {} : { parse_error: withoutText }) })),
-      }
-      ctx.logger.info('upload stored', { login: user.login, directory: results.folderUri, files: results.files.length })
-      return results
+      return await store({ user, target, upload, signal: client.signal })
     } catch (error) {
       discardRestOfBody(req) // answer now; what the client still sends is dropped, then the connection closed
       throw error
@@ -282,6 +276,56 @@ export function workspaceRoutes(ctx: AppContext): Router {
       await upload?.dispose()
     }
   }
+
+  const storageLimits = () => ({ userStorageMb: ctx.config.userStorageMb, uploadMbPerMinute: ctx.config.uploadMbPerMinute })
+  const summaries = (stored: IngestedBatch): { folderUri: string; files: UploadSummary[] } => ({
+    folderUri: stored.folderUri,
+    files: stored.files.map(({ node, outcome, withoutText }): UploadSummary => ({ uri: node.uri, outcome, ...(withoutText === undefined ? {} : { parse_error: withoutText }) })),
+  })
+
+  /** Reads, parses (in the parser's workers) and stores one upload, all files or none. */
+  const storeUpload = (req: Request, res: Response): Promise<{ folderUri: string; files: UploadSummary[] }> =>
+    receiveUpload(req, res, {
+      maxFiles: ctx.config.maxFilesPerUpload,
+      store: async ({ user, target, upload, signal }) => {
+        // Parsed in the parser's processes with no transaction held, the texts in the spool folder; then stored all or none.
+        const stored = await ingestFiles(ctx.db, {
+          owner: user,
+          folder: target,
+          files: upload.files.map(({ name, path }) => ({ name, path })),
+          parser: ctx.parser,
+          signal,
+          spool: upload.directory,
+          limits: storageLimits(),
+        })
+        const results = summaries(stored)
+        ctx.logger.info('upload stored', { login: user.login, directory: results.folderUri, files: results.files.length })
+        return results
+      },
+    })
+
+  /** A zip (one `file` part) unpacked into the folder: every entry checked, then parsed and stored all or none (import-zip.ts). */
+  router.post('/api/v1/workspace/import-zip', async (req, res) => {
+    const results = await receiveUpload(req, res, {
+      maxFiles: 1,
+      store: async ({ user, target, upload, signal }) => {
+        const stored = await importZip(ctx.db, {
+          owner: user,
+          folder: target,
+          zipPath: upload.files[0]!.path,
+          parser: ctx.parser,
+          spool: upload.directory,
+          signal,
+          limits: { maxEntryBytes: ctx.config.maxFileBytes, maxTotalBytes: ctx.config.maxZipImportBytes },
+          storageLimits: storageLimits(),
+        })
+        const results = summaries(stored)
+        ctx.logger.info('zip imported', { login: user.login, directory: results.folderUri, files: results.files.length })
+        return results
+      },
+    })
+    res.status(201).json({ folder: results.folderUri, files: results.files })
+  })
 
   router.post('/api/v1/workspace/upload', async (req, res) => {
     res.status(201).json({ files: (await storeUpload(req, res)).files })

@@ -43,6 +43,8 @@ export const ConfigFileSchema = Schema.Struct({
       maxFileBytes: Schema.optional(PositiveInt),
       /** Files in one upload request. */
       maxFilesPerUpload: Schema.optional(PositiveInt),
+      /** Bytes one imported zip may unpack to, all entries together (413 zip_too_large). */
+      maxZipImportBytes: Schema.optional(PositiveInt),
       /** Every version of every file of one person, in MiB; an upload past it is refused (413 storage_quota_exceeded). */
       userStorageMb: Schema.optional(PositiveInt),
       /** MiB of new file versions one person may upload in any 60 s (429 upload_rate_limited). */
@@ -103,6 +105,8 @@ export interface AppConfig {
   /** `retrieval.bailian` with defaults (enabled unless switched off). */
   readonly retrievalBailian: BailianConfig
   readonly maxFilesPerUpload: number
+  /** `limits.maxZipImportBytes` (default 1 GiB): what one imported zip may unpack to. */
+  readonly maxZipImportBytes: number
   /** `limits.userStorageMb` (default 10,240 MiB) and `limits.uploadMbPerMinute` (default 1,024 MiB). */
   readonly userStorageMb: number
   readonly uploadMbPerMinute: number
@@ -198,6 +202,7 @@ export function loadConfig({
     retrievalBailian: resolveBailianConfig(file.retrieval?.bailian),
     maxFileBytes,
     maxFilesPerUpload: file.limits?.maxFilesPerUpload ?? 32,
+    maxZipImportBytes: file.limits?.maxZipImportBytes ?? 1024 * 1024 * 1024,
     userStorageMb: file.limits?.userStorageMb ?? 10_240,
     uploadMbPerMinute: file.limits?.uploadMbPerMinute ?? 1_024,
     parsing: {

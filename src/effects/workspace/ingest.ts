@@ -15,10 +15,13 @@ import { checkStorageLimits, type StorageLimits } from './storage-limits.ts'
 import { shareTree } from './tree-lock.ts'
 import { formatKbUri, pathToSegments } from './uri.ts'
 
-/** A file to ingest: its bytes, or a private file on disk (an upload's spool) that the parser reads and the store reads again. */
+/**
+ * A file to ingest: its bytes, or a private file on disk (an upload's spool) that the parser reads
+ * and the store reads again; `folders` puts it in folders below the batch's (a zip import's entries).
+ */
 export type IngestSource =
-  | { readonly name: string; readonly bytes: Uint8Array; readonly mime?: string | undefined }
-  | { readonly name: string; readonly path: string; readonly mime?: string | undefined }
+  | { readonly name: string; readonly bytes: Uint8Array; readonly mime?: string | undefined; readonly folders?: ReadonlyArray<string> | undefined }
+  | { readonly name: string; readonly path: string; readonly mime?: string | undefined; readonly folders?: ReadonlyArray<string> | undefined }
 
 /** Where a batch goes. */
 export interface IngestFolder {
@@ -37,6 +40,8 @@ export interface IngestBatch {
   readonly owner: Owner
   readonly folder: IngestFolder
   readonly files: ReadonlyArray<IngestSource>
+  /** Folders below the batch's to make in the same transaction, even when empty (a zip import's directory entries). */
+  readonly directories?: ReadonlyArray<ReadonlyArray<string>> | undefined
   readonly parser: DocumentParser
   /** Stops the parse under way and stores nothing; the batch fails with the signal's reason. */
   readonly signal?: AbortSignal | undefined
@@ -107,7 +112,7 @@ async function folderNow(trx: Transaction<DB>, owner: Owner, folder: IngestFolde
  * empty batch makes the folder. Fails with the store's typed errors (InvalidUri, NodeConflict),
  * FolderGone, StorageQuotaExceeded or UploadRateLimited (with `limits`), or the signal's reason.
  */
-export async function ingestFiles(db: Kysely<DB>, { owner, folder, files, parser, signal, spool, limits }: IngestBatch): Promise<IngestedBatch> {
+export async function ingestFiles(db: Kysely<DB>, { owner, folder, files, directories = [], parser, signal, spool, limits }: IngestBatch): Promise<IngestedBatch> {
   const parsed: Parsed[] = []
   for (const [index, file] of files.entries()) {
     parsed.push(await parseSource({ parser, file, signal, textPath: spool === undefined ? undefined : join(spool, `${index}.txt`) }))
@@ -115,10 +120,12 @@ export async function ingestFiles(db: Kysely<DB>, { owner, folder, files, parser
   signal?.throwIfAborted()
   return db.transaction().execute(async (trx) => {
     const where = await folderNow(trx, owner, folder)
+    for (const below of directories) await makeDirectories(trx, owner, [...where.segments, ...below])
     const stored: IngestedFile[] = []
     for (const [index, file] of files.entries()) {
       const bytes = 'path' in file ? new Uint8Array(await readFile(file.path)) : file.bytes
-      const { outcome, node, parseError } = await putFileInTransaction(trx, { owner, segments: [...where.segments, file.name], bytes, parsed: await bodyOf(parsed[index]!) })
+      const segments = [...where.segments, ...(file.folders ?? []), file.name]
+      const { outcome, node, parseError } = await putFileInTransaction(trx, { owner, segments, bytes, parsed: await bodyOf(parsed[index]!) })
       stored.push({ node, outcome, withoutText: parseError })
     }
     // Over a limit with the versions just written counted: rolled back, nothing stored.
