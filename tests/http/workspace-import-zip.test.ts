@@ -12,7 +12,7 @@ import type { DocumentParser } from '../../src/effects/workspace/parse/document-
 import { writeStoredZip } from '../../src/effects/workspace/parse/zip.ts'
 import { makeDirectories, putFile } from '../../src/effects/workspace/store.ts'
 import { zipWithBombs } from '../support/bombs.ts'
-import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
+import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 import { readZip, type ReadEntry } from '../support/zip-reader.ts'
 
 const MiB = 1024 * 1024
@@ -153,6 +153,22 @@ describe('POST /api/v1/workspace/import-zip', () => {
     expect(refused.body.error?.message).toContain(`zip entry ${entry} is refused`)
     expect(refused.body.error?.message).toContain('nothing was stored')
     expect(await alicePaths()).toEqual(before)
+  })
+
+  it('takes a session with its CSRF token, like an upload; without it, 403 and nothing stored', async () => {
+    const session = await signIn(server, 'alice', alice.password)
+    const post = (headers: Record<string, string>) => {
+      const form = new FormData()
+      form.append('file', new Blob([new Uint8Array(writeStoredZip([{ name: 'from the page.md', data: '# hi' }]))]), 'page.zip')
+      return fetch(`${server.url}/api/v1/workspace/import-zip?uri=${encodeURIComponent('kb://me/session/')}&create_parents=true`, { method: 'POST', headers, body: form })
+    }
+    const before = await alicePaths()
+    const refused = await post({ cookie: session.cookie })
+    expect([refused.status, ((await refused.json()) as { error: { code: string } }).error.code]).toEqual([403, 'csrf'])
+    expect(await alicePaths()).toEqual(before)
+    const stored = await post({ cookie: session.cookie, 'x-csrf-token': session.csrf })
+    expect(stored.status).toBe(201)
+    expect(((await stored.json()) as { files: Array<{ uri: string }> }).files.map((file) => file.uri)).toEqual(['kb://users/alice/session/from the page.md'])
   })
 
   it('refuses a file that is not a zip (400 bad_zip)', async () => {
