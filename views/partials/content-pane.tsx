@@ -301,9 +301,9 @@ function VersionLink({ uri, version, children, class: className }: { uri: string
 }
 
 /** Restores a version as the newest one (a plain form: the answer is the file's page with a notice). */
-function RestoreButton({ uri, version, csrfToken }: { uri: string; version: number; csrfToken: string | undefined }) {
+function RestoreButton({ uri, version, csrfToken, quiet = false }: { uri: string; version: number; csrfToken: string | undefined; quiet?: boolean }) {
   return (
-    <form class="inline restore-version" method="post" action="/workspace/versions/restore">
+    <form class={`restore-version${quiet ? ' quiet' : ''}`} method="post" action="/workspace/versions/restore">
       <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
       <input type="hidden" name="uri" value={uri} />
       <input type="hidden" name="version" value={String(version)} />
@@ -322,7 +322,7 @@ function VersionHistoryList({ preview, history, csrfToken }: { preview: Preview;
         History: {history.total} {history.total === 1 ? 'version' : 'versions'}
       </summary>
       <div class="table-scroll">
-        <table class="entries versions" aria-label="Versions">
+        <table class="versions" aria-label="Versions">
           <thead>
             <tr>
               <th scope="col">Version</th>
@@ -350,11 +350,13 @@ function VersionHistoryList({ preview, history, csrfToken }: { preview: Preview;
                 <td class="num">{version.createdAt.toISOString().slice(0, 16).replace('T', ' ')}</td>
                 <td class="num">{formatSize(version.size)}</td>
                 <td>{version.origin === null ? '—' : ORIGINS[version.origin]}</td>
-                <td class="version-actions">
+                <td>
+                  <div class="version-actions">
                   <a class="button-link small" href={rawHref(preview.uri, version.versionNo)} download={preview.name} aria-label={`Download version ${version.versionNo}`}>
                     Download
                   </a>
-                  {version.current ? null : <RestoreButton uri={preview.uri} version={version.versionNo} csrfToken={csrfToken} />}
+                  {version.current ? null : <RestoreButton uri={preview.uri} version={version.versionNo} csrfToken={csrfToken} quiet />}
+                  </div>
                 </td>
               </tr>
             ))}
