@@ -153,6 +153,9 @@ export function restoreVersion(
   assertFile(node)
   return db.transaction().execute(async (trx) => {
     await shareTree(trx, owner.id) // first, before any row lock (tree-lock.ts)
+    // The node row locked, as a new version locks it: which version is current cannot change until this ends.
+    const locked = await trx.selectFrom('nodes').select('id').where('id', '=', node.id).where('owner_id', '=', owner.id).forUpdate().executeTakeFirst()
+    if (!locked) throw new NodeNotFound({ uri: node.uri })
     const row = await trx
       .selectFrom('file_versions')
       .innerJoin('nodes', 'nodes.id', 'file_versions.node_id')
@@ -161,10 +164,7 @@ export function restoreVersion(
       .where('nodes.owner_id', '=', owner.id)
       .where('file_versions.version_no', '=', versionNo)
       .executeTakeFirst()
-    if (!row) {
-      if (!(await trx.selectFrom('nodes').select('id').where('id', '=', node.id).where('owner_id', '=', owner.id).executeTakeFirst())) throw new NodeNotFound({ uri: node.uri })
-      throw new VersionNotFound({ uri: node.uri, version: versionNo })
-    }
+    if (!row) throw new VersionNotFound({ uri: node.uri, version: versionNo })
     const segments = pathToSegments(row.path)
     if (row.id === row.current_version_id) return { _tag: 'current', node: await getNode(trx, owner, segments), from: versionNo, versionNo }
     const stored = await putFileInTransaction(trx, {
