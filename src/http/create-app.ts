@@ -13,6 +13,7 @@ import { healthRoutes } from './health.routes.ts'
 import { HttpError } from './http-errors.ts'
 import { workspaceRoutes } from './workspace.routes.ts'
 import { workspaceFilesRoutes } from './workspace-files.routes.ts'
+import { workspaceVersionsRoutes } from './workspace-versions.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
 import { settingsRoutes } from './settings.routes.ts'
@@ -97,6 +98,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(authRoutes(ctx))
   app.use(workspaceRoutes(ctx))
   app.use(workspaceFilesRoutes(ctx)) // file management and the workspace-wide search
+  app.use(workspaceVersionsRoutes(ctx)) // a file's versions: list, restore
   app.use(knowledgeAgentRoutes(ctx))
   app.use(chatRoutes(ctx))
   if (ctx.compile) app.use(compileRoutes(ctx, ctx.compile))

@@ -7,6 +7,7 @@ import { findNode, listChildren, type WorkspaceNode } from '../effects/workspace
 import { findRawVersion, readCurrent } from '../effects/workspace/file-contents.ts'
 import { type IngestedBatch, type IngestFolder, ingestFiles } from '../effects/workspace/ingest.ts'
 import { importZip } from '../effects/workspace/import-zip.ts'
+import { findRawVersionNo, listVersions, readVersion, VERSIONS_PAGE } from '../effects/workspace/file-versions.ts'
 import { citedWindow } from '../effects/workspace/cited-passage.ts'
 import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
 import { NodeConflict } from '../effects/workspace/workspace-errors.ts'
@@ -43,6 +44,9 @@ const PREVIEW_CHARS = 200_000
 
 const UriParam = Schema.String.check(Schema.isMaxLength(4096))
 const UriQuery = Schema.Struct({ uri: Schema.optional(UriParam) })
+/** A version by its number (1 and up), for an old version's text or bytes. */
+const VersionParam = Schema.optional(QueryInt({ minimum: 1, maximum: 2_147_483_647 }))
+const RawQuery = Schema.Struct({ uri: Schema.optional(UriParam), version: VersionParam })
 const Count = Schema.optional(QueryInt({ minimum: 0, maximum: 100_000 }))
 const WorkspaceQuery = Schema.Struct({
   uri: Schema.optional(UriParam),
@@ -55,6 +59,11 @@ const WorkspaceQuery = Schema.Struct({
   updated: Count,
   unchanged: Count,
   unparsed: Count,
+  /** An old version's text instead of the current one's (version history). */
+  version: VersionParam,
+  /** A restore's notice: the version restored and the version it is now. */
+  restored_from: VersionParam,
+  restored_as: VersionParam,
 })
 const TreeQuery = Schema.Struct({ uri: Schema.optional(UriParam), offset: Schema.optional(QueryInt({ minimum: 0, maximum: 1_000_000 })) })
 const NodeQuery = Schema.Struct({
@@ -83,8 +92,11 @@ function queryFlag(req: Request, name: string): boolean {
   throw badRequest(`"${name}" must be true or false`, 'invalid_request')
 }
 
-async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode, offset?: number): Promise<Preview> {
-  const content = await readCurrent(ctx.db, user, node)
+async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode, offset?: number, versionNo?: number): Promise<Preview> {
+  const [content, history] = await Promise.all([
+    versionNo === undefined ? readCurrent(ctx.db, user, node) : readVersion(ctx.db, { owner: user, node, versionNo }),
+    listVersions(ctx.db, { owner: user, node, limit: VERSIONS_PAGE }),
+  ])
   const body = content.body ?? ''
   const truncated = body.length > PREVIEW_CHARS
   const text = truncated ? body.slice(0, PREVIEW_CHARS) : body
@@ -97,6 +109,8 @@ async function previewOf(ctx: AppContext, user: User, node: WorkspaceNode, offse
     mime: content.mime,
     size: content.size,
     versionNo: content.versionNo,
+    history,
+    old: content.versionNo !== history.currentNo,
     truncated,
     parseError: content.parseStatus === 'failed' ? (content.parseError ?? 'unknown error') : undefined,
     table: tableOf(node.name, content.parseStatus === 'parsed' && cited === undefined ? body : undefined),
@@ -144,9 +158,13 @@ export function workspaceRoutes(ctx: AppContext): Router {
     const page = node.kind === 'directory' ? await listDirectoryPage(ctx, user, directory, { offset: query.from ?? 0 }) : { entries: [], offset: 0, total: 0 }
     const listing = page.entries
     const notice = query.notice
-      ? noticeText({ code: query.notice, counts: { added: query.added ?? 0, updated: query.updated ?? 0, unchanged: query.unchanged ?? 0, unparsed: query.unparsed ?? 0 } })
+      ? noticeText({
+          code: query.notice,
+          counts: { added: query.added ?? 0, updated: query.updated ?? 0, unchanged: query.unchanged ?? 0, unparsed: query.unparsed ?? 0 },
+          versions: { from: query.restored_from ?? 0, as: query.restored_as ?? 0 },
+        })
       : undefined
-    const preview = node.kind === 'file' ? await previewOf(ctx, user, node, query.offset) : undefined
+    const preview = node.kind === 'file' ? await previewOf(ctx, user, node, query.offset, query.version) : undefined
     return { directory, node, props: { directoryUri: directory.uri, nodeUri: node.uri, listing, listingOffset: page.offset, listingTotal: page.total, preview, csrfToken: req.auth!.csrfToken, notice } }
   }
 
@@ -367,12 +385,14 @@ export function workspaceRoutes(ctx: AppContext): Router {
     })
   })
 
-  /** The raw bytes of a file's current version, as uploaded. */
+  /** The raw bytes of a file's current version (or of `version`, an old one), as uploaded. */
   router.get('/api/v1/workspace/raw', async (req, res) => {
     const user = req.auth!.user
-    const { node } = await resolveNode(ctx.db, { caller: user, uri: queryUri(req, '') })
+    const query = decodeQuery(RawQuery, req)
+    const { node } = await resolveNode(ctx.db, { caller: user, uri: query.uri ?? '' })
     if (node.kind !== 'file') throw new NodeConflict({ uri: node.uri, reason: 'only files have raw content' })
-    const version = await findRawVersion(ctx.db, user, node) // one version, its type and bytes together
+    // one version, its type and bytes together
+    const version = query.version === undefined ? await findRawVersion(ctx.db, user, node) : await findRawVersionNo(ctx.db, { owner: user, node, versionNo: query.version })
     res.set(rawResponseHeaders({ mime: version.mime, fileName: node.name }))
     await streamRawVersion(ctx.db, res, version)
   })

@@ -46,7 +46,7 @@ describe('living in the workspace', () => {
 
       await page.locator('#content .entry-link', { hasText: /^keep\.md$/ }).click()
       await page.locator('#content .markdown h1', { hasText: 'Keep' }).waitFor()
-      await expect(page.locator('#content a', { hasText: 'Download' }).getAttribute('href')).resolves.toBe(
+      await expect(page.locator('#content .node-actions a', { hasText: 'Download' }).getAttribute('href')).resolves.toBe(
         `/api/v1/workspace/raw?uri=${encodeURIComponent(`${root}${base}/keep.md`)}`,
       )
       await action(page, 'Rename').click()

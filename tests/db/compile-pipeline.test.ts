@@ -104,6 +104,15 @@ describe('compiling the sample corpus with the built-in local model', () => {
     expect(generated.filter((row) => row.generated === 'overview').map((row) => row.name)).toEqual(['.overview.md'])
     expect(generated.filter((row) => row.generated === 'abstract').map((row) => row.name)).toEqual(['.abstract.md'])
     expect(generated.filter((row) => row.generated === 'summary')).toHaveLength(summaryFiles.length)
+    // each page's version says a compile job wrote it (the file's history shows "compile")
+    const origins = await database.db
+      .selectFrom('nodes')
+      .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+      .select('file_versions.origin')
+      .where('nodes.owner_id', '=', demo.id)
+      .where('nodes.generated', 'is not', null)
+      .execute()
+    expect(new Set(origins.map((row) => row.origin))).toEqual(new Set(['compile']))
   })
 
   it('the read tool reads the overview, which cites every compiled file by URI, and the abstract points at it', async () => {

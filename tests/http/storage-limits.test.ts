@@ -33,6 +33,8 @@ describe('limits.userStorageMb', () => {
   it('counts every version: an upload past the quota is refused whole and stores nothing; an unchanged file still goes through; bob is not affected', async () => {
     expect((await upload(server, alice.token, { 'a.txt': text(400) })).status).toBe(201)
     expect((await upload(server, alice.token, { 'a.txt': text(400, 'b') })).status).toBe(201) // a second version: 800 KiB in all
+    const history = await fetch(`${server.url}/api/v1/workspace/versions?uri=${encodeURIComponent('kb://me/a.txt')}`, { headers: { authorization: `Bearer ${alice.token}` } })
+    expect(((await history.json()) as { versions: Array<{ origin: string | null }> }).versions.map((version) => version.origin)).toEqual(['upload', 'upload'])
     const before = await storageUsedBytes(server.database.db, alice.user.id)
     expect(before).toBe(800 * KIB)
 

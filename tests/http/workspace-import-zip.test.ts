@@ -90,6 +90,9 @@ describe('POST /api/v1/workspace/import-zip', () => {
     // Parsed like an upload: the Markdown's text is searchable content, not just bytes.
     const node = await fetch(`${server.url}/api/v1/workspace/node?uri=${encodeURIComponent('kb://me/copy/of it/笔记/会议 记录.md')}`, { headers: auth() })
     expect(((await node.json()) as { mime: string }).mime).toBe('text/markdown')
+    // Its history says how it came.
+    const versions = await fetch(`${server.url}/api/v1/workspace/versions?uri=${encodeURIComponent('kb://me/copy/of it/笔记/会议 记录.md')}`, { headers: auth() })
+    expect(((await versions.json()) as { versions: Array<{ origin: string | null }> }).versions.map((version) => version.origin)).toEqual(['import'])
   })
 
   it('imports into an existing folder: a file already there gets a new version, an identical one is unchanged', async () => {

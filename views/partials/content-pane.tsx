@@ -11,7 +11,12 @@ export interface Preview {
   readonly name: string
   readonly mime: string
   readonly size: number
+  /** The version on show: the current one unless `old`. */
   readonly versionNo: number
+  /** An old version is on show (the page's `version=`), not the current one. */
+  readonly old?: boolean | undefined
+  /** The file's versions, newest first (the first page of them). */
+  readonly history?: VersionHistory | undefined
   readonly html?: string | undefined // sanitised markdown
   readonly text?: string | undefined
   readonly truncated: boolean
@@ -22,6 +27,20 @@ export interface Preview {
   readonly table?: PreviewTable | undefined
   /** A page a compile job wrote: what it is and whether it is out of date. */
   readonly generated?: GeneratedMark | undefined
+}
+
+export interface VersionRow {
+  readonly versionNo: number
+  readonly createdAt: Date
+  readonly size: number
+  readonly origin: 'upload' | 'import' | 'compile' | 'restore' | null
+  readonly current: boolean
+}
+
+export interface VersionHistory {
+  readonly versions: ReadonlyArray<VersionRow>
+  readonly total: number
+  readonly currentNo: number
 }
 
 /** What a generated page is and whether what it was compiled from changed since (layer-freshness.ts). */
@@ -111,7 +130,8 @@ function Breadcrumbs({ uri }: { uri: string }) {
   )
 }
 
-export const rawHref = (uri: string) => `/api/v1/workspace/raw?uri=${encodeURIComponent(uri)}`
+export const rawHref = (uri: string, version?: number) => `/api/v1/workspace/raw?uri=${encodeURIComponent(uri)}${version === undefined ? '' : `&version=${version}`}`
+export const versionsHref = (uri: string) => `/api/v1/workspace/versions?uri=${encodeURIComponent(uri)}`
 export const exportHref = (uri: string) => `/api/v1/workspace/export?uri=${encodeURIComponent(uri)}`
 
 /** What can be done with the node on show; buttons are handled by files.js (dialogs, uploads). */
@@ -268,9 +288,94 @@ function GeneratedNote({ mark }: { mark: GeneratedMark }) {
   )
 }
 
-function FilePreview({ preview }: { preview: Preview }) {
+const ORIGINS = { upload: 'upload', import: 'import', compile: 'compile (generated page)', restore: 'restore' } as const
+
+/** A link that shows one version of a file in the pane (in place, its URL pushed). */
+function VersionLink({ uri, version, children, class: className }: { uri: string; version?: number | undefined; children: unknown; class?: string }) {
+  const query = `uri=${encodeURIComponent(uri)}${version === undefined ? '' : `&version=${version}`}`
   return (
-    <article class="preview" aria-label="File preview">
+    <a class={className} href={`/workspace?${query}`} hx-get={`/workspace/content?${query}`} hx-target="#content" hx-swap="outerHTML" hx-push-url={`/workspace?${query}`}>
+      {children}
+    </a>
+  )
+}
+
+/** Restores a version as the newest one (a plain form: the answer is the file's page with a notice). */
+function RestoreButton({ uri, version, csrfToken, quiet = false }: { uri: string; version: number; csrfToken: string | undefined; quiet?: boolean }) {
+  return (
+    <form class={`restore-version${quiet ? ' quiet' : ''}`} method="post" action="/workspace/versions/restore">
+      <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
+      <input type="hidden" name="uri" value={uri} />
+      <input type="hidden" name="version" value={String(version)} />
+      <button type="submit" class="small" aria-label={`Restore version ${version} as the newest version`}>
+        Restore
+      </button>
+    </form>
+  )
+}
+
+/** The file's versions, newest first: when, size, how each came, and what can be done with it. */
+function VersionHistoryList({ preview, history, csrfToken }: { preview: Preview; history: VersionHistory; csrfToken: string | undefined }) {
+  return (
+    <details class="version-history" open={preview.old ? true : undefined}>
+      <summary>
+        History: {history.total} {history.total === 1 ? 'version' : 'versions'}
+      </summary>
+      <div class="table-scroll">
+        <table class="versions" aria-label="Versions">
+          <thead>
+            <tr>
+              <th scope="col">Version</th>
+              <th scope="col">When</th>
+              <th scope="col">Size</th>
+              <th scope="col">How</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {history.versions.map((version) => (
+              <tr data-version={String(version.versionNo)} aria-current={version.versionNo === preview.versionNo ? 'true' : undefined}>
+                <td class="num">
+                  {version.versionNo === preview.versionNo ? (
+                    <strong>{version.versionNo}</strong>
+                  ) : (
+                    <VersionLink uri={preview.uri} version={version.current ? undefined : version.versionNo} class="show-version">
+                      {version.versionNo}
+                    </VersionLink>
+                  )}
+                  {version.current ? ' (current)' : ''}
+                </td>
+                <td class="num">{version.createdAt.toISOString().slice(0, 16).replace('T', ' ')}</td>
+                <td class="num">{formatSize(version.size)}</td>
+                <td>{version.origin === null ? '—' : ORIGINS[version.origin]}</td>
+                <td>
+                  <div class="version-actions">
+                  <a class="button-link small" href={rawHref(preview.uri, version.versionNo)} download={preview.name} aria-label={`Download version ${version.versionNo}`}>
+                    Download
+                  </a>
+                  {version.current ? null : <RestoreButton uri={preview.uri} version={version.versionNo} csrfToken={csrfToken} quiet />}
+                  </div>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {history.versions.length < history.total ? (
+        <p class="meta">
+          The newest {history.versions.length} are listed; all {history.total} are at <a href={versionsHref(preview.uri)}>the versions API</a>.
+        </p>
+      ) : null}
+    </details>
+  )
+}
+
+function FilePreview({ preview, csrfToken }: { preview: Preview; csrfToken: string | undefined }) {
+  const rawOfShown = rawHref(preview.uri, preview.old ? preview.versionNo : undefined)
+  return (
+    <article class="preview" aria-label="File preview" data-version={String(preview.versionNo)}>
       <header class="pane-head">
         <Breadcrumbs uri={preview.uri} />
         <h1 class="title">{preview.name}</h1>
@@ -278,11 +383,31 @@ function FilePreview({ preview }: { preview: Preview }) {
           {preview.mime} · {formatSize(preview.size)} · version {preview.versionNo}
         </p>
         <NodeActions uri={preview.uri} name={preview.name} kind="file" isRoot={false} />
-        {preview.generated ? <GeneratedNote mark={preview.generated} /> : null}
+        {preview.old && preview.history ? (
+          <div class="old-version" role="status">
+            <p>
+              <strong>
+                Version {preview.versionNo} of {preview.history.total}, not the current one
+              </strong>{' '}
+              (the current one is version {preview.history.currentNo}).
+            </p>
+            <p class="old-version-actions">
+              <VersionLink uri={preview.uri} class="button-link small">
+                Show the current version
+              </VersionLink>
+              <a class="button-link small" href={rawOfShown} download={preview.name}>
+                Download version {preview.versionNo}
+              </a>
+              <RestoreButton uri={preview.uri} version={preview.versionNo} csrfToken={csrfToken} />
+            </p>
+          </div>
+        ) : null}
+        {preview.generated && !preview.old ? <GeneratedNote mark={preview.generated} /> : null}
+        {preview.history ? <VersionHistoryList preview={preview} history={preview.history} csrfToken={csrfToken} /> : null}
       </header>
       {preview.parseError ? (
         <p class="error" role="alert">
-          This file's text could not be extracted: {preview.parseError.replace(/[;,]?\s*raw bytes kept\.?$/, '')}. Its raw bytes are kept: <a href={rawHref(preview.uri)}>download the original</a>.
+          This file's text could not be extracted: {preview.parseError.replace(/[;,]?\s*raw bytes kept\.?$/, '')}. Its raw bytes are kept: <a href={rawOfShown}>download the original</a>.
         </p>
       ) : preview.cited ? (
         <CitedPassage preview={preview} cited={preview.cited} />
@@ -393,7 +518,7 @@ export function ContentPane(props: ContentPaneProps) {
         </p>
       ) : null}
       {props.preview ? (
-        <FilePreview preview={props.preview} />
+        <FilePreview preview={props.preview} csrfToken={props.csrfToken} />
       ) : (
         <DirectoryListing
           directoryUri={props.directoryUri}

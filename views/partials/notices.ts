@@ -1,6 +1,6 @@
 // Notices a redirect can ask a page to show (`/workspace?notice=uploaded&added=2`). Only these
 // codes exist and the text is ours: a link cannot make the app display words of its choosing.
-export const NOTICE_CODES = ['uploaded', 'token_revoked', 'token_already_revoked'] as const
+export const NOTICE_CODES = ['uploaded', 'token_revoked', 'token_already_revoked', 'version_restored', 'version_current'] as const
 export type NoticeCode = (typeof NOTICE_CODES)[number]
 
 export interface UploadCounts {
@@ -13,8 +13,23 @@ export interface UploadCounts {
 
 const files = (n: number) => `${n} ${n === 1 ? 'file' : 'files'}`
 
-export function noticeText({ code, counts = { added: 0, updated: 0, unchanged: 0, unparsed: 0 } }: { code: NoticeCode; counts?: UploadCounts }): string {
+export function noticeText({
+  code,
+  counts = { added: 0, updated: 0, unchanged: 0, unparsed: 0 },
+  versions = { from: 0, as: 0 },
+}: {
+  code: NoticeCode
+  counts?: UploadCounts
+  /** A restore's: the version restored and the version it is now (the same when it was the current one). */
+  versions?: { readonly from: number; readonly as: number }
+}): string {
   switch (code) {
+    case 'version_restored':
+      return `Version ${versions.from} restored: it is now version ${versions.as}, the current one.`
+    case 'version_current':
+      return versions.from === versions.as
+        ? `Version ${versions.from} is already the current version; nothing changed.`
+        : `Version ${versions.from} has the same content as the current version ${versions.as}; nothing changed.`
     case 'token_revoked':
       return 'Token revoked: it stops working with the next request it is sent with.'
     case 'token_already_revoked':

@@ -248,7 +248,7 @@ export async function publishArtifacts({
     const summaryPages: string[] = []
     for (const page of pages) {
       const bytes = new TextEncoder().encode(page.text)
-      const { node } = await putFileInTransaction(trx, { owner, segments: page.segments, bytes, parsed: { ok: true, mime: MARKDOWN, text: page.text } })
+      const { node } = await putFileInTransaction(trx, { owner, segments: page.segments, bytes, parsed: { ok: true, mime: MARKDOWN, text: page.text }, origin: 'compile' })
       await trx.updateTable('nodes').set({ generated: page.kind, generated_from: page.source ?? null }).where('id', '=', node.id).execute()
       // What each page was built from (layer-freshness.ts): a summary its source; the overview and
       // abstract every source summarised in the folder's summaries/ now, earlier jobs' included.

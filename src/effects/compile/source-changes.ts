@@ -110,7 +110,7 @@ export async function followSummariesOf(trx: Transaction<DB>, owner: Owner, { pa
     const sourceUri = formatKbUri({ login: owner.login, segments: pathToSegments(summary.source_path), directory: false })
     const text = summary.body === null ? null : citeSourceAnew(summary.body, { name: summary.source_name, uri: sourceUri })
     if (text !== null && text !== summary.body) {
-      await putFileInTransaction(trx, { owner, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text } })
+      await putFileInTransaction(trx, { owner, segments, bytes: new TextEncoder().encode(text), parsed: { ok: true, mime: 'text/markdown', text }, origin: 'compile' })
       await trx.updateTable('nodes').set({ generated: 'summary', generated_from: summary.source_id }).where('id', '=', summary.id).execute()
     }
     await trx.updateTable('layer_sources').set({ source_path: summary.source_path }).where('page_id', '=', summary.id).where('source_id', '=', summary.source_id).execute()

@@ -69,7 +69,10 @@ export interface FileVersionsTable {
   parse_status: 'parsed' | 'failed'
   parse_error: string | null
   created_at: Timestamp
+  /** How the version came to be; null for versions written before it was recorded (and where no writer says). */
+  origin: ColumnType<VersionOrigin | null, VersionOrigin | null | undefined, VersionOrigin | null>
 }
+export type VersionOrigin = 'upload' | 'import' | 'compile' | 'restore'
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled'
 export interface JobsTable {
   id: string

@@ -137,7 +137,7 @@ export async function importFolder(
       }
       const bytes = new Uint8Array(await readFile(file)) // read once: what is parsed is what is stored
       const folder = { segments: [...targetSegments, ...relSegments.slice(0, -1)], create: true }
-      const { files } = await ingestFiles(db, { owner, folder, files: [{ name: relSegments.at(-1)!, bytes }], parser, signal })
+      const { files } = await ingestFiles(db, { owner, folder, files: [{ name: relSegments.at(-1)!, bytes }], parser, signal, origin: 'import' })
       const { node, outcome, withoutText } = files[0]!
       report[outcome].push(node.uri)
       if (withoutText !== undefined) report.unparsed.push({ uri: node.uri, reason: withoutText })

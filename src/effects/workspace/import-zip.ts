@@ -179,5 +179,5 @@ export async function importZip(
     await writeFile(path, data.data, { flag: 'wx', mode: 0o600 })
     files.push({ name, folders, path })
   }
-  return ingestFiles(db, { owner, folder, files, directories: plan.directories, parser, signal, spool, limits: storageLimits })
+  return ingestFiles(db, { owner, folder, files, directories: plan.directories, parser, signal, spool, limits: storageLimits, origin: 'import' })
 }

@@ -49,6 +49,8 @@ export interface IngestBatch {
   readonly spool?: string | undefined
   /** A person's storage and upload-rate limits (an upload); none for what the operator imports. */
   readonly limits?: StorageLimits | undefined
+  /** How the versions came, shown in a file's history: `upload` (the default) or `import` (`knowagent import`, a zip). */
+  readonly origin?: 'upload' | 'import' | undefined
 }
 
 /** How one file was stored. */
@@ -112,7 +114,7 @@ async function folderNow(trx: Transaction<DB>, owner: Owner, folder: IngestFolde
  * empty batch makes the folder. Fails with the store's typed errors (InvalidUri, NodeConflict),
  * FolderGone, StorageQuotaExceeded or UploadRateLimited (with `limits`), or the signal's reason.
  */
-export async function ingestFiles(db: Kysely<DB>, { owner, folder, files, directories = [], parser, signal, spool, limits }: IngestBatch): Promise<IngestedBatch> {
+export async function ingestFiles(db: Kysely<DB>, { owner, folder, files, directories = [], parser, signal, spool, limits, origin = 'upload' }: IngestBatch): Promise<IngestedBatch> {
   const parsed: Parsed[] = []
   for (const [index, file] of files.entries()) {
     parsed.push(await parseSource({ parser, file, signal, textPath: spool === undefined ? undefined : join(spool, `${index}.txt`) }))
@@ -125,7 +127,7 @@ export async function ingestFiles(db: Kysely<DB>, { owner, folder, files, direct
     for (const [index, file] of files.entries()) {
       const bytes = 'path' in file ? new Uint8Array(await readFile(file.path)) : file.bytes
       const segments = [...where.segments, ...(file.folders ?? []), file.name]
-      const { outcome, node, parseError } = await putFileInTransaction(trx, { owner, segments, bytes, parsed: await bodyOf(parsed[index]!) })
+      const { outcome, node, parseError } = await putFileInTransaction(trx, { owner, segments, bytes, parsed: await bodyOf(parsed[index]!), origin })
       stored.push({ node, outcome, withoutText: parseError })
     }
     // Over a limit with the versions just written counted: rolled back, nothing stored.

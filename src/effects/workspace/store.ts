@@ -3,7 +3,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { type Kysely, type Transaction, sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
-import type { DB, Db, NodeKind, NodeRow, Owner } from '../db/schema.ts'
+import type { DB, Db, NodeKind, NodeRow, Owner, VersionOrigin } from '../db/schema.ts'
 import { checkNodeName, formatKbUri, MAX_DEPTH, MAX_URI_LENGTH, pathToSegments, segmentsToPath } from './uri.ts'
 import { InvalidUri, NodeConflict, NodeNotFound } from './workspace-errors.ts'
 import { indexVersionText } from './search-index.ts'
@@ -170,6 +170,8 @@ export interface NewFileVersion {
   readonly segments: ReadonlyArray<string>
   readonly bytes: Uint8Array
   readonly parsed: ParsedBody
+  /** How the version came to be, shown in its history; absent: not recorded (the history says "—"). */
+  readonly origin?: VersionOrigin | undefined
 }
 export interface PutFileResult {
   readonly outcome: PutFileOutcome
@@ -179,7 +181,7 @@ export interface PutFileResult {
 }
 
 /** `putFile` inside a caller's transaction, so several files can be stored all or nothing. */
-export async function putFileInTransaction(trx: Transaction<DB>, { owner, segments: rawSegments, bytes, parsed }: NewFileVersion): Promise<PutFileResult> {
+export async function putFileInTransaction(trx: Transaction<DB>, { owner, segments: rawSegments, bytes, parsed, origin }: NewFileVersion): Promise<PutFileResult> {
   if (rawSegments.length === 0) throw new NodeConflict({ uri: formatKbUri({ login: owner.login, segments: [], directory: true }), reason: 'the root is a directory' })
   const segments = storedSegments(owner, rawSegments, false)
   const name = segments.at(-1)!
@@ -233,6 +235,7 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
       content_hash: hash,
       parse_status: parsed.ok ? 'parsed' : 'failed',
       parse_error: parseErrorOf(parsed) ?? null,
+      origin: origin ?? null,
     })
     .execute()
   await trx

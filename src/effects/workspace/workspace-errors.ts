@@ -48,7 +48,16 @@ export class InvalidName extends Data.TaggedError('InvalidName')<{ readonly name
   }
 }
 
-export type WorkspaceError = InvalidUri | OutsideScope | NodeNotFound | NodeConflict | InvalidName
+/** A file has no version of this number (never had one). HTTP 404. */
+export class VersionNotFound extends Data.TaggedError('VersionNotFound')<{ readonly uri: string; readonly version: number }> {
+  readonly code = 'not_found'
+  readonly status = 404
+  override get message() {
+    return `${this.uri} has no version ${this.version}`
+  }
+}
+
+export type WorkspaceError = InvalidUri | OutsideScope | NodeNotFound | NodeConflict | InvalidName | VersionNotFound
 
 /** Narrows an unknown thrown value to a workspace failure (repositories are promise-based). */
 export function isWorkspaceError(error: unknown): error is WorkspaceError {
@@ -57,6 +66,7 @@ export function isWorkspaceError(error: unknown): error is WorkspaceError {
     error instanceof OutsideScope ||
     error instanceof NodeNotFound ||
     error instanceof NodeConflict ||
-    error instanceof InvalidName
+    error instanceof InvalidName ||
+    error instanceof VersionNotFound
   )
 }
