@@ -42,7 +42,7 @@ describe('the preview of CSV and TSV files', () => {
     // one line each: a header cell as tall as the shortest one, and none wider inside than it shows
     const heights = await table.locator('thead th').evaluateAll((cells) => cells.map((cell) => (cell as HTMLElement).getBoundingClientRect().height))
     expect(Math.max(...heights)).toBe(Math.min(...heights))
-    const scroller = page.locator('#content .table-scroll')
+    const scroller = page.locator('#content .table-scroll', { has: page.locator('table.data-table') })
     expect(await scroller.evaluate((element) => element.scrollWidth > element.clientWidth)).toBe(true)
     expect(workspace.problems()).toEqual([])
   })
