@@ -323,8 +323,8 @@ export function workspaceRoutes(ctx: AppContext): Router {
     })
 
   /** A zip (one `file` part) unpacked into the folder: every entry checked, then parsed and stored all or none (import-zip.ts). */
-  router.post('/api/v1/workspace/import-zip', async (req, res) => {
-    const results = await receiveUpload(req, res, {
+  const storeZipImport = (req: Request, res: Response): Promise<{ folderUri: string; files: UploadSummary[] }> =>
+    receiveUpload(req, res, {
       maxFiles: 1,
       store: async ({ user, target, upload, signal }) => {
         const stored = await importZip(ctx.db, {
@@ -342,7 +342,16 @@ export function workspaceRoutes(ctx: AppContext): Router {
         return results
       },
     })
+
+  router.post('/api/v1/workspace/import-zip', async (req, res) => {
+    const results = await storeZipImport(req, res)
     res.status(201).json({ folder: results.folderUri, files: results.files })
+  })
+
+  router.post('/workspace/import-zip', async (req, res) => {
+    // The folder page's "Import a zip here": back to the folder with the upload's notice.
+    const { folderUri, files } = await storeZipImport(req, res)
+    res.redirect(303, `/workspace?uri=${encodeURIComponent(folderUri)}&${uploadNoticeQuery(files)}`)
   })
 
   router.post('/api/v1/workspace/upload', async (req, res) => {

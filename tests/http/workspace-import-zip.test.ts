@@ -174,6 +174,20 @@ describe('POST /api/v1/workspace/import-zip', () => {
     expect(((await stored.json()) as { files: Array<{ uri: string }> }).files.map((file) => file.uri)).toEqual(['kb://users/alice/session/from the page.md'])
   })
 
+  it("the folder page's 'Import a zip here' form (its _csrf field first) unpacks the zip and comes back to the folder with the upload's notice", async () => {
+    const session = await signIn(server, 'alice', alice.password)
+    await putFile(server.database.db, { owner: alice.user, segments: ['page-import', 'already.txt'], bytes: Buffer.from('here'), parsed: { ok: true, mime: 'text/plain', text: 'here' } })
+    const page = await (await fetch(`${server.url}/workspace?uri=${encodeURIComponent('kb://me/page-import/')}`, { headers: { cookie: session.cookie } })).text()
+    expect(page).toContain(`action="/workspace/import-zip?uri=${encodeURIComponent('kb://users/alice/page-import/')}"`)
+    const form = new FormData()
+    form.append('_csrf', session.csrf) // first, as the page's form sends it
+    form.append('file', new Blob([new Uint8Array(writeStoredZip([{ name: 'notes/from the form.md', data: '# form' }]))]), 'form.zip')
+    const res = await fetch(`${server.url}/workspace/import-zip?uri=${encodeURIComponent('kb://me/page-import/')}`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie }, body: form })
+    expect(res.status).toBe(303)
+    expect(res.headers.get('location')).toMatch(/^\/workspace\?uri=kb%3A%2F%2Fusers%2Falice%2Fpage-import%2F&/)
+    expect((await alicePaths()).some((entry) => entry.startsWith('page-import/notes/from the form.md '))).toBe(true)
+  })
+
   it('refuses a file that is not a zip (400 bad_zip)', async () => {
     const refused = await importZip(Buffer.from('not a zip at all'), 'kb://me/hostile/')
     expect([refused.status, refused.body.error?.code]).toEqual([400, 'bad_zip'])

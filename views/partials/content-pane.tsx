@@ -505,6 +505,19 @@ function DirectoryListing({
         </label>
         <button type="submit">Upload</button>
       </form>
+      <details class="zip-import">
+        <summary>Import a zip here</summary>
+        <form method="post" action={`/workspace/import-zip?uri=${encodeURIComponent(directoryUri)}`} enctype="multipart/form-data">
+          <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
+          <label>
+            <span>
+              A zip of files and folders (as <em>Download as zip</em> makes) is unpacked into this folder, all or nothing
+            </span>
+            <input type="file" name="file" accept=".zip,application/zip" required />
+          </label>
+          <button type="submit">Import</button>
+        </form>
+      </details>
     </article>
   )
 }
