@@ -1,7 +1,8 @@
-// The administration pages share one frame: the sections (ADMIN_SECTIONS: users, model
-// connections, retrieval defaults) beside the section, as the settings pages do.
+// The administration pages share one frame: the settings pages' frame with the administration's
+// sections (ADMIN_SECTIONS: users, model connections, retrieval defaults).
 import type { Child } from 'hono/jsx'
-import { ADMIN_SECTIONS, Layout, type NavLink } from '../layout.tsx'
+import { ADMIN_SECTIONS, type NavLink } from '../layout.tsx'
+import { SettingsFrame } from './settings.tsx'
 
 export type AdminSectionId = (typeof ADMIN_SECTIONS)[number]['id']
 
@@ -22,21 +23,8 @@ export function AdminFrame({
   children?: Child
 }) {
   return (
-    <Layout title={title} login={login} csrfToken={csrfToken} nav={nav} bodyClass="page-settings page-admin">
-      <div class="settings">
-        <nav class="settings-nav" aria-label="Administration sections">
-          <ul>
-            {ADMIN_SECTIONS.map((section) => (
-              <li>
-                <a href={section.href} aria-current={section.id === current ? 'page' : undefined}>
-                  {section.label}
-                </a>
-              </li>
-            ))}
-          </ul>
-        </nav>
-        <div class="settings-body">{children}</div>
-      </div>
-    </Layout>
+    <SettingsFrame title={title} current={current} login={login} csrfToken={csrfToken} nav={nav} sections={ADMIN_SECTIONS} sectionsLabel="Administration sections" bodyClass="page-settings page-admin">
+      {children}
+    </SettingsFrame>
   )
 }

@@ -38,6 +38,8 @@ export function SettingsFrame({
   csrfToken,
   nav,
   sections = SETTINGS_SECTIONS,
+  sectionsLabel = 'Settings sections',
+  bodyClass = 'page-settings',
   children,
 }: {
   title: string
@@ -47,12 +49,15 @@ export function SettingsFrame({
   /** The top bar's links (as on every page). */
   nav?: ReadonlyArray<NavLink> | undefined
   sections?: ReadonlyArray<SettingsSection> | undefined
+  /** The section list's accessible name. */
+  sectionsLabel?: string | undefined
+  bodyClass?: string | undefined
   children?: Child
 }) {
   return (
-    <Layout title={title} login={login} csrfToken={csrfToken} nav={nav} bodyClass="page-settings">
+    <Layout title={title} login={login} csrfToken={csrfToken} nav={nav} bodyClass={bodyClass}>
       <div class="settings">
-        <nav class="settings-nav" aria-label="Settings sections">
+        <nav class="settings-nav" aria-label={sectionsLabel}>
           <ul>
             {sections.map((section) => (
               <li>

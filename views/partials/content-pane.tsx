@@ -5,6 +5,13 @@
 // chat which directory is current; files dropped on it are uploaded there.
 import { raw } from 'hono/html'
 import { NodeLink, pageHref, type TreeEntry } from './tree.tsx'
+import { exportHref, formatSize, rawHref } from './file-links.ts'
+import { GeneratedNote, type GeneratedMark } from './layer-note.tsx'
+import { RestoreButton, VersionHistoryList, VersionLink, type VersionHistory } from './version-history.tsx'
+
+export { formatSize, rawHref } from './file-links.ts'
+export type { GeneratedMark } from './layer-note.tsx'
+export type { VersionHistory, VersionRow } from './version-history.tsx'
 
 export interface Preview {
   readonly uri: string
@@ -27,33 +34,6 @@ export interface Preview {
   readonly table?: PreviewTable | undefined
   /** A page a compile job wrote: what it is and whether it is out of date. */
   readonly generated?: GeneratedMark | undefined
-}
-
-export interface VersionRow {
-  readonly versionNo: number
-  readonly createdAt: Date
-  readonly size: number
-  readonly origin: 'upload' | 'import' | 'compile' | 'restore' | null
-  readonly current: boolean
-}
-
-export interface VersionHistory {
-  readonly versions: ReadonlyArray<VersionRow>
-  readonly total: number
-  readonly currentNo: number
-}
-
-/** What a generated page is and whether what it was compiled from changed since (layer-freshness.ts). */
-export interface GeneratedMark {
-  readonly kind: 'summary' | 'overview' | 'abstract'
-  /** A summary's source where it is now; null when it is gone; undefined when unknown or not a summary. */
-  readonly source?: { readonly uri: string; readonly name: string } | null | undefined
-  /** The folder it describes (overview, abstract) or whose compile writes it again (summary). */
-  readonly folderUri?: string | undefined
-  /** When its current version was written (ISO). */
-  readonly writtenAt?: string | undefined
-  /** What changed since, each as describeChanges says it (the last may say how many more); empty when it is up to date. */
-  readonly changes: ReadonlyArray<string>
 }
 
 export interface PreviewTable {
@@ -88,13 +68,6 @@ export interface ContentPaneProps {
 /** Entries per page of a directory listing (the server lists this many, workspace-listing.ts). */
 export const LISTING_PAGE_SIZE = 500
 
-export function formatSize(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`
-}
-
-/** kb://users/demo/a/b/ as links: users/demo › a › b. */
 function Breadcrumbs({ uri }: { uri: string }) {
   const match = /^(kb:\/\/users\/[^/]+\/)(.*)$/.exec(uri)
   if (!match) return <span class="crumb">{uri}</span>
@@ -130,11 +103,6 @@ function Breadcrumbs({ uri }: { uri: string }) {
   )
 }
 
-export const rawHref = (uri: string, version?: number) => `/api/v1/workspace/raw?uri=${encodeURIComponent(uri)}${version === undefined ? '' : `&version=${version}`}`
-export const versionsHref = (uri: string) => `/api/v1/workspace/versions?uri=${encodeURIComponent(uri)}`
-export const exportHref = (uri: string) => `/api/v1/workspace/export?uri=${encodeURIComponent(uri)}`
-
-/** What can be done with the node on show; buttons are handled by files.js (dialogs, uploads). */
 function NodeActions({ uri, name, kind, isRoot }: { uri: string; name: string; kind: 'directory' | 'file'; isRoot: boolean }) {
   const node = { 'data-uri': uri, 'data-name': name, 'data-kind': kind }
   return (
@@ -228,147 +196,6 @@ function DataTable({ table }: { table: PreviewTable }) {
         </table>
       </div>
     </>
-  )
-}
-
-const folderName = (uri: string) => `${decodeURIComponent(uri.replace(/\/$/, '').split('/').pop() ?? uri)}/`
-
-/** "Summary of a.md", "Overview of team/", and — when out of date — what changed and a way to compile again. */
-function GeneratedNote({ mark }: { mark: GeneratedMark }) {
-  const stale = mark.changes.length > 0
-  const what =
-    mark.kind === 'summary' ? (
-      <>
-        Summary of{' '}
-        {mark.source ? (
-          <NodeLink uri={mark.source.uri} class="layer-source">
-            {mark.source.name}
-          </NodeLink>
-        ) : mark.source === null ? (
-          'a file that no longer exists'
-        ) : (
-          'a file'
-        )}
-      </>
-    ) : (
-      <>
-        {mark.kind === 'overview' ? 'Overview (L1)' : 'Abstract (L0)'} of{' '}
-        {mark.folderUri ? (
-          <NodeLink uri={mark.folderUri} class="layer-source">
-            {folderName(mark.folderUri)}
-          </NodeLink>
-        ) : (
-          'its folder'
-        )}
-      </>
-    )
-  return (
-    <div class={`layer-mark${stale ? ' stale' : ''}`} data-generated={mark.kind} data-stale={String(stale)}>
-      <p>
-        {what}, written by a compile job{mark.writtenAt ? ` on ${mark.writtenAt.slice(0, 16).replace('T', ' ')}` : ''}.{stale ? null : ' Up to date with its sources.'}
-      </p>
-      {stale ? (
-        <>
-          <p class="stale-mark" role="status">
-            <strong>Out of date:</strong> its sources changed since it was written.
-          </p>
-          <ul class="layer-changes" aria-label="What changed since">
-            {mark.changes.map((change) => (
-              <li>{change}</li>
-            ))}
-          </ul>
-          {mark.folderUri ? (
-            <button type="button" class="small" data-open-compile data-compile-uri={mark.folderUri}>
-              Compile {folderName(mark.folderUri)} again
-            </button>
-          ) : null}
-        </>
-      ) : null}
-    </div>
-  )
-}
-
-const ORIGINS = { upload: 'upload', import: 'import', compile: 'compile (generated page)', restore: 'restore' } as const
-
-/** A link that shows one version of a file in the pane (in place, its URL pushed). */
-function VersionLink({ uri, version, children, class: className }: { uri: string; version?: number | undefined; children: unknown; class?: string }) {
-  const query = `uri=${encodeURIComponent(uri)}${version === undefined ? '' : `&version=${version}`}`
-  return (
-    <a class={className} href={`/workspace?${query}`} hx-get={`/workspace/content?${query}`} hx-target="#content" hx-swap="outerHTML" hx-push-url={`/workspace?${query}`}>
-      {children}
-    </a>
-  )
-}
-
-/** Restores a version as the newest one (a plain form: the answer is the file's page with a notice). */
-function RestoreButton({ uri, version, csrfToken, quiet = false }: { uri: string; version: number; csrfToken: string | undefined; quiet?: boolean }) {
-  return (
-    <form class={`restore-version${quiet ? ' quiet' : ''}`} method="post" action="/workspace/versions/restore">
-      <input type="hidden" name="_csrf" value={csrfToken ?? ''} />
-      <input type="hidden" name="uri" value={uri} />
-      <input type="hidden" name="version" value={String(version)} />
-      <button type="submit" class="small" aria-label={`Restore version ${version} as the newest version`}>
-        Restore
-      </button>
-    </form>
-  )
-}
-
-/** The file's versions, newest first: when, size, how each came, and what can be done with it. */
-function VersionHistoryList({ preview, history, csrfToken }: { preview: Preview; history: VersionHistory; csrfToken: string | undefined }) {
-  return (
-    <details class="version-history" open={preview.old ? true : undefined}>
-      <summary>
-        History: {history.total} {history.total === 1 ? 'version' : 'versions'}
-      </summary>
-      <div class="table-scroll">
-        <table class="versions" aria-label="Versions">
-          <thead>
-            <tr>
-              <th scope="col">Version</th>
-              <th scope="col">When</th>
-              <th scope="col">Size</th>
-              <th scope="col">How</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {history.versions.map((version) => (
-              <tr data-version={String(version.versionNo)} aria-current={version.versionNo === preview.versionNo ? 'true' : undefined}>
-                <td class="num">
-                  {version.versionNo === preview.versionNo ? (
-                    <strong>{version.versionNo}</strong>
-                  ) : (
-                    <VersionLink uri={preview.uri} version={version.current ? undefined : version.versionNo} class="show-version">
-                      {version.versionNo}
-                    </VersionLink>
-                  )}
-                  {version.current ? ' (current)' : ''}
-                </td>
-                <td class="num">{version.createdAt.toISOString().slice(0, 16).replace('T', ' ')}</td>
-                <td class="num">{formatSize(version.size)}</td>
-                <td>{version.origin === null ? '—' : ORIGINS[version.origin]}</td>
-                <td>
-                  <div class="version-actions">
-                  <a class="button-link small" href={rawHref(preview.uri, version.versionNo)} download={preview.name} aria-label={`Download version ${version.versionNo}`}>
-                    Download
-                  </a>
-                  {version.current ? null : <RestoreButton uri={preview.uri} version={version.versionNo} csrfToken={csrfToken} quiet />}
-                  </div>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {history.versions.length < history.total ? (
-        <p class="meta">
-          The newest {history.versions.length} are listed; all {history.total} are at <a href={versionsHref(preview.uri)}>the versions API</a>.
-        </p>
-      ) : null}
-    </details>
   )
 }
 

@@ -2,10 +2,11 @@
 // configuration snapshot, result — kept in `jobs` (kind 'compile') with the files it covers in
 // `compile_job_files`. The queue (pg-boss) only claims and schedules; every change here is
 // announced with NOTIFY on `knowagent_jobs` in the same transaction, so live views in any server
-// process hear of it when it commits. Repositories are plain functions over `db | trx`.
+// process hear of it when it commits. Repositories are plain functions over `db | trx`. An
+// attempt's own writes (begin, progress, the publishing lock, its end) are compile-attempts-store.ts.
 import * as Schema from 'effect/Schema'
 import { sql } from 'kysely'
-import type { CompileFailure, CompileJobOutput, CompileProgress } from '../../machines/index.ts'
+import type { CompileFailure, CompileProgress } from '../../machines/index.ts'
 import type { GeneratedKind, JobStatus } from '../db/schema.ts'
 import type { Db, Owner } from '../db/schema.ts'
 import { formatKbUri, pathToSegments } from '../workspace/uri.ts'
@@ -39,7 +40,8 @@ const ResultSchema = Schema.Struct({
   /** Each page published: its node (followed to where it is now), its URI then, what it is. Absent for jobs that succeeded before it was kept. */
   pages: Schema.optional(Schema.Array(PublishedPageSchema)),
 })
-type StoredResult = typeof ResultSchema.Type
+/** The `result` column as written (compile-attempts-store.ts writes it). */
+export type StoredResult = typeof ResultSchema.Type
 type JobResult = Omit<StoredResult, 'pages'>
 export type PublishedPage = typeof PublishedPageSchema.Type
 
@@ -295,150 +297,9 @@ export async function insertCompileJob(
   await notifyJob(db, { jobId: id, ownerId: owner.id })
 }
 
-export type BeginResult = 'running' | 'cancelled' | 'finished' | 'superseded' | 'missing'
-
-/**
- * Marks the job running for this claim. A claim is (queue job, attempt): a newer attempt of the
- * same queue job takes over a `running` row left by a dead worker; anything else is refused.
- */
-export async function beginAttempt(db: Db, { jobId, queueJobId, attempt }: { jobId: string; queueJobId: string; attempt: number }): Promise<BeginResult> {
-  const updated = await db
-    .updateTable('jobs')
-    .set({
-      status: 'running',
-      stage: 'parsing',
-      queue_attempt: attempt,
-      attempts: sql<number>`attempts + 1`,
-      started_at: sql<Date>`now()`,
-      finished_at: null,
-      updated_at: sql<Date>`now()`,
-    })
-    .where('id', '=', jobId)
-    .where('kind', '=', COMPILE_KIND)
-    .where('queue_job_id', '=', queueJobId)
-    .where((eb) => eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'running'), eb('queue_attempt', '<', attempt)])]))
-    .returning(['owner_id'])
-    .executeTakeFirst()
-  if (updated) {
-    await notifyJob(db, { jobId, ownerId: updated.owner_id })
-    return 'running'
-  }
-  const row = await db.selectFrom('jobs').select(['status', 'queue_job_id']).where('id', '=', jobId).executeTakeFirst()
-  if (!row) return 'missing'
-  if (row.status === 'cancelled') return 'cancelled'
-  if (row.queue_job_id !== queueJobId || row.status === 'running') return 'superseded'
-  return 'finished'
-}
-
-/** The claim still holds: same queue job and attempt, still running. Used to fence every write of an attempt. */
-function claimed(jobId: string, queueJobId: string, attempt: number) {
-  return (db: Db) =>
-    db
-      .updateTable('jobs')
-      .where('id', '=', jobId)
-      .where('queue_job_id', '=', queueJobId)
-      .where('queue_attempt', '=', attempt)
-      .where('status', '=', 'running')
-}
-
-export async function recordProgress(db: Db, { jobId, queueJobId, attempt, progress }: { jobId: string; queueJobId: string; attempt: number; progress: CompileProgress }): Promise<void> {
-  const updated = await claimed(jobId, queueJobId, attempt)(db)
-    .set({ stage: progress.stage, progress: JSON.stringify(progress), updated_at: sql<Date>`now()` })
-    .returning(['owner_id'])
-    .executeTakeFirst()
-  if (updated) await notifyJob(db, { jobId, ownerId: updated.owner_id })
-}
-
-/** Locks the claimed row for publishing; undefined when the job was cancelled or taken over meanwhile. */
-export async function lockClaimedJob(db: Db, { jobId, queueJobId, attempt }: { jobId: string; queueJobId: string; attempt: number }): Promise<{ ownerId: string; status: JobStatus } | undefined> {
-  const row = await db
-    .selectFrom('jobs')
-    .select(['owner_id', 'status', 'queue_job_id', 'queue_attempt'])
-    .where('id', '=', jobId)
-    .forUpdate()
-    .executeTakeFirst()
-  if (!row) return undefined
-  return { ownerId: row.owner_id, status: row.queue_job_id === queueJobId && row.queue_attempt === attempt ? row.status : 'cancelled' }
-}
-
-async function deactivateFiles(db: Db, jobId: string): Promise<void> {
+/** Marks the job's files free for other jobs (it ended: succeeded, failed or cancelled). */
+export async function deactivateFiles(db: Db, jobId: string): Promise<void> {
   await db.updateTable('compile_job_files').set({ active: false }).where('job_id', '=', jobId).where('active', '=', true).execute()
-}
-
-/** Records how an attempt ended (fenced by its claim). Returns false when the claim was gone. */
-export async function finishAttempt(
-  db: Db,
-  { jobId, queueJobId, attempt, output, pages }: { jobId: string; queueJobId: string; attempt: number; output: CompileJobOutput; pages?: ReadonlyArray<PublishedPage> | undefined },
-): Promise<boolean> {
-  const base = { progress: JSON.stringify(output.progress), updated_at: sql<Date>`now()` }
-  let change
-  switch (output.status) {
-    case 'succeeded':
-      change = {
-        ...base,
-        status: 'succeeded' as const,
-        stage: null,
-        error: null,
-        result: JSON.stringify({
-          artifacts: output.artifacts,
-          skipped: output.skipped.map((file) => ({ uri: file.uri, reason: file.reason ?? 'unreadable' })),
-          ...(pages ? { pages } : {}),
-        } satisfies StoredResult),
-        finished_at: sql<Date>`now()`,
-      }
-      break
-    case 'queued':
-      change = { ...base, status: 'queued' as const, stage: null, error: output.failure.message, failure: JSON.stringify(output.failure) }
-      break
-    case 'failed':
-      change = {
-        ...base,
-        status: 'failed' as const,
-        stage: null,
-        error: output.failure.message,
-        failure: JSON.stringify(output.failure),
-        dead_lettered_at: sql<Date>`now()`,
-        finished_at: sql<Date>`now()`,
-      }
-      break
-    case 'cancelled':
-      change = { ...base, status: 'cancelled' as const, stage: null, finished_at: sql<Date>`now()` }
-      break
-  }
-  const updated = await claimed(jobId, queueJobId, attempt)(db).set(change).returning(['owner_id']).executeTakeFirst()
-  if (!updated) return false
-  if (output.status !== 'queued') await deactivateFiles(db, jobId)
-  await notifyJob(db, { jobId, ownerId: updated.owner_id })
-  return true
-}
-
-/**
- * A job whose stored configuration cannot be read (written by a newer or broken server, or over a
- * limit it was never checked against) fails for good at its first claim, with a reason, instead
- * of staying queued forever with its files locked to it.
- */
-export async function failUnreadableJob(db: Db, { jobId, queueJobId }: { jobId: string; queueJobId: string }): Promise<boolean> {
-  const failure = {
-    stage: 'queued',
-    code: 'unreadable_configuration',
-    message: "the job's stored configuration could not be read; compile the files again",
-    attempt: 1,
-    retryable: false,
-    bodyReadable: false,
-  } satisfies typeof FailureSchema.Type
-  const updated = await db
-    .updateTable('jobs')
-    .set({ status: 'failed', stage: null, error: failure.message, failure: JSON.stringify(failure), dead_lettered_at: sql<Date>`now()`, finished_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-    .where('id', '=', jobId)
-    .where('kind', '=', COMPILE_KIND)
-    .where('queue_job_id', '=', queueJobId)
-    .where('status', 'in', ACTIVE_STATUSES)
-    .returning(['owner_id'])
-    .executeTakeFirst()
-  if (!updated) return false
-  await deactivateFiles(db, jobId)
-  await notifyJob(db, { jobId, ownerId: updated.owner_id })
-  return true
 }
 
 /** A person cancels a queued or running job. `cancelled` only when this call cancelled it; otherwise the status it has. */
@@ -494,3 +355,6 @@ export async function requeueCompileJob(db: Db, { id, ownerId, queueJobId }: { i
   await notifyJob(db, { jobId: id, ownerId })
   return true
 }
+
+/** The `failure` column as written. */
+export type StoredFailure = typeof FailureSchema.Type

@@ -28,7 +28,8 @@ export const readTool = defineTool({
         return yield* new ToolError({ code: 'is_directory', status: 409, message: `${node.uri} is a directory; use ls to list it` })
       }
       const content = yield* tryWorkspace(() => readCurrent(context.db, context.caller, node))
-      const layerOf = yield* tryWorkspace(() => layerOfNode(context.db, { owner: context.caller, nodeId: node.id }))
+      // A person's own file (the node's row says so) needs no look-up of what it is a layer of.
+      const layerOf = node.generated === null ? undefined : yield* tryWorkspace(() => layerOfNode(context.db, { owner: context.caller, nodeId: node.id }))
       const layer = layerOf === undefined ? {} : { layer: { kind: layerOf.kind, of: layerOf.of } }
       if (content.parseStatus !== 'parsed' || content.body === null) {
         return {

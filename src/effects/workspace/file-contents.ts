@@ -4,7 +4,7 @@
 import { sql } from 'kysely'
 import type { WorkspaceNode } from './store.ts'
 import type { Db, Owner } from '../db/schema.ts'
-import { NodeNotFound } from './workspace-errors.ts'
+import { NodeNotFound, VersionNotFound } from './workspace-errors.ts'
 
 export interface FileContent {
   readonly node: WorkspaceNode
@@ -17,11 +17,18 @@ export interface FileContent {
   readonly size: number
 }
 
-/** The current version of a file, read in one statement (never a mix of two versions). */
-export async function readCurrent(db: Db, owner: Owner, node: WorkspaceNode): Promise<FileContent> {
-  const row = await db
-    .selectFrom('nodes')
-    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+/** One version of the owner's file: `versionNo`, or the current one. */
+function versionOf(db: Db, { owner, node, versionNo }: { owner: Owner; node: WorkspaceNode; versionNo?: number | undefined }) {
+  const rows = db.selectFrom('file_versions').innerJoin('nodes', 'nodes.id', 'file_versions.node_id').where('nodes.id', '=', node.id).where('nodes.owner_id', '=', owner.id)
+  return versionNo === undefined ? rows.whereRef('file_versions.id', '=', 'nodes.current_version_id') : rows.where('file_versions.version_no', '=', versionNo)
+}
+
+/** What a missing version is: the file's own absence (no current version), or that number's (VersionNotFound). */
+const missing = (node: WorkspaceNode, versionNo: number | undefined) => (versionNo === undefined ? new NodeNotFound({ uri: node.uri }) : new VersionNotFound({ uri: node.uri, version: versionNo }))
+
+/** A version of a file (the current one unless `versionNo`), read in one statement (never a mix of two versions). */
+export async function readFileVersion(db: Db, { owner, node, versionNo }: { owner: Owner; node: WorkspaceNode; versionNo?: number | undefined }): Promise<FileContent & { readonly createdAt: Date }> {
+  const row = await versionOf(db, { owner, node, versionNo })
     .select([
       'file_versions.id as version_id',
       'file_versions.version_no',
@@ -30,11 +37,10 @@ export async function readCurrent(db: Db, owner: Owner, node: WorkspaceNode): Pr
       'file_versions.parse_error',
       'file_versions.mime',
       'file_versions.size',
+      'file_versions.created_at',
     ])
-    .where('nodes.id', '=', node.id)
-    .where('nodes.owner_id', '=', owner.id)
     .executeTakeFirst()
-  if (!row) throw new NodeNotFound({ uri: node.uri })
+  if (!row) throw missing(node, versionNo)
   return {
     node,
     versionId: row.version_id,
@@ -44,7 +50,13 @@ export async function readCurrent(db: Db, owner: Owner, node: WorkspaceNode): Pr
     parseError: row.parse_error,
     mime: row.mime,
     size: Number(row.size),
+    createdAt: new Date(row.created_at),
   }
+}
+
+/** The current version of a file, read in one statement. */
+export function readCurrent(db: Db, owner: Owner, node: WorkspaceNode): Promise<FileContent> {
+  return readFileVersion(db, { owner, node })
 }
 
 /** The current parsed bodies of several files (by node id) in one statement; null where none could be parsed. */
@@ -144,15 +156,12 @@ export interface RawVersion {
   readonly length: number
 }
 
-export async function findRawVersion(db: Db, owner: Owner, node: WorkspaceNode): Promise<RawVersion> {
-  const row = await db
-    .selectFrom('nodes')
-    .innerJoin('file_versions', 'file_versions.id', 'nodes.current_version_id')
+/** What a download of a version (the current one unless `versionNo`) needs first: its id, type and length. */
+export async function findRawVersion(db: Db, owner: Owner, node: WorkspaceNode, versionNo?: number): Promise<RawVersion> {
+  const row = await versionOf(db, { owner, node, versionNo })
     .select(['file_versions.id', 'file_versions.mime', sql<string>`octet_length(file_versions.raw)`.as('length')])
-    .where('nodes.id', '=', node.id)
-    .where('nodes.owner_id', '=', owner.id)
     .executeTakeFirst()
-  if (!row) throw new NodeNotFound({ uri: node.uri })
+  if (!row) throw missing(node, versionNo)
   return { versionId: row.id, mime: row.mime, length: Number(row.length) }
 }
 

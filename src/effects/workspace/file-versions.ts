@@ -4,7 +4,7 @@
 import type { Kysely } from 'kysely'
 import { sql } from 'kysely'
 import type { DB, Db, Owner, VersionOrigin } from '../db/schema.ts'
-import type { FileContent, RawVersion } from './file-contents.ts'
+import { type FileContent, findRawVersion, type RawVersion, readFileVersion } from './file-contents.ts'
 import { getNode, putFileInTransaction, type WorkspaceNode } from './store.ts'
 import { checkStorageLimits, type StorageLimits } from './storage-limits.ts'
 import { shareTree } from './tree-lock.ts'
@@ -86,52 +86,15 @@ export async function listVersions(db: Db, { owner, node, offset = 0, limit = VE
 }
 
 /** A version by its number, with its text (not its bytes); VersionNotFound when the file never had it. */
-export async function readVersion(db: Db, { owner, node, versionNo }: { owner: Owner; node: WorkspaceNode; versionNo: number }): Promise<FileContent & { readonly createdAt: Date }> {
+export function readVersion(db: Db, { owner, node, versionNo }: { owner: Owner; node: WorkspaceNode; versionNo: number }): Promise<FileContent & { readonly createdAt: Date }> {
   assertFile(node)
-  const row = await db
-    .selectFrom('file_versions')
-    .innerJoin('nodes', 'nodes.id', 'file_versions.node_id')
-    .select([
-      'file_versions.id',
-      'file_versions.version_no',
-      'file_versions.body',
-      'file_versions.parse_status',
-      'file_versions.parse_error',
-      'file_versions.mime',
-      'file_versions.size',
-      'file_versions.created_at',
-    ])
-    .where('nodes.id', '=', node.id)
-    .where('nodes.owner_id', '=', owner.id)
-    .where('file_versions.version_no', '=', versionNo)
-    .executeTakeFirst()
-  if (!row) throw new VersionNotFound({ uri: node.uri, version: versionNo })
-  return {
-    node,
-    versionId: row.id,
-    versionNo: row.version_no,
-    body: row.body,
-    parseStatus: row.parse_status,
-    parseError: row.parse_error,
-    mime: row.mime,
-    size: Number(row.size),
-    createdAt: new Date(row.created_at),
-  }
+  return readFileVersion(db, { owner, node, versionNo })
 }
 
 /** `findRawVersion` for a version by its number: what its download needs first. */
-export async function findRawVersionNo(db: Db, { owner, node, versionNo }: { owner: Owner; node: WorkspaceNode; versionNo: number }): Promise<RawVersion> {
+export function findRawVersionNo(db: Db, { owner, node, versionNo }: { owner: Owner; node: WorkspaceNode; versionNo: number }): Promise<RawVersion> {
   assertFile(node)
-  const row = await db
-    .selectFrom('file_versions')
-    .innerJoin('nodes', 'nodes.id', 'file_versions.node_id')
-    .select(['file_versions.id', 'file_versions.mime', sql<string>`octet_length(file_versions.raw)`.as('length')])
-    .where('nodes.id', '=', node.id)
-    .where('nodes.owner_id', '=', owner.id)
-    .where('file_versions.version_no', '=', versionNo)
-    .executeTakeFirst()
-  if (!row) throw new VersionNotFound({ uri: node.uri, version: versionNo })
-  return { versionId: row.id, mime: row.mime, length: Number(row.length) }
+  return findRawVersion(db, owner, node, versionNo)
 }
 
 export type RestoreOutcome =

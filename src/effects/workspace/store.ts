@@ -3,7 +3,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { type Kysely, type Transaction, sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
-import type { DB, Db, NodeKind, NodeRow, Owner, VersionOrigin } from '../db/schema.ts'
+import type { DB, Db, GeneratedKind, NodeKind, NodeRow, Owner, VersionOrigin } from '../db/schema.ts'
 import { checkNodeName, formatKbUri, MAX_DEPTH, MAX_URI_LENGTH, pathToSegments, segmentsToPath } from './uri.ts'
 import { InvalidUri, NodeConflict, NodeNotFound } from './workspace-errors.ts'
 import { indexVersionText } from './search-index.ts'
@@ -22,6 +22,8 @@ export interface WorkspaceNode {
   readonly mime: string | null
   readonly updatedAt: Date
   readonly currentVersionId: string | null
+  /** A page a compile job wrote (`nodes.generated`), null for a person's own file; undefined where the row did not say. */
+  readonly generated?: GeneratedKind | null | undefined
 }
 
 /** A node as the store returns it, from a row of `nodeAtPath` (or any row of `nodes` with its version's size and mime). */
@@ -38,6 +40,7 @@ export function toNode(owner: Owner, row: NodeRow & { size?: unknown; mime?: str
     mime: row.mime ?? null,
     updatedAt: new Date(row.updated_at),
     currentVersionId: row.current_version_id,
+    generated: row.generated,
   }
 }
 
