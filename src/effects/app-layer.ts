@@ -28,6 +28,8 @@ import { type CompileFeatureOptions, CompileFeatureService, type RunningCompileF
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
+import { MetricsService } from './observability/metrics-service.ts'
+import type { ServiceMetrics } from './observability/metrics.ts'
 
 /**
  * Every channel of the process's one change feed: the retrieval catalog and settings, compile jobs,
@@ -78,6 +80,7 @@ export type CoreServices =
   | ModelConnectionsService
   | ToolRegistryService
   | PreStepHooks
+  | MetricsService
   | DocumentParserService
   | RetrievalFeatureService
   | CompileFeatureService
@@ -100,6 +103,7 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
       const feed = yield* ChangeFeedService
       const secret = yield* AppSecret
       const logger = yield* LoggerService
+      const metrics = yield* MetricsService
       const cipher = makeCredentialCipher(secret)
       const allowMetadataAddresses = options.config.file.modelConnections?.allowMetadataAddresses ?? false
       return yield* Effect.acquireRelease(
@@ -107,6 +111,7 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
           const registry = await startLiveModelRegistry({
             models: options.config.file.models ?? [],
             env: options.config.env,
+            metrics,
             ...options.models,
             db: database.db,
             cipher,
@@ -161,6 +166,7 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
   const services = Layer.mergeAll(models, parser, registries).pipe(
     Layer.provideMerge(retrieval),
     Layer.provideMerge(feed),
+    Layer.provideMerge(MetricsService.layer(options.config.metrics.enabled)),
     Layer.provideMerge(databaseLayer(options)),
   )
   // Built last, so released first: a worker stops before the parser, the models and the database.
@@ -182,6 +188,8 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
 export interface CoreServiceValues {
   readonly config: AppConfig
   readonly logger: Logger
+  /** Counting when `metrics.enabled` (/metrics), NO_METRICS otherwise. */
+  readonly metrics: ServiceMetrics
   readonly secret: string
   readonly database: DatabaseHandle
   /** The process's change feed (serve); undefined for CLI commands. */
@@ -201,6 +209,7 @@ const serviceValuesBeforeFeatures = Effect.gen(function* () {
   return {
     config: yield* AppConfigService,
     logger: yield* LoggerService,
+    metrics: yield* MetricsService,
     secret: yield* AppSecret,
     database: yield* Database,
     feed: yield* ChangeFeedService,

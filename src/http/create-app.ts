@@ -10,6 +10,8 @@ import { authRoutes } from './auth.routes.ts'
 import { checkRequestToken, resolveAuth } from './authenticate.ts'
 import { createErrorHandler } from './error-handler.ts'
 import { healthRoutes } from './health.routes.ts'
+import { metricsRoutes } from './metrics.routes.ts'
+import { logContext } from '../effects/logging/log-context.ts'
 import { HttpError } from './http-errors.ts'
 import { workspaceRoutes } from './workspace.routes.ts'
 import { workspaceFilesRoutes } from './workspace-files.routes.ts'
@@ -23,6 +25,7 @@ import { openAiRoutes } from './openai.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
 import { adminRetrievalRoutes } from './admin-retrieval.routes.ts'
 import { adminModelsRoutes } from './admin-models.routes.ts'
+import { adminStatusRoutes } from './admin-status.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = projectPath('views/static/')
@@ -62,14 +65,28 @@ const CONTENT_SECURITY_POLICY = [
   "form-action 'self'",
 ].join('; ')
 
+/**
+ * The route a request matched, as its template (`/api/v1/workspace/node`, `/tasks/:id`): a bounded
+ * metric label, never the path itself (which holds ids and URIs).
+ */
+function routeTemplateOf(req: express.Request): string {
+  const route = (req as { route?: { path?: unknown } }).route
+  if (route !== undefined && typeof route.path === 'string') return `${req.baseUrl}${route.path}`
+  if (req.path.startsWith('/static/')) return '/static'
+  return 'unmatched'
+}
+
 export function createApp(ctx: AppContext): Express {
   const app = express()
   app.disable('x-powered-by')
   if (ctx.config.trustProxy) app.set('trust proxy', true)
 
+  const metrics = ctx.metrics
   app.use((req, res, next) => {
     req.requestId = randomUUID()
+    res.locals.metrics = metrics
     res.set({
+      'X-Request-Id': req.requestId,
       'Content-Security-Policy': CONTENT_SECURITY_POLICY,
       'X-Content-Type-Options': 'nosniff',
       'Referrer-Policy': 'same-origin',
@@ -77,18 +94,15 @@ export function createApp(ctx: AppContext): Express {
     })
     const started = performance.now()
     res.on('finish', () => {
-      ctx.logger.debug('request', {
-        id: req.requestId,
-        method: req.method,
-        path: req.path,
-        status: res.statusCode,
-        ms: Math.round(performance.now() - started),
-      })
+      const ms = performance.now() - started
+      ctx.logger.debug('request', { id: req.requestId, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms) })
+      if (metrics?.enabled) metrics.httpRequest(req.method, routeTemplateOf(req), res.statusCode, ms / 1000)
     })
-    next()
+    logContext.run({ request_id: req.requestId }, next)
   })
 
   app.use(healthRoutes(ctx))
+  app.use(metricsRoutes(ctx)) // before sign-in: a scraper has a token of its own, never a session
   app.use('/static', express.static(STATIC_DIR, { maxAge: '1h', fallthrough: true }))
   const htmx = htmxWithSse()
   app.get(HTMX_SCRIPT_PATH, (_req, res) => void res.type('text/javascript').set({ 'Cache-Control': 'public, max-age=3600', ETag: htmx.etag }).send(htmx.body))
@@ -106,6 +120,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(settingsRoutes(ctx))
   app.use(adminUsersRoutes(ctx)) // /admin, /admin/users
   app.use(adminRetrievalRoutes(ctx)) // Administration → Retrieval defaults
+  app.use(adminStatusRoutes(ctx)) // Administration → Status
   if (ctx.modelConnections) app.use(adminModelsRoutes(ctx, ctx.modelConnections)) // Administration → Model connections
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 

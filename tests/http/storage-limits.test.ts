@@ -40,7 +40,7 @@ describe('limits.userStorageMb', () => {
 
     const refused = await upload(server, alice.token, { 'c.txt': text(100), 'd.txt': text(200) })
     expect(refused.status).toBe(413)
-    expect(refused.body.error).toEqual({ code: 'storage_quota_exceeded', message: expect.stringContaining('1 MiB (limits.userStorageMb); nothing was stored') })
+    expect(refused.body.error).toEqual({ code: 'storage_quota_exceeded', message: expect.stringContaining('1 MiB (limits.userStorageMb); nothing was stored'), request_id: expect.any(String) })
     expect(await storageUsedBytes(server.database.db, alice.user.id)).toBe(before)
     const listed = await fetch(`${server.url}/api/v1/workspace/node?uri=kb://me/`, { headers: { authorization: `Bearer ${alice.token}` } })
     expect(((await listed.json()) as { entries: Array<{ name: string }> }).entries.map((entry) => entry.name)).toEqual(['a.txt'])
@@ -69,7 +69,7 @@ describe('limits.uploadMbPerMinute', () => {
     expect(refused.status).toBe(429)
     expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1)
     expect(Number(refused.retryAfter)).toBeLessThanOrEqual(60)
-    expect(refused.body.error).toEqual({ code: 'upload_rate_limited', message: expect.stringContaining('at most 1 MiB of new file versions a minute') })
+    expect(refused.body.error).toEqual({ code: 'upload_rate_limited', message: expect.stringContaining('at most 1 MiB of new file versions a minute'), request_id: expect.any(String) })
     expect(await storageUsedBytes(server.database.db, carol.user.id)).toBe(700 * KIB)
   })
 })

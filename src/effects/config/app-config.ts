@@ -72,6 +72,21 @@ export const ConfigFileSchema = Schema.Struct({
   ),
   /** Retrieval services (docs/retrieval.md). */
   retrieval: Schema.optional(RetrievalConfigSchema),
+  /** GET /metrics in the Prometheus text format (docs/operations.md, "Metrics"). */
+  metrics: Schema.optional(
+    Schema.Struct({
+      /** Serve /metrics and count (default false: nothing is counted). */
+      enabled: Schema.optional(Schema.Boolean),
+      /** A bearer token a scraper must send; without one, /metrics answers only this machine (loopback, no proxy headers). */
+      token: Schema.optional(Schema.String.check(Schema.isMinLength(16))),
+    }),
+  ),
+  log: Schema.optional(
+    Schema.Struct({
+      /** The least level written (LOG_LEVEL overrides it). */
+      level: Schema.optional(Schema.Literals(['debug', 'info', 'warn', 'error'])),
+    }),
+  ),
   /** Connections an administrator adds from the browser (Admin → Model connections, docs/models.md). */
   modelConnections: Schema.optional(
     Schema.Struct({
@@ -94,6 +109,8 @@ export interface AppConfig {
   readonly demoPassword: string | undefined
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error'
   readonly trustProxy: boolean
+  /** `metrics.enabled` (default false) and `metrics.token`. */
+  readonly metrics: { readonly enabled: boolean; readonly token: string | undefined }
   readonly secureCookies: boolean
   readonly sessionTtlHours: number
   readonly streamsPerMinute: number
@@ -153,8 +170,8 @@ function parsePort(raw: string | undefined): number {
   return port
 }
 
-function parseLogLevel(raw: string | undefined): AppConfig['logLevel'] {
-  const level = (raw ?? 'info').toLowerCase()
+function parseLogLevel(raw: string | undefined, fromFile: AppConfig['logLevel'] | undefined): AppConfig['logLevel'] {
+  const level = (raw || fromFile || 'info').toLowerCase()
   if (level === 'debug' || level === 'info' || level === 'warn' || level === 'error') return level
   throw new ConfigError(`invalid LOG_LEVEL "${raw}": expected debug, info, warn or error`)
 }
@@ -191,8 +208,9 @@ export function loadConfig({
     dataDir: resolve(cwd, env.KNOWAGENT_DATA_DIR || '.knowagent'),
     secretFromEnv: secret || undefined,
     demoPassword: env.KNOWAGENT_DEMO_PASSWORD || undefined,
-    logLevel: parseLogLevel(env.LOG_LEVEL),
+    logLevel: parseLogLevel(env.LOG_LEVEL, file.log?.level),
     trustProxy: file.server?.trustProxy ?? false,
+    metrics: { enabled: file.metrics?.enabled ?? false, token: file.metrics?.token },
     secureCookies: file.server?.secureCookies ?? false,
     sessionTtlHours: file.server?.sessionTtlHours ?? 24 * 14,
     streamsPerMinute: file.limits?.streamsPerMinute ?? 30,

@@ -8,6 +8,7 @@
 // (no machine step per delta, see docs/performance.md); the text of the step in flight is kept
 // here and handed to the machine with `user.stop`, so a cancelled turn keeps it.
 import type { AnyActorRef } from 'xstate'
+import * as Effect from 'effect/Effect'
 import {
   turnMachine,
   DEFAULT_TURN_SECONDS,
@@ -31,6 +32,7 @@ import { fromEffect } from '../actor-bridge.ts'
 import { runActor } from '../actor-host.ts'
 import type { ChatModel } from '../llm/model.ts'
 import type { Logger } from '../logging/logger.ts'
+import { NO_METRICS, type ServiceMetrics } from '../observability/metrics.ts'
 import type { ToolRegistry } from '../tools/tool-registry.ts'
 import type { WorkspaceNode } from '../workspace/store.ts'
 import type { Db, Owner } from '../db/schema.ts'
@@ -66,6 +68,8 @@ export interface RunTurnOptions {
   readonly scope?: WorkspaceNode | undefined
   /** The server instance running the turn (instance-registry.ts), recorded so a dead one's turns can be closed. */
   readonly instanceId?: string | undefined
+  /** Counts the turn, its first delta, its tool calls and its outcome (/metrics); none by default. */
+  readonly metrics?: ServiceMetrics | undefined
 }
 
 /** The abort reason of a turn's own clock (never a TurnStopReason: it fails the turn, not cancels it). */
@@ -112,7 +116,12 @@ const hostedTurnMachine = turnMachine.provide({
       const { id, name, arguments: args } = input.call
       const scope = parseKbUri({ uri: input.scopeUri, callerLogin: caller.login })
       const progress = (text: string) => emit({ type: 'tool', phase: 'progress', call_id: id, name, text })
-      return tools.run({ name, args, context: { db, caller, scope, progress } })
+      const run = tools.run({ name, args, context: { db, caller, scope, progress } })
+      const metrics = options.metrics
+      if (metrics === undefined || !metrics.enabled) return run
+      // A name the model made up is counted as `unknown` (the registry refused it): never a label of its choosing.
+      const tool = tools.get(name) === undefined ? 'unknown' : name
+      return Effect.tap(run, (outcome) => Effect.sync(() => metrics.toolCall(tool, outcome.ok ? 'ok' : (outcome.error?.code ?? 'error'))))
     }),
     callModel: fromEffect<CallModelOutput, CallModelInput>(({ input, self }) => {
       const { options, streamSink } = hostOf(self)
@@ -124,8 +133,16 @@ const hostedTurnMachine = turnMachine.provide({
 
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   const { db, caller, model, turnId } = options
+  const metrics = options.metrics ?? NO_METRICS
+  const startedAt = performance.now()
+  let awaitingFirstDelta = metrics.enabled
+  metrics.turnStarted(model.info.id)
   const stepText = new TextBuffer()
   const emit = (event: TurnEmitted) => {
+    if (awaitingFirstDelta && event.type === 'delta') {
+      awaitingFirstDelta = false
+      metrics.firstDelta(model.info.id, (performance.now() - startedAt) / 1000)
+    }
     try {
       options.onEvent(event)
     } catch (error) {
@@ -183,7 +200,14 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   } catch (error) {
     // A crashed turn is still finished in the record: never left `running`.
     await finish({ id: turnId, status: 'failed', error: { code: 'internal_error', message: 'the turn failed unexpectedly' } })
+    metrics.turnEnded({ model: model.info.id, outcome: 'failed', code: 'internal_error', seconds: (performance.now() - startedAt) / 1000, modelSteps: 0, toolCalls: 0 })
     throw error
+  }
+  if (metrics.enabled) {
+    const { counters } = output
+    const code = output.status === 'cancelled' ? stopReasonOf(options.signal.reason) : output.error?.code
+    for (let i = 0; i < counters.compactions; i++) metrics.compaction(model.info.id)
+    metrics.turnEnded({ model: model.info.id, outcome: output.status, code, seconds: (performance.now() - startedAt) / 1000, modelSteps: counters.modelSteps, toolCalls: counters.toolCalls })
   }
   await finish({
     id: turnId,
