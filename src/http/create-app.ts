@@ -12,6 +12,7 @@ import { createErrorHandler } from './error-handler.ts'
 import { healthRoutes } from './health.routes.ts'
 import { metricsRoutes } from './metrics.routes.ts'
 import { logContext } from '../effects/logging/log-context.ts'
+import { endSpan, SpanKind, startSpan, withSpan } from '../effects/observability/tracing.ts'
 import { HttpError } from './http-errors.ts'
 import { workspaceRoutes } from './workspace.routes.ts'
 import { workspaceFilesRoutes } from './workspace-files.routes.ts'
@@ -93,12 +94,22 @@ export function createApp(ctx: AppContext): Express {
       'X-Frame-Options': 'DENY',
     })
     const started = performance.now()
+    const span = startSpan(req.method, { 'http.request.method': req.method, 'knowagent.request_id': req.requestId }, SpanKind.SERVER)
     res.on('finish', () => {
       const ms = performance.now() - started
       ctx.logger.debug('request', { id: req.requestId, method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms) })
       if (metrics?.enabled) metrics.httpRequest(req.method, routeTemplateOf(req), res.statusCode, ms / 1000)
     })
-    logContext.run({ request_id: req.requestId }, next)
+    if (span !== undefined) {
+      // ended when the response closes (a stream ends long after its headers)
+      res.once('close', () => {
+        const route = routeTemplateOf(req)
+        span.updateName(`${req.method} ${route}`)
+        span.setAttributes({ 'http.route': route, 'http.response.status_code': res.statusCode })
+        endSpan(span, res.statusCode >= 500 ? `HTTP ${res.statusCode}` : undefined)
+      })
+    }
+    withSpan(span, () => logContext.run({ request_id: req.requestId }, next))
   })
 
   app.use(healthRoutes(ctx))

@@ -32,6 +32,7 @@ import {
 } from './provider-transport.ts'
 import { createProviderRedactors, createStreamRedactor, redactModelError, redactModelResult } from './redact-secrets.ts'
 import { describeModelError } from './model-failure.ts'
+import { traced } from '../observability/tracing.ts'
 import type { ServiceMetrics } from '../observability/metrics.ts'
 import {
   DEFAULT_MAX_RETRIES,
@@ -86,7 +87,7 @@ export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatMode
       const attemptFrom = (retryNumber: number): Effect.Effect<ModelResult, ModelError> => {
         const redacting = redactStreamEvents({ onEvent: request.onEvent, secrets: [apiKey.value] })
         return Effect.flatMap(
-          Effect.promise((signal) => runAttempt({ ...attemptInput, onEvent: redacting.onEvent, signal })),
+          Effect.promise((signal) => traced('provider.request', { 'knowagent.model_id': config.id, 'knowagent.retry': retryNumber }, () => runAttempt({ ...attemptInput, onEvent: redacting.onEvent, signal }))),
           (outcome) => {
             redacting.flush()
             const metrics = options.metrics
