@@ -22,7 +22,7 @@ export function StatusPanel({ status }: { status: ServiceStatus }) {
         </div>
         <div>
           <dt>Time to first delta, p50 / p95 (this instance, last hour)</dt>
-          <dd data-figure="first-delta">{status.firstDeltaMs ? `${status.firstDeltaMs.p50} ms / ${status.firstDeltaMs.p95} ms (${status.firstDeltaMs.samples} turns)` : '—'}</dd>
+          <dd data-figure="first-delta">{status.firstDeltaMs ? `${status.firstDeltaMs.p50} ms / ${status.firstDeltaMs.p95} ms (${status.firstDeltaMs.samples} ${status.firstDeltaMs.samples === 1 ? 'turn' : 'turns'})` : '—'}</dd>
         </div>
         <div>
           <dt>Compile jobs queued / running</dt>
