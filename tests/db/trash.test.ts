@@ -158,6 +158,25 @@ describe('the Trash', () => {
     expect(restoredNames('v1.2', 'directory')[0]).toBe('v1.2 (restored)')
   })
 
+  it('an overview written while a file was in the Trash is stale once it is back; one written before it is fresh again', async () => {
+    await put(alice, 'f/one.md', 'one')
+    await put(alice, 'f/two.md', 'two')
+    await put(alice, 'f/.overview.md', '# Overview\none and two')
+    await markGenerated(alice, 'f/.overview.md', 'overview', ['f/one.md', 'f/two.md'])
+    const overview = async () => (await pagesFreshness(db(), alice, [(await node(alice, 'f/.overview.md')).id])).values().next().value!.changes
+    const two = await moveToTrash(db(), { owner: alice, node: await node(alice, 'f/two.md') })
+    expect(await overview()).toEqual([{ change: 'deleted', uri: 'kb://users/alice/f/two.md' }])
+    await restoreFromTrash(db(), { owner: alice, id: two.trash.id })
+    expect(await overview()).toEqual([]) // it was built from two.md as it is again
+
+    const again = await moveToTrash(db(), { owner: alice, node: await node(alice, 'f/two.md') })
+    await put(alice, 'f/.overview.md', '# Overview\none only') // compiled again meanwhile, without two.md
+    await markGenerated(alice, 'f/.overview.md', 'overview', ['f/one.md'])
+    expect(await overview()).toEqual([])
+    await restoreFromTrash(db(), { owner: alice, id: again.trash.id })
+    expect(await overview()).toEqual([{ change: 'added', uri: 'kb://users/alice/f/two.md' }])
+  })
+
   it('a file where a folder to make again should be is a conflict that says so; the item stays in the Trash', async () => {
     await put(alice, 'x/y.md', 'y')
     const y = await moveToTrash(db(), { owner: alice, node: await node(alice, 'x/y.md') })

@@ -219,7 +219,8 @@ async function putBack(trx: Db, owner: Owner, { trashId, top }: { trashId: strin
       update all_nodes set path = ${path} || substr(path, length(${top.path}) + 1)
        where trash_id = ${trashId} and starts_with(path, ${top.path + '/'})`.execute(trx)
   }
-  await trx.updateTable('all_nodes').set({ parent_id: folder.id, name, path }).where('id', '=', top.id).execute()
+  // It comes into its folder now: an overview written meanwhile without it is stale ('added', layer-freshness.ts).
+  await trx.updateTable('all_nodes').set({ parent_id: folder.id, name, path, created_at: sql<Date>`now()` }).where('id', '=', top.id).execute()
   return path
 }
 
