@@ -7,6 +7,7 @@ import { Layout, type NavLink, TRASH_PATH } from '../layout.tsx'
 import { describeCounts, formatPurgeDate } from '../partials/file-dialogs.tsx'
 import { formatSize } from '../partials/file-links.ts'
 import { pageHref } from '../partials/tree.tsx'
+import { PageMessages } from './settings.tsx'
 
 export interface TrashPageProps {
   readonly login: string
@@ -103,16 +104,7 @@ export function TrashPage({ login, csrfToken, nav, items, total, bytes, retentio
           Deleted files and folders stay here for {retentionDays} {retentionDays === 1 ? 'day' : 'days'}, with every version and the pages compiled from them, then they are deleted for
           good. Nothing here is listed, searched or read by KnowAgent. They still count towards your storage: emptying the Trash frees it.
         </p>
-        {notice ? (
-          <p class="notice" role="status">
-            {notice}
-          </p>
-        ) : null}
-        {error ? (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        ) : null}
+        <PageMessages notice={notice} error={error} />
         {total === 0 ? (
           <p class="trash-empty">The Trash is empty.</p>
         ) : (
