@@ -7,6 +7,8 @@ export interface NavLink {
 }
 
 export const RETRIEVAL_SETTINGS_PATH = '/settings/retrieval'
+/** The Trash page (deleted files and folders until they are deleted for good), linked from the tree and the delete dialog. */
+export const TRASH_PATH = '/workspace/trash'
 
 /** The top bar's links to the optional areas the server runs (the retrieval settings when that feature runs). */
 /** The top bar's links: retrieval services when that feature runs; Administration for an admin. */

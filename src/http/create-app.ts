@@ -17,6 +17,7 @@ import { HttpError } from './http-errors.ts'
 import { workspaceRoutes } from './workspace.routes.ts'
 import { workspaceFilesRoutes } from './workspace-files.routes.ts'
 import { workspaceVersionsRoutes } from './workspace-versions.routes.ts'
+import { workspaceTrashRoutes } from './workspace-trash.routes.ts'
 import { knowledgeAgentRoutes } from './knowledge-agent.routes.ts'
 import { chatRoutes } from './chat.routes.ts'
 import { settingsRoutes } from './settings.routes.ts'
@@ -124,6 +125,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(workspaceRoutes(ctx))
   app.use(workspaceFilesRoutes(ctx)) // file management and the workspace-wide search
   app.use(workspaceVersionsRoutes(ctx)) // a file's versions: list, restore
+  app.use(workspaceTrashRoutes(ctx)) // the Trash: list, restore, delete for good, empty
   app.use(knowledgeAgentRoutes(ctx))
   app.use(chatRoutes(ctx))
   if (ctx.compile) app.use(compileRoutes(ctx, ctx.compile))

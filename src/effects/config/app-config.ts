@@ -9,6 +9,7 @@ import { ModelsConfigSchema } from '../llm/model-config.ts'
 import { DEFAULT_TURN_SECONDS } from '../../machines/turn-contract.ts'
 import { CliProfilesSchema, CompileSettingsSchema } from '../compile/compile-config.ts'
 import { type BailianConfig, resolveBailianConfig, RetrievalConfigSchema } from '../retrieval/bailian-config.ts'
+import { DEFAULT_TRASH_RETENTION_DAYS } from '../workspace/trash.ts'
 import { DEFAULT_PARSE_LIMITS, DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_MS, defaultParserProcesses } from '../workspace/parse/parse-outcome.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
@@ -70,6 +71,13 @@ export const ConfigFileSchema = Schema.Struct({
       concurrentPasswordChecks: Schema.optional(PositiveInt),
     }),
   ),
+  /** The Trash (docs/operations.md#trash): how long a deleted file or folder can be restored. */
+  trash: Schema.optional(
+    Schema.Struct({
+      /** Days a deleted item stays in its owner's Trash before it is deleted for good. */
+      retentionDays: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 3650 }))),
+    }),
+  ),
   /** Retrieval services (docs/retrieval.md). */
   retrieval: Schema.optional(RetrievalConfigSchema),
   /** GET /metrics in the Prometheus text format (docs/operations.md, "Metrics"). */
@@ -127,6 +135,8 @@ export interface AppConfig {
   /** `limits.userStorageMb` (default 10,240 MiB) and `limits.uploadMbPerMinute` (default 1,024 MiB). */
   readonly userStorageMb: number
   readonly uploadMbPerMinute: number
+  /** `trash.retentionDays` (default 30): how long a deleted item can be restored. */
+  readonly trashRetentionDays: number
   /** The document parser's budgets (its process pool takes this object as it is). */
   readonly parsing: {
     readonly processes: number
@@ -223,6 +233,7 @@ export function loadConfig({
     maxZipImportBytes: file.limits?.maxZipImportBytes ?? 1024 * 1024 * 1024,
     userStorageMb: file.limits?.userStorageMb ?? 10_240,
     uploadMbPerMinute: file.limits?.uploadMbPerMinute ?? 1_024,
+    trashRetentionDays: file.trash?.retentionDays ?? DEFAULT_TRASH_RETENTION_DAYS,
     parsing: {
       processes: file.limits?.parserProcesses ?? file.limits?.parserThreads ?? defaultParserProcesses(),
       timeoutMs: (file.limits?.parseTimeoutSeconds ?? DEFAULT_PARSE_TIMEOUT_MS / 1000) * 1000,
