@@ -1,0 +1,182 @@
+// The MCP face of the tool registry (docs/mcp.md): the official SDK's low-level `Server`, one per
+// HTTP request (stateless: any instance answers any request). What it offers is derived once per
+// app (`makeMcpFace`): each registry tool with its JSON Schema (the one the model sees) plus an
+// optional `kb_uri` that narrows the scope, and the workspace as kb:// resources. A tools/call
+// runs the registry's tool as the command endpoint does; its outcome goes back as structured
+// content plus the same JSON as text.
+import * as Effect from 'effect/Effect'
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import {
+  CallToolRequestSchema,
+  CancelledNotificationSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js'
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js'
+import type { User } from '../effects/auth/users.ts'
+import { createRateLimiter, type RateLimiter } from '../effects/limits/rate-limiter.ts'
+import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
+import { callKey, CALLS_PER_USER, makeRunningCalls, type RunningCalls } from '../effects/tools/running-calls.ts'
+import { parseKbUri, type WorkspacePath } from '../effects/workspace/uri.ts'
+import { isWorkspaceError } from '../effects/workspace/workspace-errors.ts'
+import type { AppContext } from './app-context.ts'
+import { watchCredential } from './credential-watch.ts'
+import { listResources, readResource, RESOURCE_TEMPLATES } from './mcp-resources.ts'
+
+export const MCP_SERVER_NAME = 'knowagent'
+export const DEFAULT_SCOPE_URI = 'kb://me/'
+/** JSON-RPC error of a request its client cancelled, when a response is still due (another request of its batch runs on). */
+export const REQUEST_CANCELLED = -32800
+const RATE_WINDOW_MS = 60_000
+
+const KB_URI_PROPERTY = {
+  type: 'string',
+  maxLength: 4096,
+  description: `The scope: a kb:// folder or file of yours (default ${DEFAULT_SCOPE_URI}, your whole workspace). Every URI the tool reaches must be it or lie below it.`,
+}
+
+const INSTRUCTIONS =
+  'The tools and resources read one person\'s knowledge workspace: files and folders under kb://me/ (also written kb://users/<login>/). ' +
+  'Start with ls, then read or search; pass kb_uri to keep a tool inside one folder. Paged results carry next_offset: pass it back as offset.'
+
+/** What the face offers, derived once per app, and the state every request shares. */
+export interface McpFace {
+  readonly tools: ReadonlyArray<Tool>
+  /** Tools that reach a paid outside service (the retrieval feature's): counted against the rate limit. */
+  readonly limitedTools: ReadonlySet<string>
+  readonly limiter: RateLimiter
+  readonly running: RunningCalls
+  readonly validator: AjvJsonSchemaValidator
+  readonly close: () => void
+}
+
+/** The registry's tools as MCP tools: the JSON Schema the model sees, with `kb_uri` added. */
+export function mcpToolsOf(registry: ToolRegistry): Tool[] {
+  return registry.schemas.map(({ function: tool }) => {
+    const properties = (tool.parameters['properties'] ?? {}) as Record<string, unknown>
+    if ('kb_uri' in properties) throw new Error(`tool "${tool.name}" has its own kb_uri parameter; the MCP face adds one`)
+    return {
+      name: tool.name,
+      description: tool.description,
+      inputSchema: { ...tool.parameters, type: 'object' as const, properties: { ...properties, kb_uri: KB_URI_PROPERTY } },
+    }
+  })
+}
+
+export function makeMcpFace(ctx: AppContext): McpFace {
+  const running = makeRunningCalls({ db: ctx.db, feed: ctx.feed })
+  return {
+    tools: mcpToolsOf(ctx.tools),
+    limitedTools: new Set((ctx.retrieval?.tools ?? []).map((tool) => tool.name)),
+    limiter: createRateLimiter({ db: ctx.db, limit: ctx.config.streamsPerMinute, windowMs: RATE_WINDOW_MS, now: ctx.now }),
+    running,
+    validator: new AjvJsonSchemaValidator(),
+    close: () => running.close(),
+  }
+}
+
+/** One HTTP request's caller, as the route authenticated it. */
+export interface McpCaller {
+  readonly user: User
+  /** The bearer token's HMAC: the namespace of this client's request ids (with its session). */
+  readonly credential: string
+  /** The client's `Mcp-Session-Id` (a correlation name only; no state is kept for it), or ''. */
+  readonly session: string
+  /** Whether the token still holds (revocation ends a running call). */
+  readonly stillLive: () => Promise<boolean>
+}
+
+const toolError = (code: string, message: string, extra: Record<string, unknown> = {}): CallToolResult => {
+  const body = { error: { code, message, ...extra } }
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body, isError: true }
+}
+
+/**
+ * The SDK server for one HTTP request. `onCancelled` runs when a call of this request is
+ * cancelled by its client (the route then ends the request's response without a reply).
+ */
+export function createMcpServer(ctx: AppContext, face: McpFace, caller: McpCaller, { onCancelled }: { onCancelled: () => void }): Server {
+  const server = new Server(
+    { name: MCP_SERVER_NAME, version: '1' },
+    { capabilities: { tools: { listChanged: false }, resources: { listChanged: false, subscribe: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator: face.validator },
+  )
+  const { user } = caller
+
+  // A cancel names a request that may run in another request's server, or another process.
+  server.setNotificationHandler(CancelledNotificationSchema, async (notification) => {
+    const requestId = notification.params.requestId
+    if (requestId === undefined) return
+    await face.running.cancel(callKey({ credential: caller.credential, session: caller.session, requestId }), 'cancelled by the client')
+  })
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...face.tools] }))
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const { name, arguments: given = {} } = request.params
+    if (ctx.tools.get(name) === undefined) {
+      throw new McpError(ErrorCode.InvalidParams, `unknown tool "${name.slice(0, 100)}"; available: ${face.tools.map((tool) => tool.name).join(', ')}`)
+    }
+    const { kb_uri: scopeUri = DEFAULT_SCOPE_URI, ...args } = given
+    if (typeof scopeUri !== 'string') return toolError('invalid_arguments', 'invalid arguments: kb_uri must be a kb:// URI string')
+    let scope: WorkspacePath
+    try {
+      scope = parseKbUri({ uri: scopeUri, callerLogin: user.login })
+    } catch (error) {
+      if (isWorkspaceError(error)) return toolError(error.code, error.message)
+      throw error
+    }
+    if (face.limitedTools.has(name)) {
+      const waitMs = await face.limiter.take(`mcp-retrieval:${user.id}`)
+      if (waitMs > 0) {
+        const seconds = Math.ceil(waitMs / 1000)
+        return toolError('rate_limited', `at most ${ctx.config.streamsPerMinute} ${[...face.limitedTools].join('/')} calls per minute; retry in ${seconds} s`, { retry_after: seconds })
+      }
+    }
+    const call = face.running.start({ key: callKey({ credential: caller.credential, session: caller.session, requestId: extra.requestId }), userId: user.id })
+    if (call === undefined) {
+      return toolError('too_many_calls', `at most ${CALLS_PER_USER} tool calls of one user run at once on a server; wait for one to finish`)
+    }
+    const revoked = new AbortController()
+    const watch = watchCredential(ctx, { userId: user.id, stillLive: caller.stillLive, onEnded: () => revoked.abort('token revoked') })
+    const onCancel = () => onCancelled()
+    call.signal.addEventListener('abort', onCancel, { once: true })
+    const stop = AbortSignal.any([extra.signal, call.signal, revoked.signal, ctx.shutdownSignal])
+    const progressToken = extra._meta?.progressToken
+    let progressCount = 0
+    const progress =
+      progressToken === undefined
+        ? () => {}
+        : (text: string) => {
+            progressCount += 1
+            extra
+              .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: progressCount, message: text } })
+              .catch(() => undefined) // the client is gone: the call is being stopped
+          }
+    try {
+      const outcome = await Effect.runPromise(ctx.tools.run({ name, args, context: { db: ctx.db, caller: user, scope, progress } }), { signal: stop })
+      return { content: [{ type: 'text', text: outcome.content }], structuredContent: outcome.result as Record<string, unknown>, isError: !outcome.ok }
+    } catch (error) {
+      if (revoked.signal.aborted) return toolError('unauthorized', 'invalid or revoked API token')
+      if (call.signal.aborted) throw new McpError(REQUEST_CANCELLED, 'the request was cancelled', { code: 'cancelled' })
+      if (ctx.shutdownSignal.aborted) throw new McpError(ErrorCode.ConnectionClosed, 'the server is shutting down', { code: 'shutting_down' })
+      throw error
+    } finally {
+      call.signal.removeEventListener('abort', onCancel)
+      call.release()
+      watch.release()
+    }
+  })
+
+  server.setRequestHandler(ListResourcesRequestSchema, (request) => listResources(ctx, { user, cursor: request.params?.cursor }))
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: RESOURCE_TEMPLATES }))
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
+    readResource(ctx, { user, uri: request.params.uri, signal: AbortSignal.any([extra.signal, ctx.shutdownSignal]) }),
+  )
+  return server
+}

@@ -1,0 +1,133 @@
+// /mcp: the workspace as a Model Context Protocol server (docs/mcp.md), over the protocol's
+// Streamable HTTP transport from the official SDK, stateless: each POST gets its own SDK server
+// and transport, so any instance behind a load balancer answers any request, and a tool that
+// streams answers as SSE. Auth is the API's bearer token only (a browser session is refused);
+// an `Origin` other than the server's own is refused (DNS rebinding, as the protocol requires).
+// The initialize response names the client connection (`Mcp-Session-Id`, random, no state kept)
+// so that a later `notifications/cancelled` names its request unambiguously, on any instance.
+// Every failure before the SDK answers is a JSON-RPC error with our code in `error.data.code`.
+import { Router, type ErrorRequestHandler, type Request, type RequestHandler } from 'express'
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js'
+import type { AppContext } from './app-context.ts'
+import { credentialStillLive } from './authenticate.ts'
+import { describeError } from './error-handler.ts'
+import { HttpError } from './http-errors.ts'
+import { jsonBody } from './json-body.ts'
+import { createMcpServer, makeMcpFace } from './mcp-server.ts'
+
+export const MCP_PATH = '/mcp'
+/** The largest request body: far above any tool's arguments (a kb_chat question is at most 8,000 characters). */
+export const MCP_MAX_BODY = '256kb'
+/** Messages in one JSON-RPC batch (the SDK's own bound is 100; each may start a tool call). */
+export const MCP_MAX_BATCH = 16
+const SESSION_ID = /^[\x21-\x7e]{1,128}$/
+
+/** A JSON-RPC error body for a refusal before the SDK: -32700 for JSON that does not parse, -32600 for a bad request, -32000 otherwise. */
+function jsonRpcError(status: number, code: string, message: string) {
+  const rpcCode = code === 'invalid_json' ? ErrorCode.ParseError : status === 400 || status === 413 ? ErrorCode.InvalidRequest : ErrorCode.ConnectionClosed
+  return { jsonrpc: '2.0' as const, id: null, error: { code: rpcCode, message, data: { code } } }
+}
+
+/** The API's bearer token, nothing else: a cookie would let any page the person visits call the tools. */
+const requireBearerToken: RequestHandler = (req, _res, next) => {
+  if (req.auth?.via === 'token') return next()
+  const message = req.auth
+    ? 'a browser session is not accepted on /mcp: send Authorization: Bearer <knowagent API token>'
+    : 'send Authorization: Bearer <knowagent API token> (create one with `knowagent token create <login>`)'
+  next(new HttpError(401, 'unauthorized', message))
+}
+
+/** The request's own origin, as a browser would write it. */
+const ownOrigin = (req: Request): string => `${req.protocol}://${req.get('host') ?? ''}`
+
+/** A browser-sent `Origin` must be the server's own (non-browser clients send none). */
+const checkOrigin: RequestHandler = (req, _res, next) => {
+  const origin = req.get('origin')
+  if (origin === undefined || origin === ownOrigin(req)) return next()
+  next(new HttpError(403, 'forbidden_origin', `requests from the origin ${JSON.stringify(origin.slice(0, 200))} are not accepted on /mcp`))
+}
+
+const isInitialize = (message: unknown): boolean => typeof message === 'object' && message !== null && (message as { method?: unknown }).method === 'initialize'
+const isRequest = (message: unknown): boolean =>
+  typeof message === 'object' && message !== null && typeof (message as { method?: unknown }).method === 'string' && 'id' in message
+
+export function mcpRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
+  const router = Router()
+  const face = makeMcpFace(ctx)
+  const open = new Set<{ close: () => Promise<void> }>()
+  ctx.shutdownSignal.addEventListener(
+    'abort',
+    () => {
+      face.close()
+      for (const server of open) void server.close()
+    },
+    { once: true },
+  )
+
+  router.post(MCP_PATH, checkOrigin, requireBearerToken, ...jsonBody({ limit: MCP_MAX_BODY, strict: false }), async (req, res) => {
+    const body: unknown = req.body
+    if (Array.isArray(body) && body.length > MCP_MAX_BATCH) {
+      throw new HttpError(400, 'batch_too_large', `a batch holds at most ${MCP_MAX_BATCH} messages; this one has ${body.length}`)
+    }
+    const sent = req.get('mcp-session-id')
+    if (sent !== undefined && !SESSION_ID.test(sent)) throw new HttpError(400, 'invalid_request', 'Mcp-Session-Id must be 1–128 visible ASCII characters')
+    const messages = Array.isArray(body) ? body : [body]
+    let session = sent ?? ''
+    if (messages.some(isInitialize)) {
+      session = randomUUID()
+      res.setHeader('Mcp-Session-Id', session)
+    }
+    res.setHeader('Cache-Control', 'no-store')
+    const auth = req.auth!
+    const server = createMcpServer(ctx, face, { user: auth.user, credential: auth.tokenHash ?? '', session, stillLive: () => credentialStillLive(ctx, req) }, {
+      // A cancelled call ends the response without a reply (the protocol's rule) when it was the
+      // request's only one; in a batch the others go on and it is answered "cancelled".
+      onCancelled: () => {
+        if (messages.filter(isRequest).length <= 1) void server.close()
+      },
+    })
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
+    open.add(server)
+    // Whatever ends the response — the answer sent, the client gone, a cancel — releases the
+    // server, which aborts any call still running for it.
+    res.on('close', () => {
+      open.delete(server)
+      void server.close()
+    })
+    if (ctx.shutdownSignal.aborted) {
+      await server.close()
+      throw new HttpError(503, 'shutting_down', 'the server is shutting down')
+    }
+    await server.connect(transport)
+    // The SDK hands `req.auth` to handlers as its AuthInfo; ours never reads it there (the server got the caller above).
+    await transport.handleRequest(req as unknown as IncomingMessage, res, body)
+  })
+
+  // No stream for server-initiated messages (GET) and no session to end (DELETE): stateless.
+  router.all(MCP_PATH, checkOrigin, requireBearerToken, (req, res) => {
+    res.set('Allow', 'POST').status(405).json(jsonRpcError(405, 'method_not_allowed', `${req.method} is not offered on /mcp: this server is stateless, send every message as a POST`))
+  })
+
+  const errorHandler: ErrorRequestHandler = (failure, req, res, next) => {
+    if (req.path !== MCP_PATH) return next(failure)
+    const described = describeError(failure)
+    if (described.status >= 500) {
+      ctx.logger.error('request failed', {
+        method: req.method,
+        path: req.path,
+        error: failure instanceof Error ? { name: failure.name, message: failure.message, stack: failure.stack } : String(failure),
+      })
+    }
+    if (res.headersSent) {
+      res.end()
+      return
+    }
+    res.status(described.status).set(described.headers)
+    if (described.status === 401) res.set('WWW-Authenticate', 'Bearer')
+    res.json(jsonRpcError(described.status, described.code, described.message))
+  }
+  return [router, errorHandler]
+}
