@@ -15,12 +15,12 @@ import type { AppContext } from './app-context.ts'
 import { credentialStillLive } from './authenticate.ts'
 import { describeError } from './error-handler.ts'
 import { HttpError } from './http-errors.ts'
-import { jsonBody } from './json-body.ts'
+import { holdsNul, NUL_MESSAGE } from './json-body.ts'
 import { createMcpServer, makeMcpFace } from './mcp-server.ts'
 
 export const MCP_PATH = '/mcp'
 /** The largest request body: far above any tool's arguments (a kb_chat question is at most 8,000 characters). */
-export const MCP_MAX_BODY = '256kb'
+export const MCP_MAX_BODY_BYTES = 256 * 1024
 /** Messages in one JSON-RPC batch (the SDK's own bound is 100; each may start a tool call). */
 export const MCP_MAX_BATCH = 16
 const SESSION_ID = /^[\x21-\x7e]{1,128}$/
@@ -50,6 +50,53 @@ const checkOrigin: RequestHandler = (req, _res, next) => {
   next(new HttpError(403, 'forbidden_origin', `requests from the origin ${JSON.stringify(origin.slice(0, 200))} are not accepted on /mcp`))
 }
 
+/**
+ * The body as JSON, read here rather than by express's parser: that one answers a body over its
+ * limit only after reading it to its end, and one that never ends would never be answered. A body
+ * that is not JSON (by its Content-Type) is left unread for the transport to refuse (415).
+ */
+async function readJsonBody(req: Request): Promise<{ readonly body: unknown } | undefined> {
+  if (!/^application\/json\s*(;|$)/i.test(req.get('content-type') ?? '')) return undefined
+  if ((req.get('content-encoding') ?? 'identity').toLowerCase() !== 'identity') {
+    throw new HttpError(415, 'unsupported_content_encoding', 'send the body uncompressed (no Content-Encoding)')
+  }
+  const tooLarge = () => new HttpError(413, 'payload_too_large', `the body is over ${MCP_MAX_BODY_BYTES} bytes`, { Connection: 'close' })
+  if (Number(req.get('content-length') ?? 0) > MCP_MAX_BODY_BYTES) throw tooLarge()
+  const bytes = await new Promise<Buffer | 'too-large'>((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let received = 0
+    const stop = () => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose)
+    }
+    const onData = (chunk: Buffer) => {
+      received += chunk.length
+      if (received <= MCP_MAX_BODY_BYTES) return void chunks.push(chunk)
+      stop()
+      req.pause() // not read further: the connection closes with the answer
+      resolve('too-large')
+    }
+    const onEnd = () => {
+      stop()
+      resolve(Buffer.concat(chunks))
+    }
+    const onError = (error: Error) => {
+      stop()
+      reject(error)
+    }
+    const onClose = () => onError(new Error('the client went away while sending the body'))
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose)
+  })
+  if (bytes === 'too-large') throw tooLarge()
+  let body: unknown
+  try {
+    body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
+  } catch {
+    throw new HttpError(400, 'invalid_json', 'the body is not JSON (UTF-8)')
+  }
+  if (holdsNul(body)) throw new HttpError(400, 'invalid_request', NUL_MESSAGE)
+  return { body }
+}
+
 const isInitialize = (message: unknown): boolean => typeof message === 'object' && message !== null && (message as { method?: unknown }).method === 'initialize'
 const isRequest = (message: unknown): boolean =>
   typeof message === 'object' && message !== null && typeof (message as { method?: unknown }).method === 'string' && 'id' in message
@@ -67,14 +114,16 @@ export function mcpRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
     { once: true },
   )
 
-  router.post(MCP_PATH, checkOrigin, requireBearerToken, ...jsonBody({ limit: MCP_MAX_BODY, strict: false }), async (req, res) => {
-    const body: unknown = req.body
+  router.post(MCP_PATH, checkOrigin, requireBearerToken, async (req, res) => {
+    const read = await readJsonBody(req)
+    const body: unknown = read?.body
     if (Array.isArray(body) && body.length > MCP_MAX_BATCH) {
       throw new HttpError(400, 'batch_too_large', `a batch holds at most ${MCP_MAX_BATCH} messages; this one has ${body.length}`)
     }
+    if (Array.isArray(body) && body.length === 0) throw new HttpError(400, 'invalid_request', 'an empty batch is not a JSON-RPC request')
     const sent = req.get('mcp-session-id')
     if (sent !== undefined && !SESSION_ID.test(sent)) throw new HttpError(400, 'invalid_request', 'Mcp-Session-Id must be 1–128 visible ASCII characters')
-    const messages = Array.isArray(body) ? body : [body]
+    const messages: unknown[] = Array.isArray(body) ? body : read === undefined ? [] : [body]
     let session = sent ?? ''
     if (messages.some(isInitialize)) {
       session = randomUUID()

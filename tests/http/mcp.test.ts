@@ -70,6 +70,9 @@ afterAll(async () => {
   await fake?.close()
 })
 
+/** The index in `fake.requests` of the first chat request at or after `from` (a catalog list may come first). */
+const chatIndex = (from: number) => fake.requests.findIndex((request, index) => index >= from && request.operation === 'chat')
+
 const call = (client: Client, name: string, args: Record<string, unknown>, options?: Parameters<Client['callTool']>[2]) =>
   client.callTool({ name, arguments: args }, CallToolResultSchema, options)
 
@@ -96,7 +99,7 @@ describe('tools', () => {
     const ls = await call(client, 'ls', { uri: 'kb://me/docs/' })
     expect(ls.isError).toBe(false)
     expect(ls.structuredContent).toMatchObject({ uri: 'kb://users/alice/docs/', total: 3, next_offset: null })
-    expect(JSON.parse((ls.content[0] as { text: string }).text)).toEqual(ls.structuredContent)
+    expect(JSON.parse((ls.content as Array<{ text: string }>)[0]!.text)).toEqual(ls.structuredContent)
 
     const read = await call(client, 'read', { uri: 'kb://me/docs/queues.md', limit: 100 })
     expect(read.structuredContent).toMatchObject({ uri: 'kb://users/alice/docs/queues.md', offset: 0, next_offset: 100, text: `# Queues\n\n${LONG}`.slice(0, 100) })
@@ -156,7 +159,7 @@ describe('tools', () => {
     await planning.promise // the service is streaming: the call runs
     cancel.abort('no longer needed')
     await expect(running).rejects.toThrow()
-    const closed = await fake.waitForClientClose(index)
+    const closed = await fake.waitForClientClose(chatIndex(index))
     expect(closed.operation).toBe('chat')
     expect(closed.clientClosedAt).toBeDefined()
     expect((await call(client, 'ls', {})).isError).toBe(false) // the client goes on
@@ -220,7 +223,8 @@ describe('auth and origin', () => {
     const post = (headers: Record<string, string>) =>
       fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(initialize) })
     const session = await signIn(server, 'bob', bob.password)
-    for (const headers of [{}, { cookie: session.cookie, 'x-csrf-token': session.csrf }, { authorization: 'Bearer nope' }]) {
+    const refused: Array<Record<string, string>> = [{}, { cookie: session.cookie, 'x-csrf-token': session.csrf }, { authorization: 'Bearer nope' }]
+    for (const headers of refused) {
       const res = await post(headers)
       expect(res.status).toBe(401)
       expect(res.headers.get('www-authenticate')).toBe('Bearer')
@@ -248,7 +252,7 @@ describe('auth and origin', () => {
     const id = (await listApiTokens(server.database.db, { userId: alice.user.id })).find((entry) => entry.label === 'mcp-revoked')!.id
     expect(await revokeApiTokens(server.database.db, { userId: alice.user.id, tokenId: id })).toBe(1)
     expect(await running).toMatchObject({ isError: true, structuredContent: { error: { code: 'unauthorized' } } })
-    expect((await fake.waitForClientClose(index)).clientClosedAt).toBeDefined()
+    expect((await fake.waitForClientClose(chatIndex(index))).clientClosedAt).toBeDefined()
     await expect(client.listTools()).rejects.toMatchObject({ code: 401, message: expect.stringContaining('invalid or revoked API token') })
     await expect(call(client, 'ls', {})).rejects.toMatchObject({ code: 401 })
   })
@@ -281,7 +285,7 @@ describe('several instances', () => {
         body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'from elsewhere' } }),
       })
       expect(cancel.status).toBe(202)
-      expect((await fake.waitForClientClose(index)).clientClosedAt).toBeDefined()
+      expect((await fake.waitForClientClose(chatIndex(index))).clientClosedAt).toBeDefined()
       await client.close()
     } finally {
       await second.close()
