@@ -5,7 +5,10 @@
 // runs the registry's tool as the command endpoint does; its outcome goes back as structured
 // content plus the same JSON as text.
 import * as Effect from 'effect/Effect'
+import type { Request, Response } from 'express'
+import type { IncomingMessage } from 'node:http'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import {
   CallToolRequestSchema,
   CancelledNotificationSchema,
@@ -16,6 +19,7 @@ import {
   McpError,
   ReadResourceRequestSchema,
   type CallToolResult,
+  type ServerNotification,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js'
@@ -53,6 +57,8 @@ export interface McpFace {
   readonly limiter: RateLimiter
   readonly running: RunningCalls
   readonly validator: AjvJsonSchemaValidator
+  /** The SDK servers of the requests being answered (closed at shutdown). */
+  readonly open: Set<Server>
   readonly close: () => void
 }
 
@@ -71,13 +77,18 @@ export function mcpToolsOf(registry: ToolRegistry): Tool[] {
 
 export function makeMcpFace(ctx: AppContext): McpFace {
   const running = makeRunningCalls({ db: ctx.db, feed: ctx.feed })
+  const open = new Set<Server>()
   return {
+    open,
     tools: mcpToolsOf(ctx.tools),
     limitedTools: new Set((ctx.retrieval?.tools ?? []).map((tool) => tool.name)),
     limiter: createRateLimiter({ db: ctx.db, limit: ctx.config.streamsPerMinute, windowMs: RATE_WINDOW_MS, now: ctx.now }),
     running,
     validator: new AjvJsonSchemaValidator(),
-    close: () => running.close(),
+    close: () => {
+      running.close()
+      for (const server of open) void server.close()
+    },
   }
 }
 
@@ -90,6 +101,14 @@ export interface McpCaller {
   readonly session: string
   /** Whether the token still holds (revocation ends a running call). */
   readonly stillLive: () => Promise<boolean>
+}
+
+/** What a tools/call handler gets besides the request (the SDK's RequestHandlerExtra, the parts used here). */
+interface ToolCallExtra {
+  readonly signal: AbortSignal
+  readonly requestId: string | number
+  readonly _meta?: { readonly progressToken?: string | number | undefined } | undefined
+  readonly sendNotification: (notification: ServerNotification) => Promise<void>
 }
 
 const toolError = (code: string, message: string, extra: Record<string, unknown> = {}): CallToolResult => {
@@ -107,6 +126,15 @@ export function createMcpServer(ctx: AppContext, face: McpFace, caller: McpCalle
     { capabilities: { tools: { listChanged: false }, resources: { listChanged: false, subscribe: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator: face.validator },
   )
   const { user } = caller
+  /** A failure that is not the protocol's own: logged, and answered without its details (a database error's text stays here). */
+  const failed =
+    (method: string, signal: AbortSignal) =>
+    (error: unknown): never => {
+      if (error instanceof McpError) throw error
+      if (signal.aborted || ctx.shutdownSignal.aborted) throw new McpError(ErrorCode.ConnectionClosed, 'the request ended before its answer', { code: 'cancelled' })
+      ctx.logger.error('MCP request failed', { method, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) })
+      throw new McpError(ErrorCode.InternalError, 'internal server error', { code: 'internal_error' })
+    }
 
   // A cancel names a request that may run in another request's server, or another process.
   server.setNotificationHandler(CancelledNotificationSchema, async (notification) => {
@@ -117,8 +145,10 @@ export function createMcpServer(ctx: AppContext, face: McpFace, caller: McpCalle
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...face.tools] }))
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const { name, arguments: given = {} } = request.params
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => callTool(request.params, extra).catch(failed('tools/call', extra.signal)))
+
+  const callTool = async (params: { name: string; arguments?: Record<string, unknown> | undefined }, extra: ToolCallExtra): Promise<CallToolResult> => {
+    const { name, arguments: given = {} } = params
     if (ctx.tools.get(name) === undefined) {
       throw new McpError(ErrorCode.InvalidParams, `unknown tool "${name.slice(0, 100)}"; available: ${face.tools.map((tool) => tool.name).join(', ')}`)
     }
@@ -164,19 +194,48 @@ export function createMcpServer(ctx: AppContext, face: McpFace, caller: McpCalle
     } catch (error) {
       if (revoked.signal.aborted) return toolError('unauthorized', 'invalid or revoked API token')
       if (call.signal.aborted) throw new McpError(REQUEST_CANCELLED, 'the request was cancelled', { code: 'cancelled' })
-      if (ctx.shutdownSignal.aborted) throw new McpError(ErrorCode.ConnectionClosed, 'the server is shutting down', { code: 'shutting_down' })
       throw error
     } finally {
       call.signal.removeEventListener('abort', onCancel)
       call.release()
       watch.release()
     }
-  })
+  }
 
-  server.setRequestHandler(ListResourcesRequestSchema, (request) => listResources(ctx, { user, cursor: request.params?.cursor }))
+  server.setRequestHandler(ListResourcesRequestSchema, (request, extra) =>
+    listResources(ctx, { user, cursor: request.params?.cursor }).catch(failed('resources/list', extra.signal)),
+  )
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: RESOURCE_TEMPLATES }))
   server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
-    readResource(ctx, { user, uri: request.params.uri, signal: AbortSignal.any([extra.signal, ctx.shutdownSignal]) }),
+    readResource(ctx, { user, uri: request.params.uri, signal: AbortSignal.any([extra.signal, ctx.shutdownSignal]) }).catch(failed('resources/read', extra.signal)),
   )
   return server
+}
+
+/**
+ * Answers one POST: its own SDK server and stateless transport (no session id generated: the
+ * route names the connection). Whatever ends the response — the answer sent, the client gone, a
+ * cancel — closes the server, which aborts any call still running for it. A cancelled call ends
+ * the response without a reply (the protocol's rule) when it was the request's only one; in a
+ * batch the others go on and it is answered "cancelled".
+ */
+export async function serveMcpRequest(
+  ctx: AppContext,
+  face: McpFace,
+  { req, res, body, requests, caller }: { readonly req: Request; readonly res: Response; readonly body: unknown; readonly requests: number; readonly caller: McpCaller },
+): Promise<void> {
+  const server = createMcpServer(ctx, face, caller, {
+    onCancelled: () => {
+      if (requests <= 1) void server.close()
+    },
+  })
+  face.open.add(server)
+  res.on('close', () => {
+    face.open.delete(server)
+    void server.close()
+  })
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
+  await server.connect(transport)
+  // The SDK hands `req.auth` to handlers as its AuthInfo; ours never reads it there (the server got the caller above).
+  await transport.handleRequest(req as unknown as IncomingMessage, res, body)
 }

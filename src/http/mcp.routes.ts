@@ -8,15 +8,12 @@
 // Every failure before the SDK answers is a JSON-RPC error with our code in `error.data.code`.
 import { Router, type ErrorRequestHandler, type Request, type RequestHandler } from 'express'
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
-import { ErrorCode } from '@modelcontextprotocol/sdk/types.js'
 import type { AppContext } from './app-context.ts'
 import { credentialStillLive } from './authenticate.ts'
 import { describeError } from './error-handler.ts'
 import { HttpError } from './http-errors.ts'
 import { holdsNul, NUL_MESSAGE } from './json-body.ts'
-import { createMcpServer, makeMcpFace } from './mcp-server.ts'
+import type { McpFace } from './mcp-server.ts'
 
 export const MCP_PATH = '/mcp'
 /** The largest request body: far above any tool's arguments (a kb_chat question is at most 8,000 characters). */
@@ -25,9 +22,14 @@ export const MCP_MAX_BODY_BYTES = 256 * 1024
 export const MCP_MAX_BATCH = 16
 const SESSION_ID = /^[\x21-\x7e]{1,128}$/
 
+/** JSON-RPC's error codes for a refusal before the SDK sees the request. */
+const PARSE_ERROR = -32700
+const INVALID_REQUEST = -32600
+const SERVER_ERROR = -32000
+
 /** A JSON-RPC error body for a refusal before the SDK: -32700 for JSON that does not parse, -32600 for a bad request, -32000 otherwise. */
 function jsonRpcError(status: number, code: string, message: string) {
-  const rpcCode = code === 'invalid_json' ? ErrorCode.ParseError : status === 400 || status === 413 ? ErrorCode.InvalidRequest : ErrorCode.ConnectionClosed
+  const rpcCode = code === 'invalid_json' ? PARSE_ERROR : status === 400 || status === 413 ? INVALID_REQUEST : SERVER_ERROR
   return { jsonrpc: '2.0' as const, id: null, error: { code: rpcCode, message, data: { code } } }
 }
 
@@ -103,16 +105,14 @@ const isRequest = (message: unknown): boolean =>
 
 export function mcpRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
   const router = Router()
-  const face = makeMcpFace(ctx)
-  const open = new Set<{ close: () => Promise<void> }>()
-  ctx.shutdownSignal.addEventListener(
-    'abort',
-    () => {
-      face.close()
-      for (const server of open) void server.close()
-    },
-    { once: true },
-  )
+  // The SDK (with zod and ajv: ~10 MB of heap) is loaded by the first MCP request, not at start-up.
+  let loading: Promise<{ face: McpFace; mcp: typeof import('./mcp-server.ts') }> | undefined
+  const loadFace = () =>
+    (loading ??= import('./mcp-server.ts').then((mcp) => {
+      const face = mcp.makeMcpFace(ctx)
+      ctx.shutdownSignal.addEventListener('abort', () => face.close(), { once: true })
+      return { face, mcp }
+    }))
 
   router.post(MCP_PATH, checkOrigin, requireBearerToken, async (req, res) => {
     const read = await readJsonBody(req)
@@ -130,29 +130,16 @@ export function mcpRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
       res.setHeader('Mcp-Session-Id', session)
     }
     res.setHeader('Cache-Control', 'no-store')
+    if (ctx.shutdownSignal.aborted) throw new HttpError(503, 'shutting_down', 'the server is shutting down')
+    const { face, mcp } = await loadFace()
     const auth = req.auth!
-    const server = createMcpServer(ctx, face, { user: auth.user, credential: auth.tokenHash ?? '', session, stillLive: () => credentialStillLive(ctx, req) }, {
-      // A cancelled call ends the response without a reply (the protocol's rule) when it was the
-      // request's only one; in a batch the others go on and it is answered "cancelled".
-      onCancelled: () => {
-        if (messages.filter(isRequest).length <= 1) void server.close()
-      },
+    await mcp.serveMcpRequest(ctx, face, {
+      req,
+      res,
+      body,
+      requests: messages.filter(isRequest).length,
+      caller: { user: auth.user, credential: auth.tokenHash ?? '', session, stillLive: () => credentialStillLive(ctx, req) },
     })
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
-    open.add(server)
-    // Whatever ends the response — the answer sent, the client gone, a cancel — releases the
-    // server, which aborts any call still running for it.
-    res.on('close', () => {
-      open.delete(server)
-      void server.close()
-    })
-    if (ctx.shutdownSignal.aborted) {
-      await server.close()
-      throw new HttpError(503, 'shutting_down', 'the server is shutting down')
-    }
-    await server.connect(transport)
-    // The SDK hands `req.auth` to handlers as its AuthInfo; ours never reads it there (the server got the caller above).
-    await transport.handleRequest(req as unknown as IncomingMessage, res, body)
   })
 
   // No stream for server-initiated messages (GET) and no session to end (DELETE): stateless.
