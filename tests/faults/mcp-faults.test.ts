@@ -19,20 +19,43 @@ import { putText } from '../support/text-file.ts'
 const KEY = 'sk-mcp-faults-6d6d'
 const WORKSPACE = 'ws-mcp-faults'
 const PROTOCOL = '2025-06-18'
+/** kb_search and kb_chat calls per user a minute (limits.streamsPerMinute): room for this file's slow calls, few enough to reach. */
+const RETRIEVAL_PER_MINUTE = 20
 
 let fake: FakeBailian
 let server: TestServer
 let token: string
 
+const configure = (config: AppConfig): AppConfig => ({
+  ...config,
+  streamsPerMinute: RETRIEVAL_PER_MINUTE,
+  retrievalBailian: resolveBailianConfig({ endpointHost: fake.endpointHost }),
+})
+
+/** A user whose Bailian settings point at the fake. */
+async function retrievalUser(target: TestServer, login: string) {
+  const user = await addUserWithToken(target, login)
+  await target.ctx.retrieval!.settings.setApiKey(user.user.id, KEY)
+  await target.ctx.retrieval!.settings.saveSettings(user.user.id, { workspaceId: WORKSPACE })
+  return user
+}
+
 beforeAll(async () => {
-  fake = await startFakeBailian({ workspaces: { [WORKSPACE]: { apiKey: KEY, services: [{ agent_id: 'chat-docs', agent_name: 'Docs Q&A', scene: 'chat' }] } } })
-  const configure = (config: AppConfig): AppConfig => ({ ...config, streamsPerMinute: 1000, retrievalBailian: resolveBailianConfig({ endpointHost: fake.endpointHost }) })
+  fake = await startFakeBailian({
+    workspaces: {
+      [WORKSPACE]: {
+        apiKey: KEY,
+        services: [
+          { agent_id: 'search-docs', agent_name: 'Docs search', scene: 'search' },
+          { agent_id: 'chat-docs', agent_name: 'Docs Q&A', scene: 'chat' },
+        ],
+      },
+    },
+  })
   server = await startTestServer({ retrieval: true, configure })
-  const alice = await addUserWithToken(server, 'alice')
+  const alice = await retrievalUser(server, 'alice')
   token = alice.token
   await putText(server.database.db, { owner: alice.user, segments: ['notes', 'a.md'], text: 'Queues and retries.' })
-  await server.ctx.retrieval!.settings.setApiKey(alice.user.id, KEY)
-  await server.ctx.retrieval!.settings.saveSettings(alice.user.id, { workspaceId: WORKSPACE })
 })
 afterAll(async () => {
   await server?.close()
@@ -60,10 +83,15 @@ async function messagesOf(res: Response): Promise<Array<Record<string, unknown>>
 
 const request = (id: number, method: string, params: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id, method, params })
 
+async function connect(url: string, bearer: string): Promise<Client> {
+  const client = new Client({ name: 'fault-suite', version: '1' })
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }))
+  return client
+}
+
 /** An ordinary client still gets its answers. */
 async function serverStillAnswers(): Promise<void> {
-  const client = new Client({ name: 'after', version: '1' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }))
+  const client = await connect(server.url, token)
   const { tools } = await client.listTools()
   expect(tools.map((tool) => tool.name)).toContain('read')
   await client.close()
@@ -200,5 +228,45 @@ describe('cancellation on the wire', () => {
     expect(messages.filter((message) => 'id' in message)).toEqual([])
     const chat = fake.requests.findIndex((entry, index) => index >= before && entry.operation === 'chat')
     expect((await fake.waitForClientClose(chat)).clientClosedAt).toBeDefined()
+  })
+})
+
+describe('limits and shutdown', () => {
+  it(`kb_search and kb_chat count against the per-user rate limit (${RETRIEVAL_PER_MINUTE} a minute): then rate_limited with retry_after, other tools still run`, async () => {
+    const bob = await retrievalUser(server, 'bob')
+    const client = await connect(server.url, bob.token)
+    const search = () => client.callTool({ name: 'kb_search', arguments: { query: 'queues', agent_id: 'search-docs' } })
+    for (let i = 0; i < RETRIEVAL_PER_MINUTE; i++) expect((await search()).isError).toBe(false)
+    const searches = fake.requestsFor('search').length
+    const refused = await search()
+    expect(refused).toMatchObject({ isError: true, structuredContent: { error: { code: 'rate_limited', retry_after: expect.any(Number) } } })
+    expect(fake.requestsFor('search')).toHaveLength(searches) // refused before Bailian
+    expect((await client.callTool({ name: 'ls', arguments: {} })).isError).toBe(false)
+    await client.close()
+  })
+
+  it('shutdown stops a running call: the request to Bailian is closed and the response ends', async () => {
+    const other = await startTestServer({ retrieval: true, configure, databaseUrl: server.database.url })
+    try {
+      const carol = await retrievalUser(other, 'carol')
+      fake.enqueue('chat', stalledChat())
+      const before = fake.requests.length
+      const res = await fetch(`${other.url}/mcp`, {
+        method: 'POST',
+        headers: { ...headers(), authorization: `Bearer ${carol.token}` },
+        body: JSON.stringify(request(1, 'tools/call', { name: 'kb_chat', arguments: { question: 'slow', agent_id: 'chat-docs' }, _meta: { progressToken: 1 } })),
+      })
+      const progressed = Promise.withResolvers<void>()
+      const reading = (async () => {
+        for await (const _event of decodeSseStream(res.body!)) progressed.resolve()
+      })().catch(() => undefined)
+      await progressed.promise
+      other.shutdownController.abort()
+      await reading
+      const chat = fake.requests.findIndex((entry, index) => index >= before && entry.operation === 'chat')
+      expect((await fake.waitForClientClose(chat)).clientClosedAt).toBeDefined()
+    } finally {
+      await other.close()
+    }
   })
 })
