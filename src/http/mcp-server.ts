@@ -31,10 +31,11 @@ import { parseKbUri, type WorkspacePath } from '../effects/workspace/uri.ts'
 import { isWorkspaceError } from '../effects/workspace/workspace-errors.ts'
 import type { AppContext } from './app-context.ts'
 import { watchCredential } from './credential-watch.ts'
+import { REVOKED_TOKEN_MESSAGE } from './http-errors.ts'
 import { listResources, readResource, RESOURCE_TEMPLATES } from './mcp-resources.ts'
+import { DEFAULT_KB_URI } from './openai-chat-request.ts'
 
 export const MCP_SERVER_NAME = 'knowagent'
-export const DEFAULT_SCOPE_URI = 'kb://me/'
 /** JSON-RPC error of a request its client cancelled, when a response is still due (another request of its batch runs on). */
 export const REQUEST_CANCELLED = -32800
 const RATE_WINDOW_MS = 60_000
@@ -42,7 +43,7 @@ const RATE_WINDOW_MS = 60_000
 const KB_URI_PROPERTY = {
   type: 'string',
   maxLength: 4096,
-  description: `The scope: a kb:// folder or file of yours (default ${DEFAULT_SCOPE_URI}, your whole workspace). Every URI the tool reaches must be it or lie below it.`,
+  description: `The scope: a kb:// folder or file of yours (default ${DEFAULT_KB_URI}, your whole workspace). Every URI the tool reaches must be it or lie below it.`,
 }
 
 const INSTRUCTIONS =
@@ -152,7 +153,7 @@ export function createMcpServer(ctx: AppContext, face: McpFace, caller: McpCalle
     if (ctx.tools.get(name) === undefined) {
       throw new McpError(ErrorCode.InvalidParams, `unknown tool "${name.slice(0, 100)}"; available: ${face.tools.map((tool) => tool.name).join(', ')}`)
     }
-    const { kb_uri: scopeUri = DEFAULT_SCOPE_URI, ...args } = given
+    const { kb_uri: scopeUri = DEFAULT_KB_URI, ...args } = given
     if (typeof scopeUri !== 'string') return toolError('invalid_arguments', 'invalid arguments: kb_uri must be a kb:// URI string')
     let scope: WorkspacePath
     try {
@@ -174,8 +175,7 @@ export function createMcpServer(ctx: AppContext, face: McpFace, caller: McpCalle
     }
     const revoked = new AbortController()
     const watch = watchCredential(ctx, { userId: user.id, stillLive: caller.stillLive, onEnded: () => revoked.abort('token revoked') })
-    const onCancel = () => onCancelled()
-    call.signal.addEventListener('abort', onCancel, { once: true })
+    call.signal.addEventListener('abort', onCancelled, { once: true })
     const stop = AbortSignal.any([extra.signal, call.signal, revoked.signal, ctx.shutdownSignal])
     const progressToken = extra._meta?.progressToken
     let progressCount = 0
@@ -192,11 +192,11 @@ export function createMcpServer(ctx: AppContext, face: McpFace, caller: McpCalle
       const outcome = await Effect.runPromise(ctx.tools.run({ name, args, context: { db: ctx.db, caller: user, scope, progress } }), { signal: stop })
       return { content: [{ type: 'text', text: outcome.content }], structuredContent: outcome.result as Record<string, unknown>, isError: !outcome.ok }
     } catch (error) {
-      if (revoked.signal.aborted) return toolError('unauthorized', 'invalid or revoked API token')
+      if (revoked.signal.aborted) return toolError('unauthorized', REVOKED_TOKEN_MESSAGE)
       if (call.signal.aborted) throw new McpError(REQUEST_CANCELLED, 'the request was cancelled', { code: 'cancelled' })
       throw error
     } finally {
-      call.signal.removeEventListener('abort', onCancel)
+      call.signal.removeEventListener('abort', onCancelled)
       call.release()
       watch.release()
     }
