@@ -10,6 +10,7 @@ import { LS_MAX_LIMIT } from '../effects/tools/ls.tool.ts'
 import { readCurrent, readRawSlice } from '../effects/workspace/file-contents.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import { listNodesAfter, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { formatKbUri, parseKbUri } from '../effects/workspace/uri.ts'
 import { PAGE_MAX_LIMIT, pageText } from '../effects/workspace/text-paging.ts'
 import { isWorkspaceError } from '../effects/workspace/workspace-errors.ts'
 import type { AppContext } from './app-context.ts'
@@ -73,6 +74,27 @@ function resourceError(error: unknown): unknown {
   if (!isWorkspaceError(error)) return error
   const code = error.code === 'not_found' ? RESOURCE_NOT_FOUND : ErrorCode.InvalidParams
   return new McpError(code, error.message, { code: error.code })
+}
+
+/** The file `uri` names, for a subscription: a folder has no versions (invalid params). */
+export async function resolveFile(ctx: AppContext, { user, uri }: { user: User; uri: string }): Promise<WorkspaceNode> {
+  let node: WorkspaceNode
+  try {
+    ;({ node } = await resolveNode(ctx.db, { caller: user, uri }))
+  } catch (error) {
+    throw resourceError(error)
+  }
+  if (node.kind !== 'file') throw new McpError(ErrorCode.InvalidParams, `${node.uri} is a folder: only a file has new versions to follow`, { code: 'is_directory' })
+  return node
+}
+
+/** A file's canonical URI, as a subscription recorded it (the file may be gone since). */
+export function canonicalFileUri({ user, uri }: { user: User; uri: string }): string {
+  try {
+    return formatKbUri({ ...parseKbUri({ uri, callerLogin: user.login }), directory: false })
+  } catch (error) {
+    throw resourceError(error)
+  }
 }
 
 const isTextMime = (mime: string): boolean => mime.startsWith('text/')

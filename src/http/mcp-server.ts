@@ -1,9 +1,9 @@
 // The MCP face of the tool registry (docs/mcp.md): the official SDK's low-level `Server`, one per
 // HTTP request (stateless: any instance answers any request). What it offers is derived once per
 // app (`makeMcpFace`): each registry tool with its JSON Schema (the one the model sees) plus an
-// optional `kb_uri` that narrows the scope, and the workspace as kb:// resources. A tools/call
-// runs the registry's tool as the command endpoint does; its outcome goes back as structured
-// content plus the same JSON as text.
+// optional `kb_uri` that narrows the scope, and the workspace as kb:// resources, whose files a
+// connection may follow (announced on its GET stream). A tools/call runs the registry's tool as
+// the command endpoint does; its outcome goes back as structured content plus the same JSON as text.
 import * as Effect from 'effect/Effect'
 import type { Request, Response } from 'express'
 import type { IncomingMessage } from 'node:http'
@@ -18,6 +18,8 @@ import {
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
   type CallToolResult,
   type ServerNotification,
   type Tool,
@@ -27,12 +29,13 @@ import type { User } from '../effects/auth/users.ts'
 import { createRateLimiter, type RateLimiter } from '../effects/limits/rate-limiter.ts'
 import type { ToolRegistry } from '../effects/tools/tool-registry.ts'
 import { callKey, CALLS_PER_USER, makeRunningCalls, type RunningCalls } from '../effects/tools/running-calls.ts'
+import { connectionKey, FILE_VERSIONS_CHANNEL, followersOf, subscribeToFile, SUBSCRIPTIONS_PER_CONNECTION, touchConnection, unsubscribeFromFile } from '../effects/workspace/file-subscriptions.ts'
 import { parseKbUri, type WorkspacePath } from '../effects/workspace/uri.ts'
 import { isWorkspaceError } from '../effects/workspace/workspace-errors.ts'
 import type { AppContext } from './app-context.ts'
 import { watchCredential } from './credential-watch.ts'
-import { REVOKED_TOKEN_MESSAGE } from './http-errors.ts'
-import { listResources, readResource, RESOURCE_TEMPLATES } from './mcp-resources.ts'
+import { HttpError, REVOKED_TOKEN_MESSAGE } from './http-errors.ts'
+import { canonicalFileUri, listResources, readResource, RESOURCE_TEMPLATES, resolveFile } from './mcp-resources.ts'
 import { DEFAULT_KB_URI } from './openai-chat-request.ts'
 
 export const MCP_SERVER_NAME = 'knowagent'
@@ -60,7 +63,46 @@ export interface McpFace {
   readonly validator: AjvJsonSchemaValidator
   /** The SDK servers of the requests being answered (closed at shutdown). */
   readonly open: Set<Server>
+  /** The streams (GET) this process holds, by connection key: where a followed file's new version is announced. */
+  readonly streams: Map<string, Set<{ readonly server: Server; readonly userId: string }>>
+  /** Whether subscriptions work here: a change feed brings the new versions' NOTIFY. */
+  readonly subscriptions: boolean
   readonly close: () => void
+}
+
+/** Streams one user may hold open in one process (as many as live job streams). */
+export const STREAMS_PER_USER = 10
+
+/**
+ * Announces new versions of followed files on the streams this process holds: the node ids that
+ * arrive while a look-up runs are looked up together next (an import of many files is a few
+ * queries, not one per file). Nothing is looked up while no stream is open here.
+ */
+function announceNewVersions(ctx: AppContext, streams: McpFace['streams']): (() => void) | undefined {
+  let pending = new Set<string>()
+  let running = false
+  const drain = async (): Promise<void> => {
+    running = true
+    try {
+      while (pending.size > 0) {
+        const nodeIds = [...pending]
+        pending = new Set()
+        if (streams.size === 0) continue
+        for (const { connection, uri } of await followersOf(ctx.db, { nodeIds, connections: [...streams.keys()] })) {
+          for (const { server } of streams.get(connection) ?? []) server.sendResourceUpdated({ uri }).catch(() => undefined) // a stream closing meanwhile
+        }
+      }
+    } catch (error) {
+      ctx.logger.warn('could not announce new file versions to MCP streams', { error: error instanceof Error ? error.message : String(error) })
+    } finally {
+      running = false
+    }
+  }
+  return ctx.feed?.on(FILE_VERSIONS_CHANNEL, (nodeId) => {
+    if (streams.size === 0) return
+    pending.add(nodeId)
+    if (!running) void drain()
+  })
 }
 
 /** The registry's tools as MCP tools: the JSON Schema the model sees, with `kb_uri` added. */
@@ -79,14 +121,19 @@ export function mcpToolsOf(registry: ToolRegistry): Tool[] {
 export function makeMcpFace(ctx: AppContext): McpFace {
   const running = makeRunningCalls({ db: ctx.db, feed: ctx.feed })
   const open = new Set<Server>()
+  const streams: McpFace['streams'] = new Map()
+  const unfollow = announceNewVersions(ctx, streams)
   return {
     open,
+    streams,
+    subscriptions: ctx.feed !== undefined,
     tools: mcpToolsOf(ctx.tools),
     limitedTools: new Set((ctx.retrieval?.tools ?? []).map((tool) => tool.name)),
     limiter: createRateLimiter({ db: ctx.db, limit: ctx.config.streamsPerMinute, windowMs: RATE_WINDOW_MS, now: ctx.now }),
     running,
     validator: new AjvJsonSchemaValidator(),
     close: () => {
+      unfollow?.()
       running.close()
       for (const server of open) void server.close()
     },
@@ -124,7 +171,7 @@ const toolError = (code: string, message: string, extra: Record<string, unknown>
 export function createMcpServer(ctx: AppContext, face: McpFace, caller: McpCaller, { onCancelled }: { onCancelled: () => void }): Server {
   const server = new Server(
     { name: MCP_SERVER_NAME, version: '1' },
-    { capabilities: { tools: { listChanged: false }, resources: { listChanged: false, subscribe: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator: face.validator },
+    { capabilities: { tools: { listChanged: false }, resources: { listChanged: false, subscribe: face.subscriptions } }, instructions: INSTRUCTIONS, jsonSchemaValidator: face.validator },
   )
   const { user } = caller
   /** A failure that is not the protocol's own: logged, and answered without its details (a database error's text stays here). */
@@ -206,6 +253,29 @@ export function createMcpServer(ctx: AppContext, face: McpFace, caller: McpCalle
     listResources(ctx, { user, cursor: request.params?.cursor }).catch(failed('resources/list', extra.signal)),
   )
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: RESOURCE_TEMPLATES }))
+  if (face.subscriptions) {
+    const connection = connectionKey({ credential: caller.credential, session: caller.session })
+    const needsSession = () => {
+      if (caller.session === '') throw new McpError(ErrorCode.InvalidRequest, 'subscriptions belong to a connection: send the Mcp-Session-Id that initialize gave', { code: 'session_required' })
+    }
+    server.setRequestHandler(SubscribeRequestSchema, (request, extra) =>
+      (async () => {
+        needsSession()
+        const node = await resolveFile(ctx, { user, uri: request.params.uri })
+        if (!(await subscribeToFile(ctx.db, { connection, userId: user.id, nodeId: node.id, uri: node.uri }))) {
+          throw new McpError(ErrorCode.InvalidRequest, `a connection follows at most ${SUBSCRIPTIONS_PER_CONNECTION} files`, { code: 'too_many_subscriptions' })
+        }
+        return {}
+      })().catch(failed('resources/subscribe', extra.signal)),
+    )
+    server.setRequestHandler(UnsubscribeRequestSchema, (request, extra) =>
+      (async () => {
+        needsSession()
+        await unsubscribeFromFile(ctx.db, { connection, uri: canonicalFileUri({ user, uri: request.params.uri }) })
+        return {}
+      })().catch(failed('resources/unsubscribe', extra.signal)),
+    )
+  }
   server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
     readResource(ctx, { user, uri: request.params.uri, signal: AbortSignal.any([extra.signal, ctx.shutdownSignal]) }).catch(failed('resources/read', extra.signal)),
   )
@@ -238,4 +308,36 @@ export async function serveMcpRequest(
   await server.connect(transport)
   // The SDK hands `req.auth` to handlers as its AuthInfo; ours never reads it there (the server got the caller above).
   await transport.handleRequest(req as unknown as IncomingMessage, res, body)
+}
+
+/**
+ * Holds a connection's stream (GET): the announcements of its followed files' new versions. It
+ * ends when the client goes, the server shuts down or the token is revoked. A request without a
+ * session has nothing to follow: 405, as a server without streams answers.
+ */
+export async function serveMcpStream(ctx: AppContext, face: McpFace, { req, res, caller }: { readonly req: Request; readonly res: Response; readonly caller: McpCaller }): Promise<void> {
+  if (!face.subscriptions || caller.session === '') {
+    res.set('Allow', 'POST').status(405).json({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'no stream without a session: send the Mcp-Session-Id that initialize gave', data: { code: 'method_not_allowed' } } })
+    return
+  }
+  const held = [...face.streams.values()].reduce((count, set) => count + [...set].filter((stream) => stream.userId === caller.user.id).length, 0)
+  if (held >= STREAMS_PER_USER) throw new HttpError(429, 'too_many_streams', `at most ${STREAMS_PER_USER} MCP streams of one user are open at once on a server`)
+  const connection = connectionKey({ credential: caller.credential, session: caller.session })
+  await touchConnection(ctx.db, { connection, userId: caller.user.id })
+  const server = createMcpServer(ctx, face, caller, { onCancelled: () => undefined })
+  const stream = { server, userId: caller.user.id }
+  const set = face.streams.get(connection) ?? new Set()
+  face.streams.set(connection, set.add(stream))
+  face.open.add(server)
+  const watch = watchCredential(ctx, { userId: caller.user.id, stillLive: caller.stillLive, onEnded: () => void server.close() })
+  res.on('close', () => {
+    watch.release()
+    set.delete(stream)
+    if (set.size === 0 && face.streams.get(connection) === set) face.streams.delete(connection)
+    face.open.delete(server)
+    void server.close()
+  })
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
+  await server.connect(transport)
+  await transport.handleRequest(req as unknown as IncomingMessage, res)
 }

@@ -1,7 +1,7 @@
 // /mcp: the workspace as a Model Context Protocol server (docs/mcp.md), over the protocol's
-// Streamable HTTP transport from the official SDK, stateless: each POST gets its own SDK server
-// and transport, so any instance behind a load balancer answers any request, and a tool that
-// streams answers as SSE. Auth is the API's bearer token only (a browser session is refused);
+// Streamable HTTP transport from the official SDK, stateless: each POST (and each GET, a
+// connection's stream of announcements) gets its own SDK server and transport, so any instance
+// behind a load balancer answers any request, and a tool that streams answers as SSE. Auth is the API's bearer token only (a browser session is refused);
 // an `Origin` other than the server's own is refused (DNS rebinding, as the protocol requires).
 // The initialize response names the client connection (`Mcp-Session-Id`, random, no state kept)
 // so that a later `notifications/cancelled` names its request unambiguously, on any instance.
@@ -13,7 +13,7 @@ import { credentialStillLive } from './authenticate.ts'
 import { describeError } from './error-handler.ts'
 import { HttpError } from './http-errors.ts'
 import { holdsNul, NUL_MESSAGE } from './json-body.ts'
-import type { McpFace } from './mcp-server.ts'
+import type { McpCaller, McpFace } from './mcp-server.ts'
 
 export const MCP_PATH = '/mcp'
 /** The largest request body: far above any tool's arguments (a kb_chat question is at most 8,000 characters). */
@@ -99,12 +99,24 @@ async function readJsonBody(req: Request): Promise<{ readonly body: unknown } | 
   return { body }
 }
 
+/** The client's `Mcp-Session-Id`, or '' when it sent none. */
+function sessionOf(req: Request): string {
+  const sent = req.get('mcp-session-id')
+  if (sent !== undefined && !SESSION_ID.test(sent)) throw new HttpError(400, 'invalid_request', 'Mcp-Session-Id must be 1–128 visible ASCII characters')
+  return sent ?? ''
+}
+
 const isInitialize = (message: unknown): boolean => typeof message === 'object' && message !== null && (message as { method?: unknown }).method === 'initialize'
 const isRequest = (message: unknown): boolean =>
   typeof message === 'object' && message !== null && typeof (message as { method?: unknown }).method === 'string' && 'id' in message
 
 export function mcpRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
   const router = Router()
+  /** The authenticated caller of a request (after requireBearerToken). */
+  const callerOf = (req: Request, session: string): McpCaller => {
+    const auth = req.auth!
+    return { user: auth.user, credential: auth.tokenHash ?? '', session, stillLive: () => credentialStillLive(ctx, req) }
+  }
   // The SDK (with zod and ajv: ~10 MB of heap) is loaded by the first MCP request, not at start-up.
   let loading: Promise<{ face: McpFace; mcp: typeof import('./mcp-server.ts') }> | undefined
   const loadFace = () =>
@@ -121,10 +133,9 @@ export function mcpRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
       throw new HttpError(400, 'batch_too_large', `a batch holds at most ${MCP_MAX_BATCH} messages; this one has ${body.length}`)
     }
     if (Array.isArray(body) && body.length === 0) throw new HttpError(400, 'invalid_request', 'an empty batch is not a JSON-RPC request')
-    const sent = req.get('mcp-session-id')
-    if (sent !== undefined && !SESSION_ID.test(sent)) throw new HttpError(400, 'invalid_request', 'Mcp-Session-Id must be 1–128 visible ASCII characters')
+    const sent = sessionOf(req)
     const messages: unknown[] = Array.isArray(body) ? body : read === undefined ? [] : [body]
-    let session = sent ?? ''
+    let session = sent
     if (messages.some(isInitialize)) {
       session = randomUUID()
       res.setHeader('Mcp-Session-Id', session)
@@ -132,19 +143,27 @@ export function mcpRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
     res.setHeader('Cache-Control', 'no-store')
     if (ctx.shutdownSignal.aborted) throw new HttpError(503, 'shutting_down', 'the server is shutting down')
     const { face, mcp } = await loadFace()
-    const auth = req.auth!
     await mcp.serveMcpRequest(ctx, face, {
       req,
       res,
       body,
       requests: messages.filter(isRequest).length,
-      caller: { user: auth.user, credential: auth.tokenHash ?? '', session, stillLive: () => credentialStillLive(ctx, req) },
+      caller: callerOf(req, session),
     })
   })
 
-  // No stream for server-initiated messages (GET) and no session to end (DELETE): stateless.
+  // The connection's stream: announcements of its followed files' new versions.
+  router.get(MCP_PATH, checkOrigin, requireBearerToken, async (req, res) => {
+    const session = sessionOf(req)
+    if (ctx.shutdownSignal.aborted) throw new HttpError(503, 'shutting_down', 'the server is shutting down')
+    const { face, mcp } = await loadFace()
+    res.setHeader('Cache-Control', 'no-store')
+    await mcp.serveMcpStream(ctx, face, { req, res, caller: callerOf(req, session) })
+  })
+
+  // No session to end (DELETE): nothing is kept for one.
   router.all(MCP_PATH, checkOrigin, requireBearerToken, (req, res) => {
-    res.set('Allow', 'POST').status(405).json(jsonRpcError(405, 'method_not_allowed', `${req.method} is not offered on /mcp: this server is stateless, send every message as a POST`))
+    res.set('Allow', 'POST').status(405).json(jsonRpcError(405, 'method_not_allowed', `${req.method} is not offered on /mcp: no session is kept; send messages as POST`))
   })
 
   const errorHandler: ErrorRequestHandler = (failure, req, res, next) => {

@@ -3,22 +3,21 @@
 // code — and the server answers an ordinary client right after. A flood of slow calls is held to
 // the per-user cap, and a client that goes away (or cancels) lets every call of its request go:
 // the fake Bailian sees each of its requests closed, and a cancelled request gets no reply.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AppConfig } from '../../src/effects/config/app-config.ts'
 import { resolveBailianConfig } from '../../src/effects/retrieval/bailian-config.ts'
 import { CALLS_PER_USER } from '../../src/effects/tools/running-calls.ts'
+import { STREAMS_PER_USER } from '../../src/http/mcp-server.ts'
 import { MCP_MAX_BATCH } from '../../src/http/mcp.routes.ts'
 import { decodeSseStream } from '../../src/sse/sse-decoder.ts'
-import { type FakeBailian, stalledChat, startFakeBailian } from '../support/fake-bailian.ts'
+import { type FakeBailian, stalledChat } from '../support/fake-bailian.ts'
+import { connectMcp, MCP_PROTOCOL, startMcpBailian, useMcpBailian } from '../support/mcp-client.ts'
 import { postNeverEnding, postRaw } from '../support/raw-http.ts'
 import { addUserWithToken, startTestServer, type TestServer } from '../support/test-server.ts'
 import { putText } from '../support/text-file.ts'
+import { waitUntil } from '../support/wait-until.ts'
 
-const KEY = 'sk-mcp-faults-6d6d'
-const WORKSPACE = 'ws-mcp-faults'
-const PROTOCOL = '2025-06-18'
+const PROTOCOL = MCP_PROTOCOL
 /** kb_search and kb_chat calls per user a minute (limits.streamsPerMinute): room for this file's slow calls, few enough to reach. */
 const RETRIEVAL_PER_MINUTE = 20
 
@@ -35,23 +34,12 @@ const configure = (config: AppConfig): AppConfig => ({
 /** A user whose Bailian settings point at the fake. */
 async function retrievalUser(target: TestServer, login: string) {
   const user = await addUserWithToken(target, login)
-  await target.ctx.retrieval!.settings.setApiKey(user.user.id, KEY)
-  await target.ctx.retrieval!.settings.saveSettings(user.user.id, { workspaceId: WORKSPACE })
+  await useMcpBailian(target, user.user.id)
   return user
 }
 
 beforeAll(async () => {
-  fake = await startFakeBailian({
-    workspaces: {
-      [WORKSPACE]: {
-        apiKey: KEY,
-        services: [
-          { agent_id: 'search-docs', agent_name: 'Docs search', scene: 'search' },
-          { agent_id: 'chat-docs', agent_name: 'Docs Q&A', scene: 'chat' },
-        ],
-      },
-    },
-  })
+  fake = await startMcpBailian()
   server = await startTestServer({ retrieval: true, configure })
   const alice = await retrievalUser(server, 'alice')
   token = alice.token
@@ -83,11 +71,7 @@ async function messagesOf(res: Response): Promise<Array<Record<string, unknown>>
 
 const request = (id: number, method: string, params: Record<string, unknown> = {}) => ({ jsonrpc: '2.0', id, method, params })
 
-async function connect(url: string, bearer: string): Promise<Client> {
-  const client = new Client({ name: 'fault-suite', version: '1' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }))
-  return client
-}
+const connect = (url: string, bearer: string) => connectMcp(url, bearer)
 
 /** An ordinary client still gets its answers. */
 async function serverStillAnswers(): Promise<void> {
@@ -245,7 +229,28 @@ describe('limits and shutdown', () => {
     await client.close()
   })
 
-  it('shutdown stops a running call: the request to Bailian is closed and the response ends', async () => {
+  it(`a user holds at most ${STREAMS_PER_USER} streams at once in a process: one more is 429 too_many_streams, and a closed one frees its place`, async () => {
+    const dave = await addUserWithToken(server, 'dave')
+    const open = (session: string, signal?: AbortSignal) =>
+      fetch(`${server.url}/mcp`, { headers: { ...headers(), authorization: `Bearer ${dave.token}`, 'mcp-session-id': session }, signal })
+    const leave = Array.from({ length: STREAMS_PER_USER }, () => new AbortController())
+    const streams = await Promise.all(leave.map((controller, i) => open(`dave-${i}`, controller.signal)))
+    expect(streams.map((res) => res.status)).toEqual(streams.map(() => 200))
+    const refused = await open('dave-extra')
+    expect(refused.status).toBe(429)
+    expect(await refused.json()).toMatchObject({ error: { data: { code: 'too_many_streams' } } })
+    leave[0]!.abort()
+    await streams[0]!.body?.cancel().catch(() => undefined)
+    // The server sees the client go: then the place is free again.
+    await waitUntil(async () => {
+      const again = await open('dave-again')
+      await again.body?.cancel()
+      return again.status === 200
+    }, 'the closed stream to free its place')
+    for (const controller of leave) controller.abort()
+  })
+
+  it('shutdown stops a running call and ends the streams: the request to Bailian is closed and the responses end', async () => {
     const other = await startTestServer({ retrieval: true, configure, databaseUrl: server.database.url })
     try {
       const carol = await retrievalUser(other, 'carol')
@@ -261,8 +266,12 @@ describe('limits and shutdown', () => {
         for await (const _event of decodeSseStream(res.body!)) progressed.resolve()
       })().catch(() => undefined)
       await progressed.promise
+      const stream = await fetch(`${other.url}/mcp`, { headers: { ...headers(), authorization: `Bearer ${carol.token}`, 'mcp-session-id': 'carol-1' } })
+      expect(stream.status).toBe(200)
+      const streamEnded = stream.text()
       other.shutdownController.abort()
       await reading
+      await streamEnded
       const chat = fake.requests.findIndex((entry, index) => index >= before && entry.operation === 'chat')
       expect((await fake.waitForClientClose(chat)).clientClosedAt).toBeDefined()
     } finally {

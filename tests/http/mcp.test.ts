@@ -1,9 +1,10 @@
 // The workspace as an MCP server (issue 39), through the SDK's own client over real HTTP: the
 // handshake, the registry's tools with their schemas, every tool called (scope narrowed by kb_uri,
-// refusals as tool errors), the workspace as paged kb:// resources, kb_chat's progress, a cancel
-// that closes the request to Bailian — also when the cancel reaches another server process — and
-// the token: only a bearer token, and a revoked one refused at once, even mid-call.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+// refusals as tool errors), the workspace as paged kb:// resources, subscriptions to a file's new
+// versions, kb_chat's progress, a cancel that closes the request to Bailian — also when the cancel
+// reaches another server process — and the token: only a bearer token, and a revoked one refused
+// at once, even mid-call or mid-stream.
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { CallToolResultSchema, type Progress } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -12,13 +13,13 @@ import type { AppConfig } from '../../src/effects/config/app-config.ts'
 import { resolveBailianConfig } from '../../src/effects/retrieval/bailian-config.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
 import { RESOURCES_PER_PAGE } from '../../src/http/mcp-resources.ts'
-import { type FakeBailian, stalledChat, startFakeBailian } from '../support/fake-bailian.ts'
+import { type FakeBailian, stalledChat } from '../support/fake-bailian.ts'
+import { connectMcp, MCP_BAILIAN_KEY, openMcpStream, sessionOf, startMcpBailian, useMcpBailian } from '../support/mcp-client.ts'
 import { startScriptedServer } from '../support/scripted-server.ts'
 import { addUserWithToken, signIn, startTestServer, TEST_SECRET, type TestServer } from '../support/test-server.ts'
 import { putText } from '../support/text-file.ts'
 
-const KEY = 'sk-mcp-bailian-5c5c'
-const WORKSPACE = 'ws-mcp'
+const KEY = MCP_BAILIAN_KEY
 const LONG = 'Queues hold work. '.repeat(500) // 9,000 code points: two pages of resources/read
 const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 3, 254, 255])
 
@@ -30,29 +31,10 @@ let bob: Awaited<ReturnType<typeof addUserWithToken>>
 
 const configure = (config: AppConfig): AppConfig => ({ ...config, retrievalBailian: resolveBailianConfig({ endpointHost: fake.endpointHost }) })
 
-/** The SDK's client on /mcp with a bearer token; `sent` records every JSON-RPC message it POSTs. */
-async function connect(token: string, url = server.url, sent: Array<{ id?: unknown; method?: string }> = []): Promise<Client> {
-  const client = new Client({ name: 'knowagent-test', version: '1' })
-  const recording: typeof fetch = (input, init) => {
-    if (typeof init?.body === 'string') sent.push(JSON.parse(init.body))
-    return fetch(input, init)
-  }
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } }, fetch: recording }))
-  return client
-}
+const connect = (token: string, url = server.url, sent?: Array<{ id?: unknown; method?: string }>) => connectMcp(url, token, { sent })
 
 beforeAll(async () => {
-  fake = await startFakeBailian({
-    workspaces: {
-      [WORKSPACE]: {
-        apiKey: KEY,
-        services: [
-          { agent_id: 'search-docs', agent_name: 'Docs search', scene: 'search' },
-          { agent_id: 'chat-docs', agent_name: 'Docs Q&A', scene: 'chat' },
-        ],
-      },
-    },
-  })
+  fake = await startMcpBailian()
   ;({ server, close } = await startScriptedServer({ retrieval: true, configure }))
   await server.ctx.feed!.ready()
   alice = await addUserWithToken(server, 'alice')
@@ -62,13 +44,14 @@ beforeAll(async () => {
   await putText(db, { owner: alice.user, segments: ['docs', 'notes.txt'], text: 'A note about queues and retries.' })
   await putFile(db, { owner: alice.user, segments: ['docs', 'logo.png'], bytes: PNG, parsed: { ok: false, mime: 'image/png', error: 'not a text format' } })
   await putText(db, { owner: bob.user, segments: ['secret.md'], text: 'Bob only.' })
-  await server.ctx.retrieval!.settings.setApiKey(alice.user.id, KEY)
-  await server.ctx.retrieval!.settings.saveSettings(alice.user.id, { workspaceId: WORKSPACE })
+  await useMcpBailian(server, alice.user.id)
 })
 afterAll(async () => {
   await close?.()
   await fake?.close()
 })
+
+const updated = (uri: string) => ({ method: 'notifications/resources/updated', params: { uri } })
 
 /** The index in `fake.requests` of the first chat request at or after `from` (a catalog list may come first). */
 const chatIndex = (from: number) => fake.requests.findIndex((request, index) => index >= from && request.operation === 'chat')
@@ -80,7 +63,7 @@ describe('tools', () => {
   it('initialize names the server and its capabilities; tools/list is the registry with its derived schemas and kb_uri', async () => {
     const client = await connect(alice.token)
     expect(client.getServerVersion()?.name).toBe('knowagent')
-    expect(client.getServerCapabilities()).toMatchObject({ tools: {}, resources: { subscribe: false } })
+    expect(client.getServerCapabilities()).toMatchObject({ tools: {}, resources: { subscribe: true } })
     const { tools } = await client.listTools()
     expect(tools.map((tool) => tool.name)).toEqual(server.ctx.tools.schemas.map((schema) => schema.function.name))
     expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['ls', 'read', 'search', 'status', 'kb_search', 'kb_chat']))
@@ -217,8 +200,39 @@ describe('resources', () => {
   })
 })
 
+describe('subscriptions', () => {
+  it('a followed file\'s new version is announced on its connection\'s stream only; unsubscribe stops it; a folder or another user\'s file cannot be followed', async () => {
+    const db = server.database.db
+    const first = await connect(alice.token)
+    const second = await connect(alice.token)
+    expect(first.getServerCapabilities()?.resources?.subscribe).toBe(true)
+    const firstStream = await openMcpStream(server.url, alice.token, sessionOf(first))
+    const secondStream = await openMcpStream(server.url, alice.token, sessionOf(second))
+    await putText(db, { owner: alice.user, segments: ['followed', 'a.md'], text: 'a1' })
+    await putText(db, { owner: alice.user, segments: ['followed', 'b.md'], text: 'b1' })
+    await first.subscribeResource({ uri: 'kb://me/followed/a.md' })
+    await first.subscribeResource({ uri: 'kb://users/alice/followed/b.md' })
+    await second.subscribeResource({ uri: 'kb://me/followed/b.md' })
+
+    await putText(db, { owner: alice.user, segments: ['followed', 'a.md'], text: 'a2' })
+    expect(await firstStream.next()).toMatchObject(updated('kb://users/alice/followed/a.md'))
+    await first.unsubscribeResource({ uri: 'kb://me/followed/a.md' })
+    await putText(db, { owner: alice.user, segments: ['followed', 'a.md'], text: 'a3' }) // followed by no one now
+    await putText(db, { owner: alice.user, segments: ['followed', 'b.md'], text: 'b2' })
+    expect(await firstStream.next()).toMatchObject(updated('kb://users/alice/followed/b.md'))
+    expect(await secondStream.next()).toMatchObject(updated('kb://users/alice/followed/b.md')) // never a.md: the other connection's
+
+    await expect(first.subscribeResource({ uri: 'kb://me/followed/' })).rejects.toMatchObject({ code: -32602, data: { code: 'is_directory' } })
+    await expect(first.subscribeResource({ uri: 'kb://users/bob/secret.md' })).rejects.toMatchObject({ code: -32602, data: { code: 'outside_scope' } })
+    await first.close()
+    await second.close()
+    firstStream.close()
+    secondStream.close()
+  })
+})
+
 describe('auth and origin', () => {
-  it('only a bearer token: none, a browser session or a wrong token is 401; a foreign Origin 403; GET 405', async () => {
+  it('only a bearer token: none, a browser session or a wrong token is 401; a foreign Origin 403; GET without a session 405', async () => {
     const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }
     const post = (headers: Record<string, string>) =>
       fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(initialize) })
@@ -241,9 +255,10 @@ describe('auth and origin', () => {
     expect(get.status).toBe(405)
   })
 
-  it('a revoked token is refused from the next request on, and a call running on it ends at once', async () => {
+  it('a revoked token is refused from the next request on; a call and a stream running on it end at once', async () => {
     const token = await createApiTokenFor(server.database.db, { secret: TEST_SECRET, login: 'alice', label: 'mcp-revoked' })
     const client = await connect(token)
+    const stream = await openMcpStream(server.url, token, sessionOf(client))
     fake.enqueue('chat', stalledChat())
     const index = fake.requests.length
     const planning = Promise.withResolvers<void>()
@@ -252,6 +267,7 @@ describe('auth and origin', () => {
     const id = (await listApiTokens(server.database.db, { userId: alice.user.id })).find((entry) => entry.label === 'mcp-revoked')!.id
     expect(await revokeApiTokens(server.database.db, { userId: alice.user.id, tokenId: id })).toBe(1)
     expect(await running).toMatchObject({ isError: true, structuredContent: { error: { code: 'unauthorized' } } })
+    expect(await stream.next()).toBeUndefined() // the connection's stream ends too
     expect((await fake.waitForClientClose(chatIndex(index))).clientClosedAt).toBeDefined()
     await expect(client.listTools()).rejects.toMatchObject({ code: 401, message: expect.stringContaining('invalid or revoked API token') })
     await expect(call(client, 'ls', {})).rejects.toMatchObject({ code: 401 })
@@ -259,7 +275,7 @@ describe('auth and origin', () => {
 })
 
 describe('several instances', () => {
-  it('a cancel that reaches another server process stops the call where it runs (NOTIFY)', async () => {
+  it('a cancel that reaches another server process stops the call where it runs; a subscription made through one is announced by the other (NOTIFY)', async () => {
     const second = await startTestServer({ retrieval: true, configure, databaseUrl: server.database.url })
     try {
       await second.ctx.feed!.ready()
@@ -286,6 +302,13 @@ describe('several instances', () => {
       })
       expect(cancel.status).toBe(202)
       expect((await fake.waitForClientClose(chatIndex(index))).clientClosedAt).toBeDefined()
+
+      // The connection's stream held by the second process, its subscription made through the first.
+      const stream = await openMcpStream(second.url, alice.token, transport.sessionId!)
+      await client.subscribeResource({ uri: 'kb://me/docs/notes.txt' })
+      await putText(server.database.db, { owner: alice.user, segments: ['docs', 'notes.txt'], text: 'Revised in another process.' })
+      expect(await stream.next()).toMatchObject(updated('kb://users/alice/docs/notes.txt'))
+      stream.close()
       await client.close()
     } finally {
       await second.close()
