@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApiTokenFor, listApiTokens, revokeApiTokens } from '../../src/effects/auth/users.ts'
 import type { AppConfig } from '../../src/effects/config/app-config.ts'
 import { resolveBailianConfig } from '../../src/effects/retrieval/bailian-config.ts'
-import { putFile } from '../../src/effects/workspace/store.ts'
+import { putFile, putFileInTransaction } from '../../src/effects/workspace/store.ts'
 import { RESOURCES_PER_PAGE } from '../../src/http/mcp-resources.ts'
 import { type FakeBailian, stalledChat } from '../support/fake-bailian.ts'
 import { connectMcp, MCP_BAILIAN_KEY, openMcpStream, sessionOf, startMcpBailian, useMcpBailian } from '../support/mcp-client.ts'
@@ -153,7 +153,12 @@ describe('tools', () => {
 describe('resources', () => {
   it('resources/list pages through every file and folder once, in path order; a bad cursor is invalid params', async () => {
     const db = server.database.db
-    for (let i = 0; i < RESOURCES_PER_PAGE; i++) await putText(db, { owner: alice.user, segments: ['many', `n${String(i).padStart(3, '0')}.txt`], text: `note ${i}` })
+    await db.transaction().execute(async (trx) => {
+      for (let i = 0; i < RESOURCES_PER_PAGE; i++) {
+        const text = `note ${i}`
+        await putFileInTransaction(trx, { owner: alice.user, segments: ['many', `n${String(i).padStart(3, '0')}.txt`], bytes: Buffer.from(text), parsed: { ok: true, mime: 'text/plain', text } })
+      }
+    })
     const client = await connect(alice.token)
     const seen: string[] = []
     let cursor: string | undefined
