@@ -26,6 +26,8 @@ import { makeToolRegistry, type ToolRegistry, ToolRegistryService } from './tool
 import { type RetrievalFeature, RetrievalFeatureService } from './retrieval/retrieval-feature.ts'
 import { type CompileFeatureOptions, CompileFeatureService, type RunningCompileFeature, startCompileFeature } from './compile/compile-feature.ts'
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
+import { CALL_CANCEL_CHANNEL } from './tools/running-calls.ts'
+import { FILE_VERSIONS_CHANNEL } from './workspace/file-subscriptions.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
 import { MetricsService } from './observability/metrics-service.ts'
@@ -34,10 +36,11 @@ import type { ServiceMetrics } from './observability/metrics.ts'
 /**
  * Every channel of the process's one change feed: the retrieval catalog and settings, compile jobs,
  * ended sessions and tokens (which the live job streams follow), and the stored model connections
- * (the model registry). A channel no running feature follows costs almost nothing (a rare
- * notification nobody reads).
+ * (the model registry), and for the MCP face: cancels of tool calls running in another process and
+ * new file versions (for subscriptions). A channel no running feature follows costs almost nothing
+ * (a notification nobody reads).
  */
-export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL, CREDENTIALS_CHANNEL, MODEL_CONNECTIONS_CHANNEL] as const
+export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL, CREDENTIALS_CHANNEL, MODEL_CONNECTIONS_CHANNEL, CALL_CANCEL_CHANNEL, FILE_VERSIONS_CHANNEL] as const
 
 /** Hooks that run before every model step (features add theirs here). */
 export class PreStepHooks extends Context.Service<PreStepHooks, PreStepHook>()('knowagent/turn/PreStepHooks') {

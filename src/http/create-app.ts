@@ -24,6 +24,7 @@ import { settingsRoutes } from './settings.routes.ts'
 import { adminUsersRoutes } from './admin-users.routes.ts'
 import { compileRoutes } from './compile.routes.ts'
 import { openAiRoutes } from './openai.routes.ts'
+import { mcpRoutes } from './mcp.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
 import { adminRetrievalRoutes } from './admin-retrieval.routes.ts'
 import { adminModelsRoutes } from './admin-models.routes.ts'
@@ -136,6 +137,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(adminStatusRoutes(ctx)) // Administration → Status
   if (ctx.modelConnections) app.use(adminModelsRoutes(ctx, ctx.modelConnections)) // Administration → Model connections
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
+  app.use(mcpRoutes(ctx)) // /mcp: the MCP face (docs/mcp.md), JSON-RPC errors
 
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route for ${req.method} ${req.path}`)))
   app.use(createErrorHandler(ctx.logger, { checkToken: (req) => checkRequestToken(ctx, req) }))

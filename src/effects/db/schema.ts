@@ -179,6 +179,17 @@ export interface RateLimitHitsTable {
   key: string
   hits: ColumnType<Date[], Date[], Date[]>
 }
+/** A file an MCP client connection follows (migrations/20261208400000_mcp_subscriptions.ts). */
+export interface McpSubscriptionsTable {
+  /** A hash of the connection's token and session id (running-calls.ts `sessionKey`). */
+  session_key: string
+  user_id: string
+  node_id: string
+  /** The file's URI as it was subscribed (what the notification names). */
+  uri: string
+  /** When the subscription was made or its connection's stream last opened; stale ones are dropped. */
+  touched_at: Timestamp
+}
 export interface SignInThrottlesTable {
   key: string
   failures: Generated<number>
@@ -309,6 +320,7 @@ export interface DB {
   file_versions: FileVersionsTable
   jobs: JobsTable
   search_passages: SearchPassagesTable
+  mcp_subscriptions: McpSubscriptionsTable
   rate_limit_hits: RateLimitHitsTable
   sign_in_throttles: SignInThrottlesTable
   sign_in_unlocks: SignInUnlocksTable

@@ -399,3 +399,13 @@ export async function deleteNode(db: Db, owner: Owner, node: WorkspaceNode): Pro
   if (node.path === '') throw new NodeConflict({ uri: node.uri, reason: 'the root cannot be deleted' })
   await db.deleteFrom('nodes').where('owner_id', '=', owner.id).where('id', '=', node.id).execute()
 }
+
+/**
+ * One page of the owner's nodes below the root, in path order, after `afterPath` (keyset paging:
+ * a page stays right while nodes are added or deleted before or after it). For listings of the
+ * whole tree (the MCP face's resources).
+ */
+export async function listNodesAfter(db: Db, { owner, afterPath, limit }: { owner: Owner; afterPath: string; limit: number }): Promise<ReadonlyArray<WorkspaceNode>> {
+  const rows = await nodeQuery(db).where('nodes.owner_id', '=', owner.id).where('nodes.path', '>', afterPath).orderBy('nodes.path').limit(limit).execute()
+  return rows.map((row) => toNode(owner, row))
+}
