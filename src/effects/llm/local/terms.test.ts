@@ -83,6 +83,31 @@ describe('analyseQuestion', () => {
     expect(analyseQuestion('What is the parental leave policy?').asksForMeasure).toBe(false)
   })
 
+  test('"how many / much / long / often" asks for a number', () => {
+    expect(analyseQuestion('How much will webhooks in API v2 cost?').wantsFigure).toBe(true)
+    expect(analyseQuestion('多少天年假？').wantsFigure).toBe(true)
+    expect(analyseQuestion('Who approves refunds?').wantsFigure).toBe(false)
+  })
+
+  test('the question\'s own verb after "what is" is known, and the phrase after it is what it asks about', () => {
+    expect(analyseQuestion('What is planned for Q2?')).toMatchObject({ frameVerb: 'planned', focus: [{ text: 'q2' }] })
+    expect(analyseQuestion('What was decided in the design review?')).toMatchObject({ frameVerb: 'decided' })
+    expect(focus('What was decided in the design review?')).toEqual(['design', 'review'])
+    expect(analyseQuestion('What is the planned date?').frameVerb).toBeUndefined()
+  })
+
+  test('a month that dates the subject: "the March ops review", not "the uptime in January"', () => {
+    expect(analyseQuestion('What are the action items from the March ops review?').datedSubject).toEqual({ month: 'march', subject: ['ops', 'review'] })
+    expect(analyseQuestion('What happened in the March 2026 incident?').datedSubject).toEqual({ month: 'march', subject: ['incid'] })
+    expect(analyseQuestion('What was the uptime in January?').datedSubject).toBeUndefined()
+  })
+
+  test('"the list of …" asks for the things listed, and no figure', () => {
+    expect(analyseQuestion('Where is the list of all support macros?')).toMatchObject({ asksForMeasure: false })
+    expect(focus('Where is the list of all support macros?')).toEqual(['support', 'macros'])
+    expect(focus('When are annual bonuses paid?')).toEqual(['annual', 'bonuses'])
+  })
+
   test('a request for key points or a summary is recognised', () => {
     expect(analyseQuestion('What are the key points of README.md?').wantsSummary).toBe(true)
     expect(analyseQuestion('总结一下这份笔记').wantsSummary).toBe(true)
@@ -136,7 +161,11 @@ describe('stem: word forms of one word meet', () => {
     ['policy', 'policies'],
     ['decide', 'decision', 'decisions'],
     ['keep', 'kept', 'keeping'],
-    ['pay', 'paid', 'payment'],
+    ['pay', 'paid', 'payment', 'pays', 'paying'],
+    ['day', 'days', 'daily'],
+    ['month', 'months', 'monthly'],
+    ['renew', 'renewal', 'renewed', 'renewing'],
+    ['expire', 'expiry', 'expires'],
   ])('%s', (...forms) => {
     expect(new Set(forms.map(stem)).size).toBe(1)
   })
