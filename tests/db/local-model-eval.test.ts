@@ -6,11 +6,11 @@ import { formatEvalReport, loadEvalCorpora, loadEvalQuestions, runLocalModelEval
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
 /** Answerable questions answered with the fact quoted from its source (of 131; 9 are summaries of a folder). */
-const ANSWERED_FLOOR = 118
-/** Unanswerable questions answered "nothing covers this" with no citation (of 51). */
-const HONEST_FLOOR = 44
-/** Answers that quote the wrong fact or source, or cite a passage for a question nothing answers. */
-const WRONG_CEILING = 9
+const ANSWERED_FLOOR = 128
+/** Unanswerable questions answered "nothing covers this" with no citation (of 52): all of them, always. */
+const HONEST_FLOOR = 52
+/** Answers that quote the wrong fact or source: none. */
+const WRONG_CEILING = 0
 
 let database: TestDatabase
 let report: EvalReport
@@ -45,8 +45,9 @@ it('answers the answerable questions with the fact and its source, at least as m
   expect(report.answered, formatEvalReport(report)).toBeGreaterThanOrEqual(ANSWERED_FLOOR)
 })
 
-it('answers the unanswerable questions honestly, citing nothing, at least as many as before', () => {
+it('answers every unanswerable question honestly, citing nothing', () => {
   expect(report.honest, formatEvalReport(report)).toBeGreaterThanOrEqual(HONEST_FLOOR)
+  expect(report.honest).toBe(report.unanswerable)
 })
 
 it('never quotes a passage it did not read in the turn, and quotes a wrong fact or source no more often than today', () => {

@@ -102,6 +102,10 @@ describe('analyseQuestion', () => {
     expect(analyseQuestion('What was the uptime in January?').datedSubject).toBeUndefined()
   })
 
+  test('"Which files mention X?" looks for X, not for files that mention', () => {
+    expect(analyseQuestion('Which files mention the nightly export?').keywords.map((k) => k.text)).toEqual(['nightly', 'export'])
+  })
+
   test('"the list of …" asks for the things listed, and no figure', () => {
     expect(analyseQuestion('Where is the list of all support macros?')).toMatchObject({ asksForMeasure: false })
     expect(focus('Where is the list of all support macros?')).toEqual(['support', 'macros'])

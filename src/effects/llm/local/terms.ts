@@ -265,8 +265,11 @@ export interface QuestionTerms {
 
 export const MAX_QUERY_KEYWORDS = 8
 
+/** "Which files mention X?": the words that ask which files hold a subject, not the subject. */
+const FILES_THAT = /^\s*(?:which|what)\s+(?:files?|documents?|docs|pages?|notes)\s+(?:mention|mentions|talk about|talks about|refer to|refers to|discuss|discusses|cover|covers|contain|contains|say anything about|are about|is about)\s+/iu
+
 export function analyseQuestion(question: string): QuestionTerms {
-  const keywords = extractKeywords(question)
+  const keywords = extractKeywords(question.normalize('NFKC').replace(FILES_THAT, ''))
   const frameVerb = keywords.find((k) => k.text === PARTICIPLE_FRAME.exec(question.normalize('NFKC'))?.[1]?.toLowerCase())?.text
   const phrase = focusPhrase(question)
   const focusTexts = new Set(phrase.text === undefined ? [] : extractKeywords(phrase.text).map((k) => k.text).filter((text) => text !== frameVerb))
