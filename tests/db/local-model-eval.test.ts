@@ -5,8 +5,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { formatEvalReport, loadEvalCorpora, loadEvalQuestions, runLocalModelEval, type EvalReport } from '../eval/local-model/evaluate.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
-/** Answerable questions answered with the fact quoted from its source (of 131; 9 are summaries of a folder). */
-const ANSWERED_FLOOR = 128
+/** Answerable questions answered with the fact quoted from its source (of 134; 12 are summaries of a folder). */
+const ANSWERED_FLOOR = 131
 /** Unanswerable questions answered "nothing covers this" with no citation (of 52): all of them, always. */
 const HONEST_FLOOR = 52
 /** Answers that quote the wrong fact or source: none. */

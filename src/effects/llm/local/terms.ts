@@ -412,14 +412,20 @@ const COLLECTIVE = new RegExp(String.raw`\b(?:(?:all\s+(?:of\s+)?)?(?:these|this
 /** Asks for the gist: summarise, sum up, an overview, the gist, tl;dr. */
 const SUMMARY_VERB = /\b(?:summar(?:y|ies|ise|ize|ising|izing)|sum\s+up|overview|gist|tl;?dr|key\s+points|main\s+points|rundown)\b/iu
 /** "What are these files about?", "what is this folder about" — about at the end, the collection its subject. */
-const ABOUT_FORM = new RegExp(String.raw`\bwhat(?:\s+(?:are|is|do|does)|'s|’s)\s+(?:all\s+)?(?:these|this|the|those|my|our)\s+(?:[\p{L}\p{N}._-]+\s+)?${COLLECTION}\s+(?:all\s+)?(?:about|cover|contain|hold)\b`, 'iu')
+const ABOUT_FORM = new RegExp(
+  String.raw`\bwhat(?:\s+(?:are|is|do|does)|'s|’s)\s+(?:all\s+)?(?:these|this|the|those|my|our)\s+(?:[\p{L}\p{N}._-]+\s+)?${COLLECTION}\s+(?:in\s+(?:this|the)\s+(?:folder|directory)\s+|here\s+)?(?:all\s+)?(?:about|cover|contain|hold)\b` +
+    // "What topics do these files cover?", "What's in this folder?"
+    String.raw`|\bwhat\s+(?:topics|subjects|themes)\s+(?:do|does)\s+(?:these|this|the|those|my|our)\s+${COLLECTION}\s+(?:cover|discuss|contain|address)\b` +
+    String.raw`|^\s*what(?:'s|’s|\s+is)\s+in\s+(?:here|(?:this|the)\s+(?:folder|directory))\s*[?？.!]*\s*$`,
+  'iu',
+)
 /** The words of such a request that name nothing to look for. */
 const SUMMARY_FRAMING = new Set(
   (
     'summary summaries summarise summarize summarising summarizing sum up overview gist tl tldr dr key main points point rundown ' +
     'give me please can could would you brief short quick quickly briefly high level what are is about contain contains cover covers ' +
     'hold holds here all them it whole entire each every file files document documents docs folder folders directory directories ' +
-    'notes pages workspace scope corpus everything tell say says in of write provide like i want need'
+    'notes pages workspace scope corpus everything tell say says in of write provide like i want need topics subjects themes discuss address here'
   ).split(' '),
 )
 /** 总结一下这些文件, 这个文件夹是关于什么的, 概述该目录 */
