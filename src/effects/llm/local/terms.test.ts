@@ -58,6 +58,7 @@ describe('analyseQuestion', () => {
     ['值班补贴是多少？', ['值班', '补贴']],
     ['年假有多少天？', []],
     ['Which class may I book for a nine-hour flight?', ['class']],
+    ['When is the next team hackathon?', ['next', 'team', 'hackathon']],
     ['深圳办公室的停车费是多少？', ['停车']],
     ['新员工的试用期多长？', ['试用']],
   ])('the phrase %j asks about: %j', (question, expected) => {

@@ -347,7 +347,7 @@ function cjkWords(run: string): string[] {
 }
 
 const QUESTION_FRAME =
-  /^\s*(?:(?:what|which|who|where)(?:\s+(?:is|are|was|were|does|do|did))?|how\s+(?:many|much)(?:\s+(?:is|are|was|were))?|how\s+(?:do|does|can|should)\s+(?:i|we|you))\s+(?:the\s+|a\s+|an\s+)?/iu
+  /^\s*(?:(?:what|which|who|where)(?:\s+(?:is|are|was|were|does|do|did))?|when\s+(?:is|are|was|were)|how\s+(?:many|much)(?:\s+(?:is|are|was|were))?|how\s+(?:do|does|can|should)\s+(?:i|we|you))\s+(?:the\s+|a\s+|an\s+)?/iu
 const PHRASE_END = /\s(?:at|in|on|for|of|to|from|with|by|during|when|if|after|before|per|do|does|did|is|are|can|may|must|should|will|would|be|being|that|which|while)\b|[?？!.,;:]/iu
 /** "How is the input limit computed?" asks about "input limit". */
 const PASSIVE_FRAME = /^\s*(?:how|when|where)\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.+?)\s+\p{L}+(?:ed|en|id|lt|pt|nt|wn|ne)\s*[?？.!]*\s*$/iu
