@@ -224,7 +224,6 @@ export function fileNameMonths(name: string): string[] {
   })
 }
 
-export const isMonthName = (word: string): boolean => MONTHS.includes(word)
 
 // ---------------------------------------------------------------------------------------------
 // Keywords of a question
