@@ -224,7 +224,6 @@ export function fileNameMonths(name: string): string[] {
   })
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Keywords of a question
 
