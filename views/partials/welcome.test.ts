@@ -3,7 +3,7 @@ import { renderFragmentSync } from '../render.ts'
 import { directoryName, exampleQuestions, Welcome } from './welcome.tsx'
 
 describe('exampleQuestions', () => {
-  it('asks about a real document, a topic from another file name and a subdirectory', () => {
+  it('asks about a real document, another document and a subdirectory', () => {
     const questions = exampleQuestions([
       { name: 'notes', kind: 'directory' },
       { name: 'knowagent-guide.md', kind: 'file' },
@@ -11,7 +11,7 @@ describe('exampleQuestions', () => {
     ])
     expect(questions).toEqual([
       'What are the key points of knowagent-guide.md?',
-      'Which files mention operations?',
+      'Summarise operations-runbook.md.',
       'What is in notes/?',
     ])
   })
@@ -24,8 +24,8 @@ describe('exampleQuestions', () => {
     expect(exampleQuestions([{ name: 'new', kind: 'directory', empty: true }])).toEqual([])
   })
 
-  it('skips the topic question when no other file name has a real word', () => {
-    expect(exampleQuestions([{ name: 'a.md', kind: 'file' }, { name: 'b.txt', kind: 'file' }])).toEqual([
+  it('asks for no second document when the other files are data or a README, and then for the folder', () => {
+    expect(exampleQuestions([{ name: 'a.md', kind: 'file' }, { name: 'README.md', kind: 'file' }, { name: 'b.csv', kind: 'file' }])).toEqual([
       'What are the key points of a.md?',
       'Summarise what these files are about.',
     ])

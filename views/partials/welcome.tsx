@@ -9,25 +9,24 @@ export function directoryName(uri: string): string {
   return parts.length <= 4 ? 'your workspace' : `${parts.at(-1)}/`
 }
 
-/** The longest word (4+ letters) of a file name, if it has one. */
-function topicOf(fileName: string): string | undefined {
-  const stem = fileName.replace(/\.[^.]+$/, '')
-  const words = stem.split(/[-_.\s]+/).filter((word) => /^\p{L}{4,}$/u.test(word))
-  return words.sort((a, b) => b.length - a.length)[0]
-}
-
 /** An entry of the directory; `empty`: a subfolder known to hold no file (nothing in it to ask about). */
 export type WelcomeEntry = Pick<TreeEntry, 'name' | 'kind'> & { readonly empty?: boolean | undefined }
 
-/** Up to three questions a person could ask about this directory's entries; none when it is empty. */
+/**
+ * Up to three questions a person could ask about this directory's entries, each one the files
+ * answer whatever they hold (the gist of a file, of a subfolder, of the folder); none when it is
+ * empty. A question built from a word of a file's name ("Which files mention review?") was not:
+ * the word need not be in any file's text (issue 41).
+ */
 export function exampleQuestions(entries: ReadonlyArray<WelcomeEntry>): string[] {
   const files = entries.filter((entry) => entry.kind === 'file')
   const directories = entries.filter((entry) => entry.kind === 'directory' && entry.empty !== true)
   const questions: string[] = []
-  const document = files.find((file) => /\.(md|txt|html?|pdf|docx)$/i.test(file.name)) ?? files[0]
+  const isDocument = (name: string) => /\.(md|txt|html?|pdf|docx)$/i.test(name)
+  const document = files.find((file) => isDocument(file.name)) ?? files[0]
   if (document) questions.push(`What are the key points of ${document.name}?`)
-  const topic = files.filter((file) => file !== document).map((file) => topicOf(file.name)).find((word) => word !== undefined)
-  if (topic) questions.push(`Which files mention ${topic}?`)
+  const other = files.find((file) => file !== document && isDocument(file.name) && !/^readme\./iu.test(file.name))
+  if (other) questions.push(`Summarise ${other.name}.`)
   if (directories[0]) questions.push(`What is in ${directories[0].name}/?`)
   if (questions.length < 3 && files.length + directories.length > 0) questions.push('Summarise what these files are about.')
   return questions.slice(0, 3)

@@ -5,6 +5,7 @@
 // test (tests/db/local-model-eval.test.ts).
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { findUserByLogin } from '../../../src/effects/auth/users.ts'
@@ -20,6 +21,8 @@ import type { Db, Owner } from '../../../src/effects/db/schema.ts'
 import type { ChatMessage } from '../../../src/machines/index.ts'
 
 export const EVAL_CORPUS_DIR = fileURLToPath(new URL('../../fixtures/eval-corpus/', import.meta.url))
+/** Each folder of eval-corpus/ is a corpus of its own, imported as kb://users/demo/<folder>/. */
+export const EVAL_CORPORA = ['handbook', 'product-team', 'people', 'support'] as const
 const QUESTIONS_FILE = fileURLToPath(new URL('./questions.json', import.meta.url))
 const MAX_FILE_BYTES = 50 * 1024 * 1024
 const WORKSPACE_TOOL_REGISTRY = makeToolRegistry(WORKSPACE_TOOLS)
@@ -79,7 +82,7 @@ export function loadEvalQuestions(): EvalQuestion[] {
   return parsed.questions
 }
 
-/** The sample corpus (as on a first start) and the evaluation corpus, both owned by `demo`. */
+/** The sample corpus (as on a first start) and the evaluation corpora, all owned by `demo`. */
 export async function loadEvalCorpora(db: Db): Promise<Owner> {
   const parser = makeDocumentParser({ processes: 1 })
   try {
@@ -95,9 +98,11 @@ async function loadWith(db: Db, parser: DocumentParser): Promise<Owner> {
     throw new Error(`the sample corpus did not load: ${JSON.stringify(demo.report?.failed ?? 'database not empty')}`)
   }
   const owner = (await findUserByLogin(db, 'demo'))!
-  const report = await importFolder(db, { owner, folder: EVAL_CORPUS_DIR, targetSegments: ['handbook'], maxFileBytes: MAX_FILE_BYTES, parser })
-  if (report.failed.length > 0 || report.unparsed.length > 0) {
-    throw new Error(`the evaluation corpus did not load: ${JSON.stringify([...report.failed, ...report.unparsed])}`)
+  for (const corpus of EVAL_CORPORA) {
+    const report = await importFolder(db, { owner, folder: join(EVAL_CORPUS_DIR, corpus), targetSegments: [corpus], maxFileBytes: MAX_FILE_BYTES, parser })
+    if (report.failed.length > 0 || report.unparsed.length > 0) {
+      throw new Error(`the evaluation corpus ${corpus} did not load: ${JSON.stringify([...report.failed, ...report.unparsed])}`)
+    }
   }
   return owner
 }

@@ -18,6 +18,8 @@ const MIN_SHARE_OF_BEST = 0.5
 const RELEVANCE_DEPTH = 8
 const SUMMARY_CHARS = 900
 const SUMMARY_QUOTES = 3
+/** A passage naming a file read in this turn, and this short without the name, only points to it. */
+const POINTER_MAX_CHARS = 160
 
 export interface Answer {
   readonly thinking: string
@@ -141,7 +143,11 @@ export function answerFromDocuments({
   // A passage that only points to a document read in this turn ("… is described in incident-….md")
   // gives way to that document's own passages.
   const readNames = new Set(documents.map((d) => fileNameOf(d.uri)))
-  const pointer = (text: string, uri: string) => findFileReferences(text).some((ref) => readNames.has(fileNameOf(ref)) && fileNameOf(ref) !== fileNameOf(uri))
+  // A long passage that also names a file ("… that is an outage: follow outage-escalation.md") says more than where to look.
+  const pointer = (text: string, uri: string) => {
+    const references = findFileReferences(text).filter((ref) => readNames.has(fileNameOf(ref)) && fileNameOf(ref) !== fileNameOf(uri))
+    return references.length > 0 && references.reduce((rest, ref) => rest.replace(ref, ''), text).length <= POINTER_MAX_CHARS
+  }
   const judged = ranked
     .filter((entry) => !pointer(entry.passage.text, entry.document.uri))
     .slice(0, RELEVANCE_DEPTH * 2)

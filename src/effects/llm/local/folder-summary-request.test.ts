@@ -13,6 +13,9 @@ describe('folderSummaryRequest', () => {
     'Can you give me a short summary of everything here?',
     'Summarise.',
     'What do these documents cover?',
+    'What topics do these files cover?',
+    "What's in this folder?",
+    'What are the files in this folder about?',
     '总结一下这些文件',
     '这些文件是关于什么的？',
   ])('%s asks for a summary of the folder', (question) => {

@@ -58,3 +58,51 @@ describe('judgeRelevance: the key terms of the question', () => {
     expect(results.filter((r) => r.relevant)).toEqual([])
   })
 })
+
+describe('judgeRelevance: honesty on near-topic passages (issue 41)', () => {
+  const ROADMAP = [
+    { name: 'roadmap-2026.md', text: '# Roadmap 2026\n\n## Q2 (April – June)\n\n- Shared templates\n- Public API v2 with webhooks\n' },
+    { name: '2026-01-13-planning.md', text: '# Q1 planning\n\nQ4 closed with 1,840 paying workspaces, up from 1,510 in Q3.\n' },
+  ]
+
+  test('a question of two keywords needs both, however common one of them is', () => {
+    expect(judged('What is on the roadmap for Q4?', ROADMAP).filter((r) => r.relevant)).toEqual([])
+  })
+
+  test('"how much" is answered only by a passage with a number ("v2" is a name, not a figure)', () => {
+    const results = judged('How much will webhooks in API v2 cost?', ROADMAP)
+    expect(results.filter((r) => r.relevant)).toEqual([])
+    expect(results.find((r) => r.text.includes('webhooks'))?.reason).toBe('the passage gives no number')
+  })
+
+  test('the question\'s own verb may be missing: "What is planned for Q2?" is the Q2 list', () => {
+    expect(judged('What is planned for Q2?', ROADMAP).filter((r) => r.relevant).map((r) => r.text)).toContain('Shared templates Public API v2 with webhooks')
+  })
+
+  const MEETING = [
+    {
+      name: '2026-02-10-ops-review.md',
+      text: '# Monthly ops review — February 2026\n\n## Numbers\n\n- Uptime in January: 99.93 %.\n\n## Action items\n\n- Ana: move the export.\n- Tomasz: add a load test before the March review.\n',
+    },
+  ]
+
+  test('a dated meeting note answers for its own month: the March review is not the February one', () => {
+    expect(judged('What are the action items from the March ops review?', MEETING).filter((r) => r.relevant)).toEqual([])
+    expect(judged('What are the action items from the February ops review?', MEETING).some((r) => r.relevant)).toBe(true)
+    expect(judged('What was the uptime in January?', MEETING).some((r) => r.relevant)).toBe(true)
+  })
+
+  test('a two-word phrase needs both words: a "probation period" is not a "notice period"', () => {
+    const results = judged('What is the notice period during probation?', [
+      { name: 'faq.md', text: '# FAQ\n\nCan I take leave during my probation period? Yes, once your manager approves.\n' },
+    ])
+    expect(results.filter((r) => r.relevant)).toEqual([])
+  })
+
+  test('a name the question asks about must be in the passage, not only elsewhere in the file', () => {
+    const results = judged('What is the first response time for Business customers?', [
+      { name: 'sla.md', text: '# Service levels\n\nFirst response times are measured to the first reply by a person.\n\nBusiness customers also get chat support during office hours.\n' },
+    ])
+    expect(results.find((r) => r.text.startsWith('First response'))).toMatchObject({ relevant: false, reason: 'the passage does not mention “business”' })
+  })
+})

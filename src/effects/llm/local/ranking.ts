@@ -5,7 +5,7 @@
 import MiniSearch from 'minisearch'
 import { splitBlocks, type Block, type Page } from './blocks.ts'
 import { isEvidence, passagesOf, type Passage } from './passages.ts'
-import { fileNameTerms, isGenericNoun, keywordTermsMatch, matchTerms, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
+import { fileNameMonths, fileNameTerms, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
 
 export interface ReadDocument {
   readonly uri: string
@@ -16,6 +16,10 @@ export interface ReadDocument {
   readonly passages: ReadonlyArray<Passage>
   /** Terms of the file name (with the month of a YYYY-MM date in it). */
   readonly nameTerms: ReadonlySet<string>
+  /** The (stemmed) month of each YYYY-MM date in the file name: a dated record, such as meeting notes. */
+  readonly nameMonths: ReadonlySet<string>
+  /** Terms of the document's first heading (its title), when the page starts the file. */
+  readonly titleTerms: ReadonlySet<string>
   /** Terms of all the text read of the document, headings included. */
   readonly terms: ReadonlySet<string>
   /** Per passage (same order): the terms of its text, and of its text, headings and file name. */
@@ -40,6 +44,8 @@ export function readDocument({ uri, page, layer }: { readonly uri: string; reado
     blocks,
     passages,
     nameTerms: new Set(nameTerms),
+    nameMonths: new Set(fileNameMonths(page.name)),
+    titleTerms: new Set(page.atStart ? matchTerms(blocks.find((block) => block.headings.length > 0)?.headings[0] ?? '') : []),
     terms,
     passageTerms: passages.map((passage) => {
       const text = matchTerms(passage.label === undefined ? passage.text : `${passage.label} ${passage.text}`)
@@ -65,6 +71,16 @@ export interface RankedPassage {
 const FIELD_BOOST = { text: 1, context: 1.5, name: 2, pairs: 1 }
 /** A passage that looks like the kind of answer asked for (a cause for "why") ranks this much higher. */
 const CUE_BOOST = 1.25
+
+/** A table or CSV row whose first cell is a keyword ("Business" of "| Business | 4 hours |") is the row asked about. */
+const ROW_KEY_BOOST = 1.5
+
+function rowKeyMatches(block: Block, keywords: ReadonlyArray<Keyword>): boolean {
+  if (block.kind !== 'row') return false
+  const cell = block.text.replace(/^\s*\|/u, '').split(block.delimited ? /[,\t|]/u : /\|/u)[0] ?? ''
+  const terms = new Set(matchTerms(cell))
+  return terms.size > 0 && keywords.some((k) => keywordTermsMatch(k, terms))
+}
 
 /** Every evidence passage of the documents that matches a keyword, best first (ties: document order, then position). */
 export function rankPassages({
@@ -111,7 +127,8 @@ export function rankPassages({
     .map((result) => {
       const entry = entries[result.id as number]!
       const looksLikeAnswer = cue !== undefined && cue.test(`${entry.document.blocks[entry.passage.block]!.headings.at(-1) ?? ''}\n${entry.passage.text}`)
-      return { ...entry, score: looksLikeAnswer ? result.score * CUE_BOOST : result.score }
+      const boost = (looksLikeAnswer ? CUE_BOOST : 1) * (rowKeyMatches(entry.document.blocks[entry.passage.block]!, keywords) ? ROW_KEY_BOOST : 1)
+      return { ...entry, score: result.score * boost }
     })
     .sort(
       (a, b) =>
@@ -187,7 +204,9 @@ export function missingKeyTerms({
   readonly matched: (keyword: Keyword) => boolean
 }): Keyword[] {
   const heaviest = Math.max(0, ...keywords.map((k) => weights.get(k.text) ?? 0))
-  return keywords.filter((k) => !isGenericNoun(k.text) && (weights.get(k.text) ?? 0) >= KEY_TERM_SHARE * heaviest && !matched(k))
+  // Of two keywords, both are key ("the roadmap for Q4": a passage about Q4 alone is not about the roadmap).
+  const common = (k: Keyword) => keywords.length >= 3 && (weights.get(k.text) ?? 0) < KEY_TERM_SHARE * heaviest
+  return keywords.filter((k) => !isGenericNoun(k.text) && !common(k) && !matched(k))
 }
 
 /** A number standing as a figure ("50 MB", "6000"), not inside a name ("L2", "D1", "utf8"). */
@@ -218,12 +237,25 @@ export function judgeRelevance({
   const matches = (k: Keyword, terms: ReadonlySet<string>) => keywordTermsMatch(k, terms) || joined.has(k.text)
   // Asked for a measure, the passage gives a figure (checked below) in its own words: "too large
   // … 50 MB" answers "the maximum size", so the measure words it lacks do not count against it.
-  const counted = question.asksForMeasure ? keywords.filter((k) => !isGenericNoun(k.text) || matches(k, around)) : keywords
+  // The question's own verb ("What is *planned* for Q2?") counts only where the passage has it.
+  const counted = keywords.filter(
+    (k) => (!(question.asksForMeasure && isGenericNoun(k.text)) && k.text !== question.frameVerb) || matches(k, around),
+  )
   const total = counted.reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
   const covered = counted.filter((k) => matches(k, around)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
   const coverage = total === 0 ? 0 : covered / total
   const missingName = keywords.find((k) => k.proper && !keywordTermsMatch(k, document.terms) && !keywordTermsMatch(k, document.nameTerms))
   if (missingName !== undefined) return { relevant: false, coverage, reason: `${document.uri} never mentions “${missingName.text}”` }
+  // A name the question asks about is in the passage, its headings or its file's name, not only elsewhere in the file.
+  const nameElsewhere = keywords.find((k) => k.proper && !matches(k, around))
+  if (nameElsewhere !== undefined) return { relevant: false, coverage, reason: `the passage does not mention “${nameElsewhere.text}”` }
+  // "The March ops review" is not the February one: a dated file named after what the month qualifies answers for its own month.
+  const dated = question.datedSubject
+  const otherMonth =
+    dated !== undefined && document.nameMonths.size > 0 && !document.nameMonths.has(stem(dated.month)) && dated.subject.some((term) => document.nameTerms.has(term) || document.titleTerms.has(term))
+      ? keywords.find((k) => k.text === dated.month)
+      : undefined
+  if (otherMonth !== undefined) return { relevant: false, coverage, reason: `${document.uri} is dated in another month than “${otherMonth.text}”` }
   // A passage must say something about the question itself — unless its file is named after it.
   const named = keywords.filter((k) => keywordTermsMatch(k, document.nameTerms)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
   if (!keywords.some((k) => matches(k, textTerms)) && named * 2 < total) return { relevant: false, coverage, reason: 'no keyword in the passage itself' }
@@ -231,18 +263,25 @@ export function judgeRelevance({
   const head = focus.at(-1)
   const action = question.focusIsAction && focus.length > 1 ? focus[0] : undefined
   const missing = (k: Keyword | undefined) => k !== undefined && !matches(k, around)
-  if (head !== undefined && (missing(head) || missing(action) || focusFound * 2 < focus.length)) {
+  // Of a two-word phrase both words ("notice period" is not "probation period"), of a longer one half.
+  const focusNeeded = focus.length <= 2 ? focus.length : Math.ceil(focus.length / 2)
+  if (head !== undefined && (missing(head) || missing(action) || focusFound < focusNeeded)) {
     return { relevant: false, coverage, reason: `the passage is not about “${focus.map((k) => k.text).join(' ')}”` }
   }
   if (question.asksForMeasure && !FIGURE.test(document.passages[passageIndex]!.text)) {
     return { relevant: false, coverage, reason: 'the passage gives no figure' }
   }
+  if (question.wantsFigure && !NUMBER_IN_TEXT.test(document.passages[passageIndex]!.text)) {
+    return { relevant: false, coverage, reason: 'the passage gives no number' }
+  }
   const threshold = focus.length > 0 && focusFound === focus.length ? MIN_COVERAGE_WITH_FOCUS : MIN_COVERAGE
   if (coverage < threshold) return { relevant: false, coverage, reason: `coverage ${coverage.toFixed(2)} below ${threshold}` }
   const joinedAround = keywordsMetAsCompound(keywords, around)
-  const uncovered = missingKeyTerms({ keywords, weights, matched: (k) => matches(k, around) || joinedAround.has(k.text) })
+  const uncovered = missingKeyTerms({ keywords, weights, matched: (k) => matches(k, around) || joinedAround.has(k.text) || k.text === question.frameVerb })
+  // One key term may be missing from a question of three or more: its verb ("write", "use") — unless the verb is known.
+  const allowed = question.frameVerb !== undefined ? 0 : keywords.length >= 6 ? 2 : keywords.length >= 3 ? 1 : 0
   // "Summarise what these files are about": the words asking for a summary are no subject.
-  if (!question.wantsSummary && uncovered.length > (keywords.length >= 3 ? 1 : 0)) {
+  if (!question.wantsSummary && uncovered.length > allowed) {
     return { relevant: false, coverage, reason: `the passage does not cover ${uncovered.map((k) => `“${k.text}”`).join(', ')}` }
   }
   return { relevant: true, coverage, reason: `coverage ${coverage.toFixed(2)}` }

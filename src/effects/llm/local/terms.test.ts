@@ -58,6 +58,7 @@ describe('analyseQuestion', () => {
     ['值班补贴是多少？', ['值班', '补贴']],
     ['年假有多少天？', []],
     ['Which class may I book for a nine-hour flight?', ['class']],
+    ['When is the next team hackathon?', ['next', 'team', 'hackathon']],
     ['深圳办公室的停车费是多少？', ['停车']],
     ['新员工的试用期多长？', ['试用']],
   ])('the phrase %j asks about: %j', (question, expected) => {
@@ -81,6 +82,35 @@ describe('analyseQuestion', () => {
     expect(analyseQuestion('How many files may a job compile?').asksForMeasure).toBe(false)
     expect(analyseQuestion('What is the history of the project?').asksForMeasure).toBe(false)
     expect(analyseQuestion('What is the parental leave policy?').asksForMeasure).toBe(false)
+  })
+
+  test('"how many / much / long / often" asks for a number', () => {
+    expect(analyseQuestion('How much will webhooks in API v2 cost?').wantsFigure).toBe(true)
+    expect(analyseQuestion('多少天年假？').wantsFigure).toBe(true)
+    expect(analyseQuestion('Who approves refunds?').wantsFigure).toBe(false)
+  })
+
+  test('the question\'s own verb after "what is" is known, and the phrase after it is what it asks about', () => {
+    expect(analyseQuestion('What is planned for Q2?')).toMatchObject({ frameVerb: 'planned', focus: [{ text: 'q2' }] })
+    expect(analyseQuestion('What was decided in the design review?')).toMatchObject({ frameVerb: 'decided' })
+    expect(focus('What was decided in the design review?')).toEqual(['design', 'review'])
+    expect(analyseQuestion('What is the planned date?').frameVerb).toBeUndefined()
+  })
+
+  test('a month that dates the subject: "the March ops review", not "the uptime in January"', () => {
+    expect(analyseQuestion('What are the action items from the March ops review?').datedSubject).toEqual({ month: 'march', subject: ['ops', 'review'] })
+    expect(analyseQuestion('What happened in the March 2026 incident?').datedSubject).toEqual({ month: 'march', subject: ['incid'] })
+    expect(analyseQuestion('What was the uptime in January?').datedSubject).toBeUndefined()
+  })
+
+  test('"Which files mention X?" looks for X, not for files that mention', () => {
+    expect(analyseQuestion('Which files mention the nightly export?').keywords.map((k) => k.text)).toEqual(['nightly', 'export'])
+  })
+
+  test('"the list of …" asks for the things listed, and no figure', () => {
+    expect(analyseQuestion('Where is the list of all support macros?')).toMatchObject({ asksForMeasure: false })
+    expect(focus('Where is the list of all support macros?')).toEqual(['support', 'macros'])
+    expect(focus('When are annual bonuses paid?')).toEqual(['annual', 'bonuses'])
   })
 
   test('a request for key points or a summary is recognised', () => {
@@ -136,7 +166,11 @@ describe('stem: word forms of one word meet', () => {
     ['policy', 'policies'],
     ['decide', 'decision', 'decisions'],
     ['keep', 'kept', 'keeping'],
-    ['pay', 'paid', 'payment'],
+    ['pay', 'paid', 'payment', 'pays', 'paying'],
+    ['day', 'days', 'daily'],
+    ['month', 'months', 'monthly'],
+    ['renew', 'renewal', 'renewed', 'renewing'],
+    ['expire', 'expiry', 'expires'],
   ])('%s', (...forms) => {
     expect(new Set(forms.map(stem)).size).toBe(1)
   })

@@ -26,7 +26,7 @@ const ENGLISH_STOP_WORDS = new Set(
     // Words that frame a question rather than name its subject.
     'happen happens happened happening say says said mean means meant many make makes made way ways thing things ' +
     'take takes took long often quickly exactly really actually usually currently still kind sort anything something ' +
-    'someone anyone everything hold holds held'
+    'someone anyone everything hold holds held idea ideas worth due'
   ).split(' '),
 )
 
@@ -47,10 +47,13 @@ const GENERIC_NOUNS = new Set(
   (
     'policy policies rule rules allowance allowances fee fees cost costs price prices rate rates amount amounts limit limits ' +
     'budget budgets number numbers process procedure procedures time times date dates deadline duration size level type ' +
-    'types status details information info maximum minimum max min default total 政策 规定 费用 价格 时间 数量 金额 流程 标准 ' +
+    'types status details information info maximum minimum max min default total feature features list lists kind kinds 政策 规定 费用 价格 时间 数量 金额 流程 标准 ' +
     '规则 情况 信息 最多 最少 上限 下限'
   ).split(' '),
 )
+
+/** Generic nouns that name a collection or a kind, not a measure: "the list of …" asks for no figure. */
+const KIND_NOUNS = new Set('list lists type types kind kinds details information info status feature features'.split(' '))
 
 export const isGenericNoun = (word: string): boolean => GENERIC_NOUNS.has(word)
 
@@ -99,8 +102,17 @@ const DERIVED_STEMS = new Map([
   ['subscript', 'subscrib'],
   ['prescript', 'prescrib'],
   ['recept', 'receiv'],
-  ['payment', 'pay'],
-  ['paid', 'pay'],
+  ['payment', 'pai'],
+  ['paid', 'pai'],
+  ['daili', 'dai'],
+  ['hourli', 'hour'],
+  ['nightli', 'night'],
+  ['weekli', 'week'],
+  ['monthli', 'month'],
+  ['quarterli', 'quarter'],
+  ['yearli', 'year'],
+  ['expiri', 'expir'],
+  ['applic', 'appli'],
   ['kept', 'keep'],
   ['children', 'child'],
   ['people', 'person'],
@@ -109,10 +121,13 @@ const DERIVED_STEMS = new Map([
 /**
  * English word forms meet at one stem (Porter's algorithm, the `stemmer` package): retain /
  * retained / retaining, approve / approval, reimburse / reimbursement, policy / policies; derived
- * words whose stem changes meet through `DERIVED_STEMS` (retention → retain). Words of three
- * letters or fewer, and anything with a digit, are kept as they are.
+ * words whose stem changes meet through `DERIVED_STEMS` (retention → retain, monthly → month).
+ * Words of three letters or fewer (but for day / pay / key: days, paying, keys), and anything with
+ * a digit, are kept as they are.
  */
 export function stem(word: string): string {
+  // A short word ending in y meets its plural and -ing forms as Porter spells them (day / days, pay / paying).
+  if (word.length === 3 && /^[a-z]{2}y$/u.test(word)) return porterStem(word)
   if (word.length <= 3 || /\p{N}/u.test(word) || !/^[a-z]+$/u.test(word)) return word
   const stemmed = porterStem(word)
   return DERIVED_STEMS.get(stemmed) ?? stemmed
@@ -188,7 +203,7 @@ export function pairTerms(text: string): string[] {
 export function answerCue(question: string): RegExp | undefined {
   const text = question.normalize('NFKC').trim()
   if (/^(why\b|为什么|为何)/iu.test(text)) return /\b(because|reason|so that|since|due to|cause[sd]?|why)\b|因为|原因|由于|所以/iu
-  if (/^how (many|much|long|often)\b|多少|几[个次天]|多长|多久/iu.test(text)) return /\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty)\b|[一二三四五六七八九十百]/iu
+  if (FIGURE_QUESTION.test(text)) return NUMBER_IN_TEXT
   if (/^(when\b|by when\b)|什么时候|何时/iu.test(text)) return /\d|\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|daily|weekly|monthly)\b|[日月周]/iu
   return undefined
 }
@@ -198,12 +213,15 @@ export function answerCue(question: string): RegExp | undefined {
  * 2026 incident" finds `incident-2026-03-….md`.
  */
 export function fileNameTerms(name: string): string[] {
-  const terms = matchTerms(name.replace(/\.[a-z0-9]{1,5}$/iu, ' $&'))
-  for (const match of name.matchAll(/(?<!\d)(\d{4})[-_.](\d{2})(?!\d)/gu)) {
+  return [...matchTerms(name.replace(/\.[a-z0-9]{1,5}$/iu, ' $&')), ...fileNameMonths(name)]
+}
+
+/** The stemmed month of each `YYYY-MM` date in a file name. */
+export function fileNameMonths(name: string): string[] {
+  return [...name.matchAll(/(?<!\d)(\d{4})[-_.](\d{2})(?!\d)/gu)].flatMap((match) => {
     const month = MONTHS[Number(match[2]) - 1]
-    if (month !== undefined) terms.push(stem(month))
-  }
-  return terms
+    return month === undefined ? [] : [stem(month)]
+  })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -232,22 +250,52 @@ export interface QuestionTerms {
   readonly asksForMeasure: boolean
   /** The question asks for the gist of a document ("key points of README.md"). */
   readonly wantsSummary: boolean
+  /** "How many / how much / how long / how often": the answer holds a number. */
+  readonly wantsFigure: boolean
+  /**
+   * The question's own verb, a participle after "what is" ("What is *planned* for Q2?", "What was
+   * *decided* in …"): a passage may lack it, and then lacks no other key term.
+   */
+  readonly frameVerb: string | undefined
+  /** A month that dates what the question asks about ("the *March* ops review"): its terms, and the month. */
+  readonly datedSubject: { readonly month: string; readonly subject: ReadonlyArray<string> } | undefined
 }
 
 export const MAX_QUERY_KEYWORDS = 8
 
+/** "Which files mention X?": the words that ask which files hold a subject, not the subject. */
+const FILES_THAT = /^\s*(?:which|what)\s+(?:files?|documents?|docs|pages?|notes)\s+(?:mention|mentions|talk about|talks about|refer to|refers to|discuss|discusses|cover|covers|contain|contains|say anything about|are about|is about)\s+/iu
+
 export function analyseQuestion(question: string): QuestionTerms {
-  const keywords = extractKeywords(question)
+  const keywords = extractKeywords(question.normalize('NFKC').replace(FILES_THAT, ''))
+  const frameVerb = keywords.find((k) => k.text === PARTICIPLE_FRAME.exec(question.normalize('NFKC'))?.[1]?.toLowerCase())?.text
   const phrase = focusPhrase(question)
-  const focusTexts = new Set(phrase.text === undefined ? [] : extractKeywords(phrase.text).map((k) => k.text))
+  const focusTexts = new Set(phrase.text === undefined ? [] : extractKeywords(phrase.text).map((k) => k.text).filter((text) => text !== frameVerb))
   return {
     keywords,
     focusIsAction: phrase.action,
     asksForMeasure: phrase.measure,
     focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text)),
     wantsSummary: SUMMARY_INTENT.test(question),
+    wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()),
+    frameVerb,
+    datedSubject: datedSubjectOf(question),
   }
 }
+
+/** "the March ops review", "the February 2026 meeting": a month and the words it dates. */
+function datedSubjectOf(question: string): QuestionTerms['datedSubject'] {
+  const match = /\b(january|february|march|april|june|july|august|september|october|november|december)\s+(?:\d{4}\s+)?((?:[\p{L}-]+\s*){1,3})/iu.exec(question.normalize('NFKC'))
+  if (match === null) return undefined
+  const subject = matchTerms(phraseAt(match[2]!))
+  return subject.length === 0 ? undefined : { month: match[1]!.toLowerCase(), subject }
+}
+
+const FIGURE_QUESTION = /^how (?:many|much|long|often)\b|多少|几[个次天周年]|多长|多久/iu
+const PARTICIPLE_FRAME = /^\s*(?:what|which\s+\p{L}+)\s+(?:is|are|was|were|has been|have been|will be)\s+(\p{L}+ed)\s+(?:for|in|at|on|by|during|about)\b/iu
+
+/** A number in the text, in digits or words (一 … 十 too). */
+export const NUMBER_IN_TEXT = /(?<![\p{L}_])\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|hundred|half|once|twice)\b|[一二三四五六七八九十百千半两]/iu
 
 /** Search keywords of a question: stop-words dropped, CJK runs cut into words. */
 export function extractKeywords(question: string): Keyword[] {
@@ -297,10 +345,10 @@ function cjkWords(run: string): string[] {
 }
 
 const QUESTION_FRAME =
-  /^\s*(?:(?:what|which|who)(?:\s+(?:is|are|was|were|does|do|did))?|how\s+(?:many|much)(?:\s+(?:is|are|was|were))?|how\s+(?:do|does|can|should)\s+(?:i|we|you))\s+(?:the\s+|a\s+|an\s+)?/iu
+  /^\s*(?:(?:what|which|who|where)(?:\s+(?:is|are|was|were|does|do|did))?|when\s+(?:is|are|was|were)|how\s+(?:many|much)(?:\s+(?:is|are|was|were))?|how\s+(?:do|does|can|should)\s+(?:i|we|you))\s+(?:the\s+|a\s+|an\s+)?/iu
 const PHRASE_END = /\s(?:at|in|on|for|of|to|from|with|by|during|when|if|after|before|per|do|does|did|is|are|can|may|must|should|will|would|be|being|that|which|while)\b|[?？!.,;:]/iu
 /** "How is the input limit computed?" asks about "input limit". */
-const PASSIVE_FRAME = /^\s*how\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.+?)\s+\p{L}+(?:ed|en)\s*[?？.!]*\s*$/iu
+const PASSIVE_FRAME = /^\s*(?:how|when|where)\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.+?)\s+\p{L}+(?:ed|en|id|lt|pt|nt|wn|ne)\s*[?？.!]*\s*$/iu
 /** 值班补贴是多少？: the question words at the end follow the subject asked about. */
 const CHINESE_ASKS_ABOUT_SUBJECT = /(?:是什么|是多少|是哪些|有哪些|有多少|是多久|有多长)[？?。]*$/u
 const CHINESE_QUESTION_TAIL = /(?:是什么|是多少|是哪些|有哪些|有多少|多少|多长|多久|怎么样|怎么|如何|吗|呢|[？?。])+.*$/u
@@ -324,7 +372,9 @@ function focusPhrase(question: string): { readonly text: string | undefined; rea
   if (passive !== null) return { text: passive[1]!, action: false, measure: false }
   const frame = QUESTION_FRAME.exec(text)
   if (frame === null) return none
-  const rest = text.slice(frame[0].length)
+  // "What was decided in the design review?": the phrase after the question's verb.
+  const participle = PARTICIPLE_FRAME.exec(text)
+  const rest = participle === null ? text.slice(frame[0].length) : text.slice(participle[0].length).replace(/^\s*(?:the|a|an)\s+/iu, '')
   const phrase = phraseAt(rest)
   if (phrase.trim() === '') return none
   // "the maximum size of a file": a measure of a thing asks about the thing, and for a figure.
@@ -332,7 +382,8 @@ function focusPhrase(question: string): { readonly text: string | undefined; rea
   const phraseKeywords = extractKeywords(phrase)
   if (of !== null && phraseKeywords.length > 0 && phraseKeywords.every((k) => GENERIC_NOUNS.has(k.text))) {
     const thing = phraseAt(rest.slice(phrase.length + of[0].length))
-    if (thing.trim() !== '') return { text: thing, action: false, measure: true }
+    // "the maximum size of a file" asks for a figure; "the list of support macros" for the macros.
+    if (thing.trim() !== '') return { text: thing, action: false, measure: !phraseKeywords.every((k) => KIND_NOUNS.has(k.text)) }
   }
   return { text: phrase, action: /^\s*how\s/iu.test(frame[0]) && /\s(?:i|we|you)\s+$/iu.test(frame[0]), measure: false }
 }
@@ -359,14 +410,20 @@ const COLLECTIVE = new RegExp(String.raw`\b(?:(?:all\s+(?:of\s+)?)?(?:these|this
 /** Asks for the gist: summarise, sum up, an overview, the gist, tl;dr. */
 const SUMMARY_VERB = /\b(?:summar(?:y|ies|ise|ize|ising|izing)|sum\s+up|overview|gist|tl;?dr|key\s+points|main\s+points|rundown)\b/iu
 /** "What are these files about?", "what is this folder about" — about at the end, the collection its subject. */
-const ABOUT_FORM = new RegExp(String.raw`\bwhat(?:\s+(?:are|is|do|does)|'s|’s)\s+(?:all\s+)?(?:these|this|the|those|my|our)\s+(?:[\p{L}\p{N}._-]+\s+)?${COLLECTION}\s+(?:all\s+)?(?:about|cover|contain|hold)\b`, 'iu')
+const ABOUT_FORM = new RegExp(
+  String.raw`\bwhat(?:\s+(?:are|is|do|does)|'s|’s)\s+(?:all\s+)?(?:these|this|the|those|my|our)\s+(?:[\p{L}\p{N}._-]+\s+)?${COLLECTION}\s+(?:in\s+(?:this|the)\s+(?:folder|directory)\s+|here\s+)?(?:all\s+)?(?:about|cover|contain|hold)\b` +
+    // "What topics do these files cover?", "What's in this folder?"
+    String.raw`|\bwhat\s+(?:topics|subjects|themes)\s+(?:do|does)\s+(?:these|this|the|those|my|our)\s+${COLLECTION}\s+(?:cover|discuss|contain|address)\b` +
+    String.raw`|^\s*what(?:'s|’s|\s+is)\s+in\s+(?:here|(?:this|the)\s+(?:folder|directory))\s*[?？.!]*\s*$`,
+  'iu',
+)
 /** The words of such a request that name nothing to look for. */
 const SUMMARY_FRAMING = new Set(
   (
     'summary summaries summarise summarize summarising summarizing sum up overview gist tl tldr dr key main points point rundown ' +
     'give me please can could would you brief short quick quickly briefly high level what are is about contain contains cover covers ' +
     'hold holds here all them it whole entire each every file files document documents docs folder folders directory directories ' +
-    'notes pages workspace scope corpus everything tell say says in of write provide like i want need'
+    'notes pages workspace scope corpus everything tell say says in of write provide like i want need topics subjects themes discuss address here'
   ).split(' '),
 )
 /** 总结一下这些文件, 这个文件夹是关于什么的, 概述该目录 */
