@@ -26,6 +26,7 @@ import { makeToolRegistry, type ToolRegistry, ToolRegistryService } from './tool
 import { type RetrievalFeature, RetrievalFeatureService } from './retrieval/retrieval-feature.ts'
 import { type CompileFeatureOptions, CompileFeatureService, type RunningCompileFeature, startCompileFeature } from './compile/compile-feature.ts'
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
+import { ScheduledBackupsService, startScheduledBackups } from './backup/scheduled-backups.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
 
@@ -65,6 +66,8 @@ export interface CoreLayerOptions {
      * Without it (CLI commands) they are read once, when the runtime starts.
      */
     readonly modelConnections?: boolean | undefined
+    /** Scheduled backups (`backup.schedule`), run by the queue in this process: serve. */
+    readonly backups?: boolean | undefined
   } | undefined
 }
 
@@ -81,6 +84,7 @@ export type CoreServices =
   | DocumentParserService
   | RetrievalFeatureService
   | CompileFeatureService
+  | ScheduledBackupsService
 
 /** Configuration, logger, secret and database: what every CLI command needs. */
 export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger' | 'exclusiveDatabase' | 'migrate'>) {
@@ -176,7 +180,20 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
         }),
       )
     : CompileFeatureService.none
-  return compile.pipe(Layer.provideMerge(services))
+  // Stopped before everything else: a running backup is interrupted (no file is left).
+  const backups = options.features?.backups
+    ? Layer.effect(
+        ScheduledBackupsService,
+        Effect.gen(function* () {
+          const { config, logger, secret, database } = yield* serviceValuesBeforeFeatures
+          return yield* Effect.acquireRelease(
+            Effect.promise(() => startScheduledBackups({ config, logger, secret, db: database.db, connection: database.connection })),
+            (running) => Effect.promise(async () => running?.stop()),
+          )
+        }),
+      )
+    : ScheduledBackupsService.none
+  return backups.pipe(Layer.provideMerge(compile.pipe(Layer.provideMerge(services))))
 }
 
 export interface CoreServiceValues {

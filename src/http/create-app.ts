@@ -23,6 +23,7 @@ import { openAiRoutes } from './openai.routes.ts'
 import { retrievalRoutes } from './retrieval.routes.ts'
 import { adminRetrievalRoutes } from './admin-retrieval.routes.ts'
 import { adminModelsRoutes } from './admin-models.routes.ts'
+import { adminBackupsRoutes } from './admin-backups.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = projectPath('views/static/')
@@ -106,6 +107,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(settingsRoutes(ctx))
   app.use(adminUsersRoutes(ctx)) // /admin, /admin/users
   app.use(adminRetrievalRoutes(ctx)) // Administration → Retrieval defaults
+  app.use(adminBackupsRoutes(ctx)) // Administration → Backups
   if (ctx.modelConnections) app.use(adminModelsRoutes(ctx, ctx.modelConnections)) // Administration → Model connections
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
 

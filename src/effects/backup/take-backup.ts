@@ -83,6 +83,9 @@ export async function takeBackup({
   const client = new pg.Client({ ...connection, application_name: 'knowagent backup' })
   client.on('error', () => {}) // a failed query reports it
   await client.connect()
+  // Stopped while it waits (on a lock, on a slow disk), the backend notices within a second that the
+  // connection is gone instead of waiting on until the lock is free.
+  await client.query(`set client_connection_check_interval = 1000`)
   const abort = () => void client.end().catch(() => {})
   signal?.addEventListener('abort', abort, { once: true })
   try {
