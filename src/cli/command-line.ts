@@ -186,6 +186,15 @@ function knowagentCommand({
         ({ uri, file, user }) => act(() => actions.exportFromWorkspace(io, { uri, file, login: user })),
       ).pipe(Command.withDescription("export a folder as a zip of its files' original bytes, folders kept")),
       Command.make(
+        'import-zip',
+        {
+          file: Argument.String('file.zip').pipe(Argument.withDescription('the zip to unpack (e.g. one knowagent export wrote)')),
+          uri: Argument.String('kb-uri').pipe(Argument.withDescription('the folder to unpack it into, e.g. kb://me/notes/ (made when missing)')),
+          user: Flag.String('user').pipe(Flag.withMetavar('<login>'), Flag.withDescription('the user whose workspace it goes into')),
+        },
+        ({ file, uri, user }) => act(() => actions.importZipIntoWorkspace(io, { file, uri, login: user })),
+      ).pipe(Command.withDescription('unpack a zip into a folder: every entry checked first, all files or none')),
+      Command.make(
         'backup',
         { file: Argument.String('file').pipe(Argument.withDescription('the backup file to write (renamed into place only once complete; nothing is left on a failure)')) },
         ({ file }) => act(() => backupActions().then(({ backup }) => backup(io, { file }))),
