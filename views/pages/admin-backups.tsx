@@ -68,7 +68,7 @@ export function AdminBackupsPage(props: AdminBackupsProps) {
         )}
         <p class="muted">
           A backup by hand, while the server runs: <code>npx knowagent backup ./knowagent.backup</code>. A restore goes into an empty data dir:{' '}
-          <code>KNOWAGENT_DATA_DIR=./restored npx knowagent restore ./knowagent.backup</code>.
+          <code>KNOWAGENT_DATA_DIR=.knowagent-restored npx knowagent restore ./knowagent.backup</code>.
         </p>
       </section>
       <section class="settings-card" aria-labelledby="runs-heading">
