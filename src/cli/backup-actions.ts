@@ -29,6 +29,9 @@ export async function backup(io: Io, { file }: { file: string }): Promise<number
   const problem = await atomicTargetProblem(file) // before the database starts
   if (problem !== undefined) throw new UserError(problem)
   const config = loadConfig({ env: io.env })
+  if (!config.databaseUrl && !existsSync(join(config.dataDir, 'pgdata', 'PG_VERSION'))) {
+    throw new UserError(`${config.dataDir} holds no database: there is nothing to back up (is KNOWAGENT_DATA_DIR right?)`)
+  }
   const started = Date.now()
   const report = await stoppable(
     (signal) =>

@@ -1,8 +1,8 @@
 // docs/operations.md's Backup, Restore and Export commands, run as written: every ```sh block of
 // those sections goes through bash from the checkout's root (as an operator runs them), with HOME
-// and the data dir pointing into a temporary folder, beside a running `serve`. A line that runs
-// `npm start` must bring the server up on what was restored (the demo account signs in there), and
-// stops with SIGTERM. The Scheduled backups section's config example must load. The docs cannot
+// and the data dir pointing into a temporary folder. A line that runs `npm start` must bring the
+// server up on what was restored (the demo account signs in there with its password), and stops
+// with SIGTERM. The Scheduled backups section's config example must load. The docs cannot
 // drift from the commands without this failing.
 import { describe, expect, it } from 'vitest'
 import { spawn } from 'node:child_process'
@@ -10,7 +10,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { decodeConfigFile } from '../../src/effects/config/app-config.ts'
-import { newDataDir, postgresProcessesFor, startServe, stopServeProcessesAfterEach } from '../support/serve-process.ts'
+import { newDataDir, postgresProcessesFor, runCli, stopServeProcessesAfterEach } from '../support/serve-process.ts'
+import { signIn } from '../support/test-server.ts'
 import { waitUntil } from '../support/wait-until.ts'
 
 stopServeProcessesAfterEach()
@@ -62,8 +63,10 @@ describe('docs/operations.md', () => {
     const restored = join(process.cwd(), '.knowagent-restored')
     expect(existsSync(restored), `${restored} exists: move it away to run this test`).toBe(false)
     try {
+      // A data dir with the demo account (its database started and stopped again: the commands work
+      // with or without a server; beside a running one is tests/cli/backup-restore.test.ts).
       const dataDir = newDataDir()
-      await startServe(dataDir) // "while the server runs"
+      expect((await runCli(['user', 'add', 'demo', '--password', 'demo-password-1'], { KNOWAGENT_DATA_DIR: dataDir })).code).toBe(0)
       const env = { ...process.env, HOME: home, KNOWAGENT_DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: 'warn', npm_config_update_notifier: 'false' }
 
       for (const section of ['Backup', 'Export']) {
@@ -83,8 +86,7 @@ describe('docs/operations.md', () => {
       for (const line of restore[0]!.split('\n').filter((line) => line.trim() !== '')) {
         if (/\bnpm start\b/.test(line)) {
           await runServer(line, env, async (url) => {
-            const login = await fetch(`${url}/login`)
-            expect(login.status).toBe(200)
+            expect(await signIn({ url }, 'demo', 'demo-password-1')).toMatchObject({ cookie: expect.stringMatching(/^ka_session=/) })
             served = true
           })
         } else {
