@@ -1,5 +1,6 @@
 // `knowagent restore` with DATABASE_URL (docs/operations.md, "Restore"): a backup of one database
-// restored into an empty one holds the same rows, byte for byte; a database that is not empty, a
+// restored into an empty one holds the same rows, byte for byte, and the compile queue's job still
+// to run (not its finished ones); a database that is not empty, a
 // backup from a newer schema and another KNOWAGENT_SECRET are refused before anything is written.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs'
@@ -12,6 +13,9 @@ import { createUser } from '../../src/effects/auth/users.ts'
 import { archiveWriter, BACKUP_FORMAT } from '../../src/effects/backup/backup-archive.ts'
 import { secretFingerprint, takeBackup } from '../../src/effects/backup/take-backup.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
+import { COMPILE_QUEUE, installQueue, QUEUE_SCHEMA } from '../../src/effects/compile/compile-queue.ts'
+import { resolveQueueSettings } from '../../src/effects/compile/compile-config.ts'
+import { PgBoss } from 'pg-boss'
 import { createPostgresDatabase, openTestDatabase, TEST_PASSWORD_COST, type TestDatabase } from '../support/test-database.ts'
 
 const SECRET = 'backup-database-url-secret-0123'
@@ -41,6 +45,7 @@ describe('knowagent restore with DATABASE_URL', () => {
   let source: TestDatabase
   let dir: string
   let file: string
+  let queuedJobId: string
   const drops: Array<() => Promise<void>> = []
 
   beforeAll(async () => {
@@ -50,6 +55,16 @@ describe('knowagent restore with DATABASE_URL', () => {
     await putFile(source.db, { owner: alice, segments: ['notes', '会议 记录.md'], bytes: Buffer.from('# 会议\n'), parsed: { ok: true, mime: 'text/markdown', text: '# 会议\n' } })
     await putFile(source.db, { owner: alice, segments: ['notes', '会议 记录.md'], bytes: Buffer.from('# 会议\n\nv2\n'), parsed: { ok: true, mime: 'text/markdown', text: 'v2' } })
     await putFile(source.db, { owner: alice, segments: ['bin', 'blob.bin'], bytes: Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 31) % 256)), parsed: { ok: false, mime: 'application/octet-stream', error: 'binary' } })
+    // A compile job still queued: pg-boss's row of it travels with the backup.
+    await installQueue({ connection: { connectionString: source.url }, settings: resolveQueueSettings(undefined) })
+    const boss = new PgBoss({ connectionString: source.url, schema: QUEUE_SCHEMA, supervise: false, schedule: false, useListenNotify: false, registerInstance: false, persistWarnings: false })
+    await boss.start()
+    queuedJobId = (await boss.send(COMPILE_QUEUE, { jobId: 'a-job' }, { id: '00000000-0000-4000-8000-000000000001' }))!
+    const [claimed] = await boss.fetch(COMPILE_QUEUE) // the first one, now active…
+    expect(claimed?.id).toBe(queuedJobId)
+    await boss.complete(COMPILE_QUEUE, claimed!.id) // …and done: history, not in flight
+    queuedJobId = (await boss.send(COMPILE_QUEUE, { jobId: 'queued' }, { id: '00000000-0000-4000-8000-000000000002' }))!
+    await boss.stop({ graceful: false, close: true })
     file = join(dir, 'source.backup')
     await takeBackup({ connection: { connectionString: source.url }, file, secret: { value: SECRET, source: 'environment' } })
   })
@@ -72,6 +87,16 @@ describe('knowagent restore with DATABASE_URL', () => {
     const restored = await knowagent(['restore', file], env)
     expect(restored, restored.err).toMatchObject({ code: 0, out: expect.stringMatching(/^restored \d+ tables, \d+ rows from .* into the database of DATABASE_URL/) })
     expect(await dump(target)).toEqual(await dump(source.url))
+    // The queue's job still to run came back as it was; the finished one (pg-boss's history) did not.
+    const client = new pg.Client({ connectionString: target })
+    await client.connect()
+    try {
+      expect((await client.query(`select id, name, state, data from ${QUEUE_SCHEMA}.job order by id`)).rows).toEqual([
+        { id: queuedJobId, name: COMPILE_QUEUE, state: 'created', data: { jobId: 'queued' } },
+      ])
+    } finally {
+      await client.end()
+    }
 
     const again = await knowagent(['restore', file], env)
     expect(again.code).toBe(1)

@@ -11,7 +11,9 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { PgBoss } from 'pg-boss'
 import { readArchive } from '../../src/effects/backup/backup-archive.ts'
-import { BACKUP_QUEUE, runScheduledBackup } from '../../src/effects/backup/scheduled-backups.ts'
+import { BACKUP_QUEUE, runScheduledBackup, startScheduledBackups } from '../../src/effects/backup/scheduled-backups.ts'
+import { openPostgres } from '../../src/effects/db/database.ts'
+import { createPostgresDatabase } from '../support/test-database.ts'
 import { takeBackup } from '../../src/effects/backup/take-backup.ts'
 import { QUEUE_SCHEMA } from '../../src/effects/compile/compile-queue.ts'
 import { createLogger } from '../../src/effects/logging/logger.ts'
@@ -125,6 +127,50 @@ describe('scheduled backups and Administration → Backups', () => {
     } finally {
       await lock.query('rollback').catch(() => {})
       await Promise.all([lock.end(), watch.end()])
+    }
+  })
+
+  it('stopping the server interrupts a scheduled backup under way: recorded and logged as interrupted, no file left', async () => {
+    const other = await createPostgresDatabase() // a database of its own: this server's own worker takes jobs on its queue
+    const otherDir = mkdtempSync(join(tmpdir(), 'knowagent-backups-stop-'))
+    const handle = await openPostgres({ url: other.url, max: 2 })
+    const lock = new pg.Client({ connectionString: other.url })
+    const watch = new pg.Client({ connectionString: other.url })
+    await Promise.all([lock.connect(), watch.connect()])
+    const lines: string[] = []
+    try {
+      const running = await startScheduledBackups({
+        config: { ...server.ctx.config, backup: { schedule: SCHEDULE, dir: otherDir, keep: 2 } },
+        db: handle.db,
+        connection: handle.connection,
+        secret: 'test-secret-0123456789',
+        logger: createLogger({ level: 'info', write: (line) => lines.push(line) }),
+      })
+      await lock.query('begin; lock table users in access exclusive mode')
+      const boss = new PgBoss({ connectionString: other.url, schema: QUEUE_SCHEMA, supervise: false, schedule: false, useListenNotify: false, registerInstance: false, persistWarnings: false })
+      await boss.start()
+      await boss.send(BACKUP_QUEUE, {})
+      await boss.stop({ graceful: false, close: true })
+      await waitUntil(
+        async () => (await watch.query(`select count(*)::int as n from pg_stat_activity where application_name = 'knowagent backup' and wait_event_type = 'Lock'`)).rows[0].n === 1,
+        'the scheduled backup waits on the lock',
+        { timeoutMs: 15_000 },
+      )
+      await running!.stop()
+      const runs = await handle.db.selectFrom('backup_runs').select(['status', 'error']).execute()
+      expect(runs).toEqual([{ status: 'failed', error: 'interrupted: the server stopped during the backup; no file was written' }])
+      expect(readdirSync(otherDir)).toEqual([])
+      expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.msg === 'backup failed')).toMatchObject({ level: 'error' })
+      await waitUntil(
+        async () => (await watch.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name in ('knowagent backup', 'knowagent-backups')`)).rows[0].n === 0,
+        "the backup's and the queue's connections closed",
+      )
+    } finally {
+      await lock.query('rollback').catch(() => {})
+      await Promise.all([lock.end(), watch.end()])
+      await handle.close()
+      await other.drop()
+      rmSync(otherDir, { recursive: true, force: true })
     }
   })
 
