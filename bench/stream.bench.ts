@@ -30,6 +30,8 @@ import {
   expectedAnswer,
   streamRequestBody,
   SYSTEMS,
+  ALL_SYSTEMS,
+  isKnowagent,
   VARIANTS,
   type ChildMessage,
   type ParentMessage,
@@ -65,7 +67,8 @@ const HELP = `usage: npm run bench -- [options]
                           stream the cost of a turn's start and end)
   --burst-deltas N        deltas per stream of the unpaced burst phase (default: --deltas;
                           0 skips it)
-  --systems a,b           raw,knowagent,ai-sdk (raw is needed for the ratios)
+  --systems a,b           raw,knowagent,ai-sdk (raw is needed for the ratios); knowagent-observed
+                          (metrics and tracing on, spans sent to the bench's provider) on request
   --variants a,b          text,tools
   --database-url URL      knowagent on an external PostgreSQL (admin URL; a database is created
                           in it) instead of the embedded PostgreSQL its process starts
@@ -168,11 +171,11 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
     if (list.length === 0 || list.some((n) => !Number.isFinite(n) || n < min)) throw new Error(`--${what}: expected numbers ≥ ${min}, got "${raw}"`)
     return list
   }
-  const names = <T extends string>(raw: string | undefined, all: ReadonlyArray<T>, what: string): T[] => {
-    if (raw === undefined) return [...all]
+  const names = <T extends string>(raw: string | undefined, defaults: ReadonlyArray<T>, what: string, known: ReadonlyArray<T> = defaults): T[] => {
+    if (raw === undefined) return [...defaults]
     const list = raw.split(',').map((item) => item.trim()) as T[]
-    const unknown = list.filter((item) => !all.includes(item))
-    if (unknown.length > 0) throw new Error(`--${what}: unknown ${unknown.join(', ')} (known: ${all.join(', ')})`)
+    const unknown = list.filter((item) => !known.includes(item))
+    if (unknown.length > 0) throw new Error(`--${what}: unknown ${unknown.join(', ')} (known: ${known.join(', ')})`)
     return list
   }
   const deltas = numbers(values.deltas, [quick ? 200 : 2000], 'deltas', 1)[0]!
@@ -191,7 +194,7 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
     ttfdStreams: Math.floor(numbers(values['ttfd-streams'], [quick ? 6 : 30], 'ttfd-streams')[0]!),
     ttfdDeltas: Math.floor(numbers(values['ttfd-deltas'], [20], 'ttfd-deltas', 1)[0]!),
     burstDeltas: Math.floor(numbers(values['burst-deltas'], [deltas], 'burst-deltas')[0]!),
-    systems: names(values.systems, SYSTEMS, 'systems'),
+    systems: names(values.systems, SYSTEMS, 'systems', ALL_SYSTEMS),
     variants: names(values.variants, VARIANTS, 'variants'),
     databaseUrl: values['database-url'],
     startRuns: Math.floor(numbers(values['start-runs'], [quick ? 1 : 3], 'start-runs')[0]!),
@@ -234,7 +237,7 @@ async function startChild({
   nodeOptions: ReadonlyArray<string>
 }): Promise<Child> {
   // knowagent runs with the flags `npm start` gives the server.
-  const execArgv = ['--expose-gc', ...(system === 'knowagent' ? SERVER_NODE_FLAGS : []), ...nodeOptions]
+  const execArgv = ['--expose-gc', ...(isKnowagent(system) ? SERVER_NODE_FLAGS : []), ...nodeOptions]
   const child = fork(RUN_TS, [CHILD_TS, system, provider.baseUrl, ...(databaseUrl ? [databaseUrl] : [])], { execPath: process.execPath, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: ROOT })
   const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)))
   const pending = new Map<number, (message: Extract<ChildMessage, { type: 'stats' }>) => void>()
@@ -600,7 +603,7 @@ async function main(): Promise<void> {
   try {
     for (const variant of options.variants) {
       for (const system of options.systems) {
-        const databaseUrl = system === 'knowagent' ? options.databaseUrl : undefined
+        const databaseUrl = isKnowagent(system) ? options.databaseUrl : undefined
         const child = await startChild({ system, provider, databaseUrl, nodeOptions: options.childNodeOptions })
         try {
           await new Promise((resolveSettle) => setTimeout(resolveSettle, 500))

@@ -23,4 +23,13 @@ describe('module imports', () => {
     const offenders = files.filter((file) => /from ['"]effect['"]/.test(readFileSync(file, 'utf8'))).map((file) => relative(ROOT, file))
     expect(offenders).toEqual([])
   })
+
+  it('the MCP SDK (with zod and ajv, ~10 MB of heap) loads with the first /mcp request, not with the app', () => {
+    const files = ['src', 'views'].flatMap((dir) => sourceFiles(join(ROOT, dir)))
+    const importers = (pattern: RegExp) => files.filter((file) => pattern.test(readFileSync(file, 'utf8'))).map((file) => relative(ROOT, file)).sort()
+    expect(importers(/^import (?!type )[^'"]*from '@modelcontextprotocol\/sdk/m)).toEqual(['src/http/mcp-resources.ts', 'src/http/mcp-server.ts'])
+    expect(importers(/^import (?!type )[^'"]*from '\.\/mcp-resources\.ts'/m)).toEqual(['src/http/mcp-server.ts'])
+    expect(importers(/^import (?!type )[^'"]*from '\.\/mcp-server\.ts'/m)).toEqual([])
+    expect(importers(/import\('\.\/mcp-server\.ts'\)/)).toEqual(['src/http/mcp.routes.ts'])
+  })
 })

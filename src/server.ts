@@ -9,6 +9,7 @@ import { startCoreRuntime, type CoreServiceValues } from './effects/app-layer.ts
 import { loadConfig, type AppConfig } from './effects/config/app-config.ts'
 import type { DatabaseHandle } from './effects/db/database.ts'
 import { createLogger, type Logger } from './effects/logging/logger.ts'
+import { startTracing } from './effects/observability/tracing.ts'
 import { registerInstance, type InstanceRegistration } from './effects/turn/instance-registry.ts'
 import { bootstrapDemo } from './effects/workspace/bootstrap-demo.ts'
 import type { AppContext } from './http/app-context.ts'
@@ -28,8 +29,8 @@ export interface RunningServer {
 
 /** The routes' context from the runtime's services. */
 export function appContextOf(services: CoreServiceValues, shutdownSignal: AbortSignal): AppContext {
-  const { config, logger, secret, database, feed, models, modelConnections, tools, preStep, parser, retrieval, compile } = services
-  return { db: database.db, ping: database.ping, config, secret, logger, models, modelConnections, tools, preStep, parser, retrieval, compile: compile?.feature, feed, shutdownSignal, tokenMemo: createTokenMemo() }
+  const { config, logger, metrics, secret, database, feed, models, modelConnections, tools, preStep, parser, retrieval, compile } = services
+  return { db: database.db, ping: database.ping, config, secret, logger, metrics, models, modelConnections, tools, preStep, parser, retrieval, compile: compile?.feature, feed, shutdownSignal, tokenMemo: createTokenMemo() }
 }
 
 function listen(app: ReturnType<typeof createApp>, config: AppConfig): Promise<Server> {
@@ -44,7 +45,12 @@ export async function startServer({
   logger = createLogger({ level: config.logLevel }),
   announce = (line: string) => process.stderr.write(line + '\n'),
 }: { config?: AppConfig; logger?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
-  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true, compile: true, modelConnections: true, backups: true } })
+  // Traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set; nothing is created otherwise.
+  const tracing = startTracing({ env: config.env, serviceName: 'knowagent' })
+  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true, compile: true, modelConnections: true, backups: true } }).catch(async (error: unknown) => {
+    await tracing?.close()
+    throw error
+  })
   const { database } = services
   let server: Server | undefined
   let instance: InstanceRegistration | undefined
@@ -95,6 +101,7 @@ export async function startServer({
         })
         await instance?.release()
         await dispose() // compile attempts are interrupted and released for retry first, the database last
+        await tracing?.close() // the spans still buffered are sent
         logger.info('stopped')
       })())
     const hurry = () => {
@@ -105,6 +112,7 @@ export async function startServer({
     server?.close()
     await instance?.release()
     await dispose()
+    await tracing?.close()
     throw error
   }
 }

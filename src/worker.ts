@@ -8,6 +8,7 @@ import { resolveQueueSettings } from './effects/compile/compile-config.ts'
 import { startCompileWorker, type CompileWorker } from './effects/compile/compile-worker.ts'
 import { makeJobEvents } from './effects/compile/job-events.ts'
 import type { Logger } from './effects/logging/logger.ts'
+import { startTracing } from './effects/observability/tracing.ts'
 import { makeBailianSettings } from './effects/retrieval/bailian-settings.ts'
 import { subprocessEnvOf } from './effects/retrieval/retrieval-feature.ts'
 
@@ -17,7 +18,11 @@ export interface RunningWorker {
 }
 
 export async function startWorkerProcess({ config, logger }: { config: AppConfig; logger: Logger }): Promise<RunningWorker> {
-  const { services, dispose } = await startCoreRuntime({ config, logger, features: { modelConnections: true } })
+  const tracing = startTracing({ env: config.env, serviceName: 'knowagent-worker' }) // OTEL_EXPORTER_OTLP_ENDPOINT
+  const { services, dispose } = await startCoreRuntime({ config, logger, features: { modelConnections: true } }).catch(async (error: unknown) => {
+    await tracing?.close()
+    throw error
+  })
   const events = makeJobEvents({ connection: services.database.connection, logger })
   try {
     await events.ready()
@@ -47,11 +52,13 @@ export async function startWorkerProcess({ config, logger }: { config: AppConfig
           await worker.stop()
           await events.close()
           await dispose()
+          await tracing?.close()
         })()),
     }
   } catch (error) {
     await events.close()
     await dispose()
+    await tracing?.close()
     throw error
   }
 }

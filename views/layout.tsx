@@ -7,6 +7,8 @@ export interface NavLink {
 }
 
 export const RETRIEVAL_SETTINGS_PATH = '/settings/retrieval'
+/** The Trash page (deleted files and folders until they are deleted for good), linked from the tree and the delete dialog. */
+export const TRASH_PATH = '/workspace/trash'
 
 /** The top bar's links to the optional areas the server runs (the retrieval settings when that feature runs). */
 /** The top bar's links: retrieval services when that feature runs; Administration for an admin. */
@@ -15,8 +17,9 @@ export function siteNav({ retrieval, admin = false }: { readonly retrieval: bool
 }
 
 /** The administration pages (src/http/admin-guard.ts guards them), in the order their section list shows them. */
-export const ADMIN_SECTIONS: ReadonlyArray<{ readonly id: 'users' | 'models' | 'retrieval' | 'backups'; readonly href: string; readonly label: string }> = [
+export const ADMIN_SECTIONS: ReadonlyArray<{ readonly id: 'users' | 'models' | 'retrieval' | 'status' | 'backups'; readonly href: string; readonly label: string }> = [
   { id: 'users', href: '/admin/users', label: 'Users' },
+  { id: 'status', href: '/admin/status', label: 'Status' },
   { id: 'models', href: '/admin/models', label: 'Model connections' },
   { id: 'retrieval', href: '/admin/retrieval', label: 'Retrieval defaults' },
   { id: 'backups', href: '/admin/backups', label: 'Backups' },

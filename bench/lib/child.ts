@@ -127,8 +127,8 @@ const started = performance.now()
 const startedServer: SystemServer & { readonly dbQueries?: () => number; readonly stop?: () => Promise<void> } =
   system === 'raw'
     ? await (await import('./systems/raw-proxy.ts')).startRawProxy({ providerBaseUrl })
-    : system === 'knowagent'
-      ? await (await import('./systems/knowagent.ts')).startKnowagentServer({ providerBaseUrl, databaseUrl })
+    : system === 'knowagent' || system === 'knowagent-observed'
+      ? await (await import('./systems/knowagent.ts')).startKnowagentServer({ providerBaseUrl, databaseUrl, observed: system === 'knowagent-observed' })
       : system === 'ai-sdk'
         ? await (await import('./systems/ai-sdk.ts')).startAiSdkServer({ providerBaseUrl })
         : (() => {

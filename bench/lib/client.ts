@@ -48,7 +48,7 @@ interface Sink {
 
 type EventReader = (event: SseEvent, sink: Sink) => void
 
-const readers: Record<SystemName, EventReader> = {
+const readers: Record<Exclude<SystemName, 'knowagent-observed'>, EventReader> = {
   // The provider's own chat-completion chunks, passed through untouched.
   raw: (event, sink) => {
     if (event.data === '[DONE]') return sink.terminal('[DONE]')
@@ -121,7 +121,7 @@ export function runStream({
   const errors: string[] = []
   let bytes = 0
   let receivedAt = 0
-  const read = readers[target.system]
+  const read = readers[target.system === 'knowagent-observed' ? 'knowagent' : target.system]
   const sink: Sink = {
     text: (piece) => {
       textEvents += 1

@@ -12,8 +12,12 @@ export const TOOL_ARGUMENTS = JSON.stringify({ uri: TOOL_URI })
 export type Variant = 'text' | 'tools'
 export const VARIANTS: ReadonlyArray<Variant> = ['text', 'tools']
 
-export type SystemName = 'raw' | 'knowagent' | 'ai-sdk'
+export type SystemName = 'raw' | 'knowagent' | 'knowagent-observed' | 'ai-sdk'
+/** Run by default; `knowagent-observed` (metrics and tracing on) on request: `--systems raw,knowagent,knowagent-observed`. */
 export const SYSTEMS: ReadonlyArray<SystemName> = ['raw', 'knowagent', 'ai-sdk']
+export const ALL_SYSTEMS: ReadonlyArray<SystemName> = [...SYSTEMS, 'knowagent-observed']
+/** knowagent, as it is or observed. */
+export const isKnowagent = (system: SystemName): boolean => system === 'knowagent' || system === 'knowagent-observed'
 
 export function deltaText(index: number): string {
   return String(index).padStart(DELTA_BYTES - 1, '0') + ' '
@@ -49,6 +53,7 @@ export const FAKE_LS_RESULT = {
 export function streamRequestBody(system: SystemName, id: number, variant: Variant): string {
   switch (system) {
     case 'knowagent':
+    case 'knowagent-observed':
       return JSON.stringify({ uri: TOOL_URI, model_id: KNOWAGENT_MODEL_ID, message: streamPrompt(id) })
     case 'raw':
     case 'ai-sdk':

@@ -162,6 +162,11 @@ export async function startBenchProvider(): Promise<BenchProvider> {
   const server = createServer({ noDelay: true, keepAliveTimeout: 60_000 }, (req, res) => {
     const arrivedAt = performance.now()
     void readBody(req).then((body) => {
+      if (req.method === 'POST' && req.url === '/v1/traces') {
+        // knowagent-observed exports its spans here: received and discarded, as a collector would
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+        return
+      }
       const id = findStreamId(body)
       const record = id === undefined ? undefined : records.get(id)
       if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions') || record === undefined) {

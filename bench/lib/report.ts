@@ -1,12 +1,12 @@
 // The benchmark's report: what users feel first (time to first delta, per-delta latency,
 // throughput, memory of the whole service, start-up), then the targets of issue 10 as ratios to
 // the raw pass-through of the same run, then the per-phase details and the run's health.
-import type { SystemName, Variant } from './protocol.ts'
+import { isKnowagent, type SystemName, type Variant } from './protocol.ts'
 import type { BenchResults, PhaseKind, PhaseResult } from './results.ts'
 import { formatNumber, markdownTable, percentileSorted, sortedCopy } from './stats.ts'
 
 const MB = 1024 * 1024
-export const SYSTEM_LABEL: Record<SystemName, string> = { raw: 'raw pass-through', knowagent: 'knowagent', 'ai-sdk': 'AI SDK' }
+export const SYSTEM_LABEL: Record<SystemName, string> = { raw: 'raw pass-through', knowagent: 'knowagent', 'knowagent-observed': 'knowagent, metrics + tracing on', 'ai-sdk': 'AI SDK' }
 
 export interface ReportOptions {
   readonly systems: ReadonlyArray<SystemName>
@@ -24,6 +24,8 @@ export const TARGETS = {
   streamingMemoryMb: 250,
   coldStartMs: 5000,
   warmStartMs: 1500,
+  /** issue 40: throughput with metrics and tracing on, as a share of off. */
+  observedThroughputRatio: 0.95,
 } as const
 
 function find(results: ReadonlyArray<PhaseResult>, kind: PhaseKind, system: SystemName, variant: Variant, concurrency?: number) {
@@ -96,6 +98,12 @@ export function report(bench: BenchResults, options: ReportOptions): string {
       verdicts.push([variant, `TTFD p50, ${top} concurrent`, `≤ ${TARGETS.ttfdP50Ratio}× raw`, `${formatNumber(ttfdRatio, 2)}× (${ms(k.paced.ttfdP50Ms)} vs ${ms(r.paced.ttfdP50Ms)} ms)`, verdict(ttfdRatio <= TARGETS.ttfdP50Ratio)])
     }
     if (idle !== undefined) verdicts.push([variant, 'memory, server + database, idle after start', `≤ ${TARGETS.idleMemoryMb} MB`, `${mb(idle)} MB`, verdict(idle / MB <= TARGETS.idleMemoryMb)])
+    // issue 40: what metrics and tracing cost (both on: /metrics counted, every span exported over OTLP/HTTP)
+    const observed = find(results, 'burst', 'knowagent-observed', variant, top)
+    if (k.burst && observed) {
+      const value = observed.deltasPerSecond / k.burst.deltasPerSecond
+      verdicts.push([variant, `throughput with metrics + tracing on, ${top} burst streams`, `≥ ${TARGETS.observedThroughputRatio}× off`, `${formatNumber(value, 3)}×`, verdict(value >= TARGETS.observedThroughputRatio)])
+    }
     const peak = Math.max(k.paced?.treePeakBytes ?? 0, k.burst?.treePeakBytes ?? 0)
     if (peak > 0) verdicts.push([variant, `memory, server + database, ${top} streams`, `≤ ${TARGETS.streamingMemoryMb} MB`, `${mb(peak)} MB`, verdict(peak / MB <= TARGETS.streamingMemoryMb)])
   }
@@ -190,7 +198,7 @@ export function report(bench: BenchResults, options: ReportOptions): string {
     formatNumber(r.childCpuShare * 100, 0) + ' %',
     `${formatNumber(r.childLoopDelayP99Ms, 1)} / ${formatNumber(r.childLoopDelayMaxMs, 0)}`,
     `${r.childGcCount} / ${formatNumber(r.childGcMaxMs, 1)} / ${formatNumber(r.childGcTotalMs, 0)}`,
-    r.system === 'knowagent' ? formatNumber(r.dbQueriesPerStream, 1) : '–',
+    isKnowagent(r.system) ? formatNumber(r.dbQueriesPerStream, 1) : '–',
     r.descendantsCpuMicrosPerStream === undefined ? '–' : formatNumber(r.descendantsCpuMicrosPerStream / 1000, 2),
     formatNumber(r.orchestratorCpuShare * 100, 0) + ' %',
     formatNumber(r.orchestratorLoopDelayP99Ms, 2),

@@ -12,7 +12,8 @@ import { generatePassword } from '../effects/auth/passwords.ts'
 import { accountContents, addAccount, deleteAccount, describeAccountContents, disableAccount, enableAccount, listAccounts, exportFirst, refuseIfLastEnabledAdmin, setRole, type AccountSummary } from '../effects/auth/accounts.ts'
 import type { UserRole } from '../effects/db/schema.ts'
 import { createApiTokenFor, findUserByLogin, listApiTokens, revokeApiTokens, setPassword, UserError, type ApiTokenInfo } from '../effects/auth/users.ts'
-import { formatImportReport, importFolder } from '../effects/workspace/import-folder.ts'
+import { formatImportReport, importFolder, printableName } from '../effects/workspace/import-folder.ts'
+import type { TrashEntry } from '../effects/workspace/trash.ts'
 import { parseKbUri } from '../effects/workspace/uri.ts'
 
 export interface Io {
@@ -345,54 +346,66 @@ export async function changeRetrievalSetting(io: Io, change: { readonly key: str
   return 0
 }
 
+/** One header line and one line per trash item: id, when deleted, when deleted for good, what (a folder's files), where from. */
+export function formatTrashList(items: ReadonlyArray<TrashEntry>, { total }: { total: number }): string[] {
+  if (items.length === 0) return ['the Trash is empty']
+  const row = (cells: string[]) => cells.map((cell, i) => (i < 3 ? cell.padEnd([36, 16, 12][i]!) : cell)).join('  ').trimEnd()
+  const what = (item: TrashEntry) =>
+    item.kind === 'directory' ? `${printableName(item.name)}/ (${item.files} ${item.files === 1 ? 'file' : 'files'})` : printableName(item.name)
+  return [
+    row(['id', 'deleted (UTC)', 'purged on', 'what', 'from']),
+    ...items.map((item) => row([item.id, isoMinute(item.deletedAt), item.purgeAt.toISOString().slice(0, 10), what(item), printableName(item.folderUri)])),
+    ...(items.length < total ? [`(the ${items.length} most recently deleted of ${total})`] : []),
+  ]
+}
+
+/** `trash list --user <login>`: what is in the user's Trash, most recently deleted first. */
+export async function listTrashItems(io: Io, { login }: { login: string }): Promise<number> {
+  const { listTrash, TRASH_MAX_LIMIT } = await import('../effects/workspace/trash.ts')
+  const page = await withDatabase(io, async ({ db }) => listTrash(db, { owner: await userNamed(db, login), limit: TRASH_MAX_LIMIT }))
+  for (const line of formatTrashList(page.items, page)) io.out(line)
+  return 0
+}
+
 /**
- * `import-zip <file.zip> <kb-uri> --user <login>`: a zip (such as `knowagent export` writes)
- * unpacked into the folder — the use case the API's import-zip runs, with its checks and limits
- * (every entry checked before any is inflated; all files or none). The folder is made if missing.
- * Not counted against the user's storage limits: the operator imports, as `knowagent import`.
+ * `trash restore <id|kb-uri> --user <login>`: the item (its id from `trash list`, or the URI it was
+ * deleted from: the latest item from there) put back where it was — under "name (restored)" when
+ * that name is taken.
  */
-export async function importZipIntoWorkspace(io: Io, { file, uri, login }: { file: string; uri: string; login: string }): Promise<number> {
-  const { stat, mkdtemp, rm } = await import('node:fs/promises')
-  const { join } = await import('node:path')
-  const { importZip } = await import('../effects/workspace/import-zip.ts')
-  const { printableName } = await import('../effects/workspace/import-folder.ts')
-  const found = await stat(file).catch(() => undefined)
-  if (!found?.isFile()) throw new UserError(`${printableName(file)} is not a file`)
-  const config = loadConfig({ env: io.env })
-  const interrupted = new AbortController()
-  const onSignal = (signal: NodeJS.Signals) => interrupted.abort(new UserError(`stopped by ${signal}; nothing was imported`))
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
-  try {
-    const stored = await withDatabase(io, async ({ db }) => {
-      const user = await userNamed(db, login)
-      const target = parseKbUri({ uri, callerLogin: user.login })
-      const { makeDocumentParser } = await import('../effects/workspace/parse/document-parser.ts')
-      const parser = makeDocumentParser(config.parsing)
-      const spool = await mkdtemp(join(config.uploadTempDir, 'knowagent-import-zip-'))
-      try {
-        return await importZip(db, {
-          owner: user,
-          folder: { segments: target.segments, create: true },
-          zipPath: file,
-          parser,
-          spool,
-          signal: interrupted.signal,
-          limits: { maxEntryBytes: config.maxFileBytes, maxTotalBytes: config.maxZipImportBytes },
-        })
-      } finally {
-        await parser.close()
-        await rm(spool, { recursive: true, force: true })
-      }
-    })
-    const count = (outcome: string) => stored.files.filter((stored) => stored.outcome === outcome).length
-    for (const { node, outcome, withoutText } of stored.files) {
-      io.out(`${outcome.padEnd(9)} ${printableName(node.uri)}${withoutText === undefined ? '' : ` (raw bytes kept: ${printableName(withoutText)})`}`)
+export async function restoreTrashItem(io: Io, { item, login }: { item: string; login: string }): Promise<number> {
+  const { findTrashItemAt, restoreFromTrash } = await import('../effects/workspace/trash.ts')
+  const restored = await withDatabase(io, async ({ db }) => {
+    const owner = await userNamed(db, login)
+    let id = item
+    if (item.startsWith('kb://')) {
+      const found = await findTrashItemAt(db, { owner, segments: parseKbUri({ uri: item, callerLogin: owner.login }).segments })
+      if (!found) throw new UserError(`nothing in ${login}'s Trash was deleted from ${item} (see \`knowagent trash list --user ${login}\`)`)
+      id = found.id
     }
-    io.out(`${count('added')} added, ${count('updated')} updated, ${count('unchanged')} unchanged into ${printableName(stored.folderUri)}`)
+    return restoreFromTrash(db, { owner, id })
+  })
+  io.out(restored.renamed ? `restored as ${printableName(restored.uri)}: ${printableName(restored.from)} is taken by something else now` : `restored ${printableName(restored.uri)}`)
+  return 0
+}
+
+/** `trash empty --user <login> [--yes]`: deletes everything in the user's Trash for good, once the login is typed (or at once with --yes). */
+export async function emptyTrashOf(io: Io, { login, yes }: { login: string; yes: boolean }): Promise<number> {
+  const { emptyTrash, listTrash } = await import('../effects/workspace/trash.ts')
+  return withDatabase(io, async ({ db }) => {
+    const owner = await userNamed(db, login)
+    const { total, bytes } = await listTrash(db, { owner, limit: 1 })
+    if (total === 0) {
+      io.out(`${login}'s Trash is empty`)
+      return 0
+    }
+    if (!yes) {
+      io.out(`Emptying ${login}'s Trash deletes ${total} item(s), ${bytes} byte(s) with every version, for good.`)
+      const typed = io.ask ? await io.ask(`Type the login (${login}) to empty it: `) : undefined
+      if (typed === undefined) throw new UserError('nothing was deleted: there is no terminal to confirm on; pass --yes to empty it from a script')
+      if (typed.trim() !== login) throw new UserError(`nothing was deleted: "${login}" was not typed`)
+    }
+    const emptied = await emptyTrash(db, { owner })
+    io.out(`deleted ${emptied.items} item(s), ${emptied.bytes} byte(s), for good`)
     return 0
-  } finally {
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
-  }
+  })
 }

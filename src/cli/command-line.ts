@@ -157,6 +157,32 @@ function knowagentCommand({
     ]),
   )
 
+  const trashUser = Flag.String('user').pipe(Flag.withMetavar('<login>'), Flag.withDescription('whose Trash'))
+  const trash = Command.make('trash', {}, () => Effect.fail(usageError(['knowagent', 'trash'], 'expected "trash list|restore|empty --user <login>"'))).pipe(
+    Command.withDescription("a user's Trash (deleted files and folders, kept trash.retentionDays): list it, restore an item, empty it"),
+    Command.withSubcommands([
+      Command.make('list', { user: trashUser }, ({ user }) => act(() => actions.listTrashItems(io, { login: user }))).pipe(
+        Command.withDescription('one line per item, most recently deleted first: id, deleted, deleted for good on, what (a folder with its file count), where from'),
+      ),
+      Command.make(
+        'restore',
+        {
+          item: Argument.String('id|kb-uri').pipe(Argument.withDescription('the item\'s id from "trash list", or the kb:// URI it was deleted from (the latest item from there)')),
+          user: trashUser,
+        },
+        ({ item, user }) => act(() => actions.restoreTrashItem(io, { item, login: user })),
+      ).pipe(Command.withDescription('put an item back where it was, the folders above made again; under "name (restored)" when the name is taken there')),
+      Command.make(
+        'empty',
+        {
+          user: trashUser,
+          yes: Flag.Boolean('yes').pipe(Flag.withDescription('empty it without asking (for scripts; without it the login must be typed at a terminal)'), Flag.withDefault(false)),
+        },
+        ({ user, yes }) => act(() => actions.emptyTrashOf(io, { login: user, yes })),
+      ).pipe(Command.withDescription('delete everything in the Trash for good, with every version (frees the storage it counts for)')),
+    ]),
+  )
+
   return Command.make('knowagent', {}, () => Effect.fail(usageError(['knowagent'], 'no command given'))).pipe(
     Command.withSubcommands([
       Command.make('serve', {}, () => act(() => actions.serve(io))).pipe(Command.withDescription('start the server (PORT, HOST, DATABASE_URL, KNOWAGENT_DATA_DIR)')),
@@ -185,6 +211,7 @@ function knowagentCommand({
         },
         ({ uri, file, user }) => act(() => actions.exportFromWorkspace(io, { uri, file, login: user })),
       ).pipe(Command.withDescription("export a folder as a zip of its files' original bytes, folders kept")),
+      trash,
       Command.make(
         'import-zip',
         {
@@ -192,7 +219,7 @@ function knowagentCommand({
           uri: Argument.String('kb-uri').pipe(Argument.withDescription('the folder to unpack it into, e.g. kb://me/notes/ (made when missing)')),
           user: Flag.String('user').pipe(Flag.withMetavar('<login>'), Flag.withDescription('the user whose workspace it goes into')),
         },
-        ({ file, uri, user }) => act(() => actions.importZipIntoWorkspace(io, { file, uri, login: user })),
+        ({ file, uri, user }) => act(() => import('./import-zip-action.ts').then(({ importZipIntoWorkspace }) => importZipIntoWorkspace(io, { file, uri, login: user }))),
       ).pipe(Command.withDescription('unpack a zip into a folder: every entry checked first, all files or none')),
       Command.make(
         'backup',

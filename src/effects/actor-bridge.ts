@@ -9,6 +9,7 @@ import * as Cause from 'effect/Cause'
 import * as Effect from 'effect/Effect'
 import * as Exit from 'effect/Exit'
 import { type AnyActorRef, fromPromise, type PromiseActorLogic } from 'xstate'
+import { traced } from './observability/tracing.ts'
 
 export interface EffectActorArgs<TInput> {
   readonly input: TInput
@@ -36,15 +37,24 @@ export class EffectActorInterrupted extends Error {
   }
 }
 
+/**
+ * `span` names the trace span each run of the actor gets when tracing is on (tracing.ts), under the
+ * span current when the machine invoked it (the turn's, the compile job's); default: the actor's
+ * `src` (its key in the machine's `actors`).
+ */
 export function fromEffect<TOutput, TInput, E = never>(
   makeEffect: (args: EffectActorArgs<TInput>) => Effect.Effect<TOutput, E, never>,
+  { span }: { readonly span?: string | undefined } = {},
 ): PromiseActorLogic<TOutput, TInput> {
   return fromPromise<TOutput, TInput>(async ({ input, self, signal }) => {
     if (signal.aborted) throw new EffectActorInterrupted()
     const effect = Effect.suspend(() => makeEffect({ input, self, signal }))
-    const exit = await Effect.runPromiseExit(effect, { signal })
-    if (Exit.isSuccess(exit)) return exit.value
-    throw rejectionFor(exit.cause)
+    const exit = await traced(span ?? (typeof self.src === 'string' ? self.src : 'actor'), {}, async () => {
+      const exit = await Effect.runPromiseExit(effect, { signal })
+      if (Exit.isSuccess(exit)) return exit
+      throw rejectionFor(exit.cause)
+    })
+    return exit.value
   })
 }
 

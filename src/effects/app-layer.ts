@@ -26,17 +26,22 @@ import { makeToolRegistry, type ToolRegistry, ToolRegistryService } from './tool
 import { type RetrievalFeature, RetrievalFeatureService } from './retrieval/retrieval-feature.ts'
 import { type CompileFeatureOptions, CompileFeatureService, type RunningCompileFeature, startCompileFeature } from './compile/compile-feature.ts'
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
+import { CALL_CANCEL_CHANNEL } from './tools/running-calls.ts'
+import { FILE_VERSIONS_CHANNEL } from './workspace/file-subscriptions.ts'
 import { ScheduledBackupsService, startScheduledBackups } from './backup/scheduled-backups.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
+import { MetricsService } from './observability/metrics-service.ts'
+import type { ServiceMetrics } from './observability/metrics.ts'
 
 /**
  * Every channel of the process's one change feed: the retrieval catalog and settings, compile jobs,
  * ended sessions and tokens (which the live job streams follow), and the stored model connections
- * (the model registry). A channel no running feature follows costs almost nothing (a rare
- * notification nobody reads).
+ * (the model registry), and for the MCP face: cancels of tool calls running in another process and
+ * new file versions (for subscriptions). A channel no running feature follows costs almost nothing
+ * (a notification nobody reads).
  */
-export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL, CREDENTIALS_CHANNEL, MODEL_CONNECTIONS_CHANNEL] as const
+export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL, CREDENTIALS_CHANNEL, MODEL_CONNECTIONS_CHANNEL, CALL_CANCEL_CHANNEL, FILE_VERSIONS_CHANNEL] as const
 
 /** Hooks that run before every model step (features add theirs here). */
 export class PreStepHooks extends Context.Service<PreStepHooks, PreStepHook>()('knowagent/turn/PreStepHooks') {
@@ -81,6 +86,7 @@ export type CoreServices =
   | ModelConnectionsService
   | ToolRegistryService
   | PreStepHooks
+  | MetricsService
   | DocumentParserService
   | RetrievalFeatureService
   | CompileFeatureService
@@ -104,6 +110,7 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
       const feed = yield* ChangeFeedService
       const secret = yield* AppSecret
       const logger = yield* LoggerService
+      const metrics = yield* MetricsService
       const cipher = makeCredentialCipher(secret)
       const allowMetadataAddresses = options.config.file.modelConnections?.allowMetadataAddresses ?? false
       return yield* Effect.acquireRelease(
@@ -111,6 +118,7 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
           const registry = await startLiveModelRegistry({
             models: options.config.file.models ?? [],
             env: options.config.env,
+            metrics,
             ...options.models,
             db: database.db,
             cipher,
@@ -165,6 +173,7 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
   const services = Layer.mergeAll(models, parser, registries).pipe(
     Layer.provideMerge(retrieval),
     Layer.provideMerge(feed),
+    Layer.provideMerge(MetricsService.layer(options.config.metrics.enabled)),
     Layer.provideMerge(databaseLayer(options)),
   )
   // Built last, so released first: a worker stops before the parser, the models and the database.
@@ -186,8 +195,10 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
         ScheduledBackupsService,
         Effect.gen(function* () {
           const { config, logger, secret, database } = yield* serviceValuesBeforeFeatures
+          const compile = yield* CompileFeatureService // its queue holds the schedule and takes the jobs
+          if (!compile) return undefined
           return yield* Effect.acquireRelease(
-            Effect.promise(() => startScheduledBackups({ config, logger, secret, db: database.db, connection: database.connection })),
+            Effect.promise(() => startScheduledBackups({ boss: compile.queue.boss, config, logger, secret, db: database.db, connection: database.connection })),
             (running) => Effect.promise(async () => running?.stop()),
           )
         }),
@@ -199,6 +210,8 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
 export interface CoreServiceValues {
   readonly config: AppConfig
   readonly logger: Logger
+  /** Counting when `metrics.enabled` (/metrics), NO_METRICS otherwise. */
+  readonly metrics: ServiceMetrics
   readonly secret: string
   readonly database: DatabaseHandle
   /** The process's change feed (serve); undefined for CLI commands. */
@@ -218,6 +231,7 @@ const serviceValuesBeforeFeatures = Effect.gen(function* () {
   return {
     config: yield* AppConfigService,
     logger: yield* LoggerService,
+    metrics: yield* MetricsService,
     secret: yield* AppSecret,
     database: yield* Database,
     feed: yield* ChangeFeedService,

@@ -11,6 +11,7 @@ import type { PreStepHook } from '../effects/turn/pre-step-hooks.ts'
 import type { CompileFeature } from '../effects/compile/compile-service.ts'
 import type { ChangeFeed } from '../effects/db/change-feed.ts'
 import type { RetrievalFeature } from '../effects/retrieval/retrieval-feature.ts'
+import type { ServiceMetrics } from '../effects/observability/metrics.ts'
 import type { DocumentParser } from '../effects/workspace/parse/document-parser.ts'
 
 /** Everything a route needs, built once at start-up. */
@@ -47,6 +48,8 @@ export interface AppContext {
   readonly instanceId?: string | undefined
   /** Users of bearer tokens verified a moment ago (token-memo.ts); without it every request looks its token up. */
   readonly tokenMemo?: TokenMemo | undefined
+  /** The service's metrics (/metrics, Admin → Status); absent or NO_METRICS when `metrics.enabled` is off. */
+  readonly metrics?: ServiceMetrics | undefined
   /** The clock for sessions, sign-in throttling and rate limits (ms since the epoch; tests inject one). */
   readonly now?: (() => number) | undefined
 }

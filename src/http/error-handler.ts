@@ -99,7 +99,7 @@ export function createErrorHandler(
     const error = await errorAfterTokenCheck(failure, () => checkToken(req))
     const described = describeError(error)
     if (described.status >= 500) {
-      logger.error('request failed', { method: req.method, path: req.path, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) })
+      logger.error('request failed', { request_id: req.requestId, method: req.method, path: req.path, error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error) })
     }
     if (res.headersSent) {
       res.end()
@@ -107,9 +107,9 @@ export function createErrorHandler(
     }
     res.status(described.status).set(described.headers)
     if (wantsJson(req)) {
-      res.json({ error: { code: described.code, message: described.message, ...described.details } })
+      res.json({ error: { code: described.code, message: described.message, ...described.details, request_id: req.requestId } })
     } else {
-      res.type('text/plain').send(`${described.status} ${described.message}`)
+      res.type('text/plain').send(`${described.status} ${described.message}${req.requestId ? `\n\nrequest id: ${req.requestId}` : ''}`)
     }
   }
 }

@@ -25,6 +25,7 @@ import { decodeBody, decodeQuery } from './decode-request.ts'
 import { INVISIBLE, quotedName } from '../effects/workspace/name-display.ts'
 import { NUL_MESSAGE } from './json-body.ts'
 import { storageUsedBytes } from '../effects/workspace/storage-limits.ts'
+import { listTrash } from '../effects/workspace/trash.ts'
 
 const SettingsQuery = Schema.Struct({ notice: Schema.optional(Schema.Literals(NOTICE_CODES)) })
 const FormNonce = Schema.String.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected the form\'s one-time value' }))
@@ -45,8 +46,12 @@ export function settingsRoutes(ctx: AppContext): Router {
   async function page(req: Request, res: Response, extra: Partial<AccountSettingsProps> = {}, status = 200) {
     const { user, csrfToken } = req.auth!
     const nav = siteNav({ retrieval: ctx.retrieval !== undefined, admin: user.role === 'admin' })
-    const [tokens, usedBytes] = await Promise.all([listApiTokens(ctx.db, { userId: user.id, includeRevoked: false }), storageUsedBytes(ctx.db, user.id)])
-    const storage = { usedBytes, limitMb: ctx.config.userStorageMb }
+    const [tokens, usedBytes, trash] = await Promise.all([
+      listApiTokens(ctx.db, { userId: user.id, includeRevoked: false }),
+      storageUsedBytes(ctx.db, user.id),
+      listTrash(ctx.db, { owner: user, limit: 1 }),
+    ])
+    const storage = { usedBytes, limitMb: ctx.config.userStorageMb, trashBytes: trash.bytes }
     res
       .status(status)
       .set('Cache-Control', 'no-store')

@@ -2,6 +2,7 @@
 // synchronous run in one write, keep-alive comments on idle, and a close that is safe to call
 // twice.
 import type { Response } from 'express'
+import type { ServiceMetrics } from '../effects/observability/metrics.ts'
 
 export interface SseWriter {
   readonly send: (event: string, data: unknown) => boolean
@@ -35,6 +36,9 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
   res.status(200).set(SSE_HEADERS)
   res.flushHeaders()
   res.socket?.setNoDelay(true) // each event leaves at once, no Nagle delay
+  // The open-streams gauge: down when the response closes, however it ends (create-app.ts sets res.locals.metrics).
+  const metrics = res.locals?.metrics as ServiceMetrics | undefined
+  if (metrics?.enabled) res.once('close', metrics.streamOpened())
   let closed = false
   let lastWriteAt = performance.now()
   // One self-rearming timer per stream, not one per write: a write only records its time.

@@ -272,6 +272,7 @@ export async function runProjectedTurn(
       turnSeconds: ctx.config.turnSeconds,
       logger: ctx.logger.child({ turnId, login: user.login }),
       instanceId: ctx.instanceId,
+      metrics: ctx.metrics,
     })
   } catch (error) {
     ctx.logger.error('turn crashed', {

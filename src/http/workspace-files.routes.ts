@@ -1,7 +1,7 @@
 // File management and the workspace-wide search (issue 14), for programs and for the page:
 //   POST   /api/v1/workspace/directory   {uri (a folder), name}        → 201 the new folder
 //   POST   /api/v1/workspace/move        {uri, to?, name?}             → 200 where it is now (a rename: name only)
-//   DELETE /api/v1/workspace/node?uri=                                 → 200 what was deleted
+//   DELETE /api/v1/workspace/node?uri=                                 → 200 what went to the Trash, and until when
 //   GET    /api/v1/workspace/search?q=&offset=&limit=                  → 200 ranked hits
 //   GET    /workspace/files/{new-folder,rename,move,delete}?uri=       the dialog's form (HTML)
 //   POST   /workspace/files/{new-folder,rename,move,delete}            the change, answered in the dialog
@@ -13,7 +13,8 @@ import { Router, urlencoded, type Request, type Response } from 'express'
 import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
 import { deleteConsequences } from '../effects/compile/source-changes.ts'
-import { createDirectory, deleteSubtree, listMoveDestinations, moveNode, subtreeCounts } from '../effects/workspace/manage.ts'
+import { createDirectory, listMoveDestinations, moveNode, subtreeCounts } from '../effects/workspace/manage.ts'
+import { moveToTrash } from '../effects/workspace/trash.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import { searchWorkspace, SEARCH_MAX_LIMIT, SEARCH_MAX_OFFSET } from '../effects/workspace/search-index.ts'
 import { getNode, type WorkspaceNode } from '../effects/workspace/store.ts'
@@ -22,6 +23,7 @@ import {
   DeleteForm,
   describeCounts,
   FilesDone,
+  formatPurgeDate,
   FilesError,
   MoveForm,
   NewFolderForm,
@@ -90,8 +92,8 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
     return moveNode(ctx.db, { owner: user, node, destination, name: body.name })
   }
 
-  async function remove(user: User, uri: string) {
-    return deleteSubtree(ctx.db, { owner: user, node: await resolve(user, uri) })
+  async function remove(user: User, node: WorkspaceNode) {
+    return moveToTrash(ctx.db, { owner: user, node, retentionDays: ctx.config.trashRetentionDays })
   }
 
   // ── JSON API ────────────────────────────────────────────────────────────────────────────
@@ -107,8 +109,14 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
   })
 
   router.delete('/api/v1/workspace/node', async (req, res) => {
-    const deleted = await remove(req.auth!.user, queryString(req, 'uri', { required: true })!)
-    res.json({ uri: deleted.uri, deleted: { files: deleted.files, directories: deleted.directories } })
+    const user = req.auth!.user
+    const deleted = await remove(user, await resolve(user, queryString(req, 'uri', { required: true })!))
+    res.json({
+      uri: deleted.uri,
+      deleted: { files: deleted.files, directories: deleted.directories, summaries: deleted.summaries },
+      trash: { id: deleted.trash.id, purge_at: deleted.trash.purgeAt.toISOString() },
+      message: `Moved to the Trash until ${formatPurgeDate(deleted.trash.purgeAt)}, when it is deleted for good; restore it from there before then.`,
+    })
   })
 
   router.get('/api/v1/workspace/search', async (req, res) => {
@@ -156,7 +164,7 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
 
   async function deleteForm(user: User, node: WorkspaceNode, error?: string) {
     const [counts, consequences] = await Promise.all([subtreeCounts(ctx.db, user, node), deleteConsequences(ctx.db, user, node)])
-    return DeleteForm({ node: summaryOf(node), counts, consequences, error })
+    return DeleteForm({ node: summaryOf(node), counts, consequences, retentionDays: ctx.config.trashRetentionDays, error })
   }
 
   router.get('/workspace/files/delete', async (req, res) => {
@@ -221,10 +229,10 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
     try {
       const node = await resolve(user, body.uri)
       const parent = await parentOf(user, node)
-      const deleted = await deleteSubtree(ctx.db, { owner: user, node })
+      const deleted = await remove(user, node)
       const what = node.kind === 'directory' ? `the folder ${node.name} (${describeCounts(deleted)})` : `the file ${node.name}`
-      const summaries = deleted.summaries === 0 ? '' : node.kind === 'file' ? ' and its summary' : `, and ${deleted.summaries === 1 ? '1 summary' : `${deleted.summaries} summaries`} of its files kept elsewhere`
-      await done(res, { action: 'delete', from: deleted.uri, uri: parent.uri, message: `Deleted ${what}${summaries}.` })
+      const summaries = deleted.summaries === 0 ? '' : node.kind === 'file' ? ' and its summary' : `, and ${deleted.summaries === 1 ? '1 summary' : `${deleted.summaries} summaries`} of its files kept elsewhere,`
+      await done(res, { action: 'delete', from: deleted.uri, uri: parent.uri, message: `Moved ${what}${summaries} to the Trash, until ${formatPurgeDate(deleted.trash.purgeAt)}.` })
     } catch (error) {
       await refused(req, res, error, async () => {
         return deleteForm(user, await resolve(user, body.uri), describeError(error).message)

@@ -162,6 +162,7 @@ export function workspaceRoutes(ctx: AppContext): Router {
           code: query.notice,
           counts: { added: query.added ?? 0, updated: query.updated ?? 0, unchanged: query.unchanged ?? 0, unparsed: query.unparsed ?? 0 },
           versions: { from: query.restored_from ?? 0, as: query.restored_as ?? 0 },
+          name: node.name,
         })
       : undefined
     const preview = node.kind === 'file' ? await previewOf(ctx, user, node, query.offset, query.version) : undefined

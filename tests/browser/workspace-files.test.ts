@@ -99,7 +99,7 @@ describe('living in the workspace', () => {
       await action(page, 'Delete').click()
       await fileDialog(page).getByRole('button', { name: 'Delete 1 file' }).click()
       const status = page.locator('#files-live')
-      await status.filter({ hasText: 'Deleted the folder archive (1 file).' }).waitFor()
+      await status.filter({ hasText: 'Moved the folder archive (1 file) to the Trash, until ' }).waitFor()
       await expect(status.isVisible()).resolves.toBe(true)
       await expect(status.evaluate(coveredControls)).resolves.toEqual([])
       if (viewport === PHONE) {

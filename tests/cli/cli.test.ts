@@ -1,7 +1,7 @@
 // The operator CLI against a real embedded database in a temporary data dir, and `serve` as a
 // real child process (start, sign-in page, SIGTERM).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { main } from '../../src/cli.ts'
@@ -123,5 +123,49 @@ describe('knowagent CLI', () => {
       await database.close()
     }
     rmSync(folder, { recursive: true, force: true })
+  })
+
+  it('the Trash commands of docs/operations.md, run as written: list, restore by URI, empty (which asks first)', async () => {
+    const section = readFileSync(join(process.cwd(), 'docs', 'operations.md'), 'utf8').split('\n## Trash\n')[1]!.split('\n## ')[0]!
+    const commands = /```sh\n([\s\S]*?)```/.exec(section)![1]!.trim().split('\n')
+    expect(commands).toEqual(['npx knowagent trash list --user alice', 'npx knowagent trash restore kb://me/notes/report.md --user alice', 'npx knowagent trash empty --user alice --yes'])
+    const run = (command: string) => runCli(command.split(' ').slice(2), env) // after "npx knowagent"; no argument has a space
+    const folder = mkdtempSync(join(tmpdir(), 'knowagent-trash-'))
+    writeFileSync(join(folder, 'report.md'), '# The report')
+    writeFileSync(join(folder, 'draft.md'), 'a draft')
+    expect((await runCli(['import', folder, 'kb://me/notes/', '--user', 'alice'], env)).code).toBe(0)
+    rmSync(folder, { recursive: true, force: true })
+    const { openDatabase } = await import('../../src/effects/db/database.ts')
+    const { findUserByLogin } = await import('../../src/effects/auth/users.ts')
+    const { getNode } = await import('../../src/effects/workspace/store.ts')
+    const { moveToTrash } = await import('../../src/effects/workspace/trash.ts')
+    const database = await openDatabase({ databaseUrl: undefined, dataDir })
+    try {
+      const alice = (await findUserByLogin(database.db, 'alice'))!
+      for (const name of ['draft.md', 'report.md']) await moveToTrash(database.db, { owner: alice, node: await getNode(database.db, alice, ['notes', name]) })
+    } finally {
+      await database.close()
+    }
+
+    const listed = await run(commands[0]!)
+    expect(listed.code).toBe(0)
+    const lines = listed.out.split('\n')
+    expect(lines[0]).toMatch(/^id +deleted \(UTC\) +purged on +what +from$/)
+    expect(lines.slice(1).map((line) => line.split(/ {2,}/).slice(3))).toEqual([
+      ['report.md', 'kb://users/alice/notes/'],
+      ['draft.md', 'kb://users/alice/notes/'],
+    ])
+    expect(lines[1]).toMatch(/^[0-9a-f-]{36} {2}\d{4}-\d\d-\d\d \d\d:\d\d {2}\d{4}-\d\d-\d\d {2}/)
+
+    const unknown = await runCli(['trash', 'restore', '00000000-0000-4000-8000-000000000000', '--user', 'alice'], env)
+    expect(unknown).toMatchObject({ code: 1, err: expect.stringContaining('nothing in your Trash has the id') })
+    expect(await runCli(['trash', 'restore', 'kb://me/notes/never.md', '--user', 'alice'], env)).toMatchObject({ code: 1, err: expect.stringContaining("nothing in alice's Trash was deleted from kb://me/notes/never.md") })
+    expect(await run(commands[1]!)).toMatchObject({ code: 0, out: 'restored kb://users/alice/notes/report.md' })
+
+    const unconfirmed = await runCli(['trash', 'empty', '--user', 'alice'], env)
+    expect(unconfirmed).toMatchObject({ code: 1, err: 'knowagent: nothing was deleted: there is no terminal to confirm on; pass --yes to empty it from a script' })
+    expect((await run(commands[0]!)).out).toContain('draft.md')
+    expect(await run(commands[2]!)).toMatchObject({ code: 0, out: 'deleted 1 item(s), 7 byte(s), for good' })
+    expect(await run(commands[0]!)).toMatchObject({ code: 0, out: 'the Trash is empty' })
   })
 })

@@ -72,6 +72,10 @@ const COMMANDS: ReadonlyArray<readonly [command: string, flags: ReadonlyArray<st
   ['retrieval unset', []],
   ['import', ['--user']],
   ['export', ['--user']],
+  ['trash', []],
+  ['trash list', ['--user']],
+  ['trash restore', ['--user']],
+  ['trash empty', ['--user', '--yes']],
 ]
 
 describe('knowagent --help', () => {

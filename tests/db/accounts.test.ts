@@ -69,7 +69,7 @@ describe('accounts', () => {
     await createApiTokenFor(database.db, { secret: SECRET, login: 'dee' })
     await recordSignIn(database.db, dee.id)
     expect((await listAccounts(database.db)).find((account) => account.login === 'dee')!.lastSignInAt).toBeInstanceOf(Date)
-    expect(await accountContents(database.db, { login: 'dee' })).toEqual({ files: 1, versions: 2, bytes: 6, tokens: 1, jobs: 0 })
+    expect(await accountContents(database.db, { login: 'dee' })).toEqual({ files: 1, trashed: 0, versions: 2, bytes: 6, tokens: 1, jobs: 0 })
     await deleteAccount(database.db, { login: 'dee' })
     expect((await listAccounts(database.db)).map((account) => account.login)).not.toContain('dee')
     expect(await database.db.selectFrom('nodes').select('id').where('owner_id', '=', dee.id).execute()).toEqual([])

@@ -16,7 +16,8 @@ import { type DocumentParser, makeDocumentParser } from '../../src/effects/works
 import { findNode, listChildren, putFile } from '../../src/effects/workspace/store.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { readCurrent } from '../../src/effects/workspace/file-contents.ts'
-import { deleteSubtree, moveNode } from '../../src/effects/workspace/manage.ts'
+import { moveNode } from '../../src/effects/workspace/manage.ts'
+import { moveToTrash } from '../../src/effects/workspace/trash.ts'
 import { parseKbUri } from '../../src/effects/workspace/uri.ts'
 import { ProviderHttpError } from '../../src/effects/llm/model-errors.ts'
 import { createScriptedModel, textResult } from '../support/scripted-model.ts'
@@ -229,7 +230,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
     it('a folder deleted meanwhile is not made again: the job fails and publishes nothing', async () => {
       const { jobId, release } = await startHeld('doomed')
       const folder = await findNode(database.db, demo, ['doomed'])
-      await deleteSubtree(database.db, { owner: demo, node: folder! })
+      await moveToTrash(database.db, { owner: demo, node: folder! })
       release()
       const job = await harness.waitForJob(jobId, (j) => j.status === 'failed' || j.status === 'succeeded', 'the end')
       expect(job.failure).toMatchObject({ stage: 'publishing', code: 'deleted_while_running', retryable: false })
@@ -240,7 +241,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
 
     it('a source file deleted meanwhile: the job fails and its text is not published', async () => {
       const { jobId, release } = await startHeld('thinned')
-      await deleteSubtree(database.db, { owner: demo, node: (await findNode(database.db, demo, ['thinned', 'secret.md']))! })
+      await moveToTrash(database.db, { owner: demo, node: (await findNode(database.db, demo, ['thinned', 'secret.md']))! })
       release()
       const job = await harness.waitForJob(jobId, (j) => j.status === 'failed' || j.status === 'succeeded', 'the end')
       expect(job.failure).toMatchObject({ stage: 'publishing', code: 'deleted_while_running' })
@@ -306,7 +307,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
     it('a later overview cites an earlier source where it is now, and leaves out one deleted since', async () => {
       const root = await findNode(database.db, demo, [])
       await moveNode(database.db, { owner: demo, node: (await findNode(database.db, demo, ['north']))!, destination: root!, name: 'north-office' })
-      await deleteSubtree(database.db, { owner: demo, node: (await findNode(database.db, demo, ['south', 'notes']))! })
+      await moveToTrash(database.db, { owner: demo, node: (await findNode(database.db, demo, ['south', 'notes']))! })
       await put(['east', 'plan.md'], '# East plan\nThe east office plans the move.')
       expect((await compile(['kb://me/east/plan.md'])).status).toBe('succeeded')
       const overview = await overviewText()
@@ -341,7 +342,7 @@ describe('compiling the sample corpus with the built-in local model', () => {
       flakyCalls = 0
       const failed = await compile(['kb://me/retry-src/keep.md', 'kb://me/retry-src/drop.md'], { modelId: 'flaky', artifactParentUri: undefined })
       expect(failed).toMatchObject({ status: 'failed', attempts: 1 })
-      await deleteSubtree(database.db, { owner: demo, node: (await findNode(database.db, demo, ['retry-src', 'drop.md']))! })
+      await moveToTrash(database.db, { owner: demo, node: (await findNode(database.db, demo, ['retry-src', 'drop.md']))! })
       expect(await harness.service.retry({ caller: demo, id: failed.id })).toMatchObject({ ok: true })
       const done = await harness.waitForJob(failed.id, (j) => j.status === 'succeeded' || j.status === 'failed', 'the end')
       expect(done).toMatchObject({ status: 'succeeded', attempts: 1 })

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { readCurrent } from '../../src/effects/workspace/file-contents.ts'
 import { currentText, FolderGone, type IngestBatch, ingestFiles } from '../../src/effects/workspace/ingest.ts'
-import { deleteSubtree, moveNode } from '../../src/effects/workspace/manage.ts'
+import { moveNode } from '../../src/effects/workspace/manage.ts'
+import { moveToTrash } from '../../src/effects/workspace/trash.ts'
 import { cancelled, failure, success, type ParseOutcome } from '../../src/effects/workspace/parse/parse-outcome.ts'
 import type { DocumentParser, ParseRequest } from '../../src/effects/workspace/parse/document-parser.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
@@ -188,7 +189,7 @@ describe('ingest: parse, then store in one transaction', () => {
     expect(moved.files[0]!.node.uri).toBe('kb://users/ingrid/after/n.md')
     expect(await findNode(database.db, owner, ['before'])).toBeUndefined()
 
-    await deleteSubtree(database.db, { owner, node: await getNode(database.db, owner, ['after']) })
+    await moveToTrash(database.db, { owner, node: await getNode(database.db, owner, ['after']) })
     const before = await storeState()
     const gone = ingest({ folder: { segments: ['after'], nodeId: folder.id, create: false }, parser, files: [{ name: 'late.md', bytes: encode('late') }] })
     await expect(gone).rejects.toBeInstanceOf(FolderGone)

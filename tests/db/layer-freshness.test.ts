@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { folderLayers, isStale, pagesFreshness } from '../../src/effects/compile/layer-freshness.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
-import { deleteSubtree, moveNode } from '../../src/effects/workspace/manage.ts'
+import { moveNode } from '../../src/effects/workspace/manage.ts'
+import { moveToTrash } from '../../src/effects/workspace/trash.ts'
 import { findNode } from '../../src/effects/workspace/store.ts'
 import { createScriptedModel, textResult } from '../support/scripted-model.ts'
 import { type CompileHarness, registryWith, startCompileHarness } from '../support/compile-harness.ts'
@@ -59,7 +60,7 @@ describe('the freshness of compiled layers', () => {
 
     const team = (await findNode(database.db, alice, ['team']))!
     await moveNode(database.db, { owner: alice, node: (await findNode(database.db, alice, ['team', 'b.md']))!, destination: team, name: 'b-renamed.md' })
-    await deleteSubtree(database.db, { owner: alice, node: (await findNode(database.db, alice, ['team', 'c.md']))! })
+    await moveToTrash(database.db, { owner: alice, node: (await findNode(database.db, alice, ['team', 'c.md']))! })
     await putText(database.db, { owner: alice, segments: ['team', 'd.md'], text: '# d\nA new file.' })
     expect((await changesOf()).sort()).toEqual(
       [

@@ -11,7 +11,8 @@ import { folderLayers, isStale, pagesFreshness } from '../../src/effects/compile
 import { deleteConsequences } from '../../src/effects/compile/source-changes.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { readCurrent } from '../../src/effects/workspace/file-contents.ts'
-import { deleteSubtree, moveNode } from '../../src/effects/workspace/manage.ts'
+import { moveNode } from '../../src/effects/workspace/manage.ts'
+import { moveToTrash } from '../../src/effects/workspace/trash.ts'
 import { searchWorkspace } from '../../src/effects/workspace/search-index.ts'
 import { findNode, getNode } from '../../src/effects/workspace/store.ts'
 import { createScriptedModel, textResult } from '../support/scripted-model.ts'
@@ -74,7 +75,7 @@ describe('a summary follows its source', () => {
     expect(await node('del/summaries/a.md')).toBeDefined()
     expect(await deleteConsequences(db(), alice, await node('del/a.md'))).toEqual({ summaries: [uri('del/summaries/a.md')], outdatedFolders: [uri('del/')] })
 
-    const deleted = await deleteSubtree(db(), { owner: alice, node: await node('del/a.md') })
+    const deleted = await moveToTrash(db(), { owner: alice, node: await node('del/a.md') })
     expect(deleted).toMatchObject({ files: 1, summaries: 1 })
     expect(await exists('del/summaries/a.md')).toBe(false)
     expect(await exists('del/summaries/b.md')).toBe(true)
@@ -86,7 +87,7 @@ describe('a summary follows its source', () => {
   it("a deleted folder takes the summaries of every file in it, wherever they live (here the artifact parent wiki/)", async () => {
     expect(await exists('wiki/summaries/x.md')).toBe(true)
     expect(await deleteConsequences(db(), alice, await node('gone'))).toEqual({ summaries: [uri('wiki/summaries/x.md'), uri('wiki/summaries/y.md')], outdatedFolders: [uri('wiki/')] })
-    const deleted = await deleteSubtree(db(), { owner: alice, node: await node('gone') })
+    const deleted = await moveToTrash(db(), { owner: alice, node: await node('gone') })
     expect(deleted).toMatchObject({ files: 2, directories: 0, summaries: 2 })
     expect(await exists('wiki/summaries/x.md')).toBe(false)
     expect(await exists('wiki/summaries/y.md')).toBe(false)

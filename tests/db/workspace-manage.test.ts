@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { createUser } from '../../src/effects/auth/users.ts'
-import { createDirectory, deleteSubtree, listMoveDestinations, moveNode, subtreeCounts } from '../../src/effects/workspace/manage.ts'
+import { createDirectory, listMoveDestinations, moveNode, subtreeCounts } from '../../src/effects/workspace/manage.ts'
+import { deleteFromTrash, moveToTrash } from '../../src/effects/workspace/trash.ts'
 import { findNode, getNode } from '../../src/effects/workspace/store.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
 import { readCurrent } from '../../src/effects/workspace/file-contents.ts'
@@ -104,7 +105,7 @@ describe('workspace management', () => {
     await moveNode(database.db, { owner, node: c, destination: dest })
     const again = await moveNode(database.db, { owner, node: c, destination: await getNode(database.db, owner, ['src']) })
     expect(again.node.uri).toBe('kb://users/mona/src/c.md') // same id: the node moves from wherever it is now
-    await deleteSubtree(database.db, { owner, node: again.node })
+    await moveToTrash(database.db, { owner, node: again.node })
     await expect(moveNode(database.db, { owner, node: c, destination: dest })).rejects.toBeInstanceOf(NodeNotFound)
   })
 
@@ -118,7 +119,7 @@ describe('workspace management', () => {
     expect(folders.find((folder) => folder.uri === 'kb://users/mona/dest/')?.depth).toBe(1)
   })
 
-  it('deletes a folder and its subtree in one statement: a concurrent reader sees all of it, then none', async () => {
+  it('deletes a folder and its subtree in one statement: a concurrent reader sees all of it, then none; emptying the Trash deletes the versions', async () => {
     await put(database.db, owner, ['doomed', 'one.md'], '1')
     await put(database.db, owner, ['doomed', 'sub', 'two.md'], '2')
     await put(database.db, owner, ['doomed', 'sub', 'deeper', 'three.md'], '3')
@@ -136,20 +137,22 @@ describe('workspace management', () => {
     try {
       await holder.query('begin')
       await holder.query('select id from nodes where id = $1 for update', [deepest.id])
-      const deleting = deleteSubtree(database.db, { owner, node: doomed })
+      const deleting = moveToTrash(database.db, { owner, node: doomed })
       await blockedOnALock(observer)
       expect(await countBelow(observer)).toBe(6)
       await holder.query('commit')
-      expect(await deleting).toEqual({ summaries: 0, uri: 'kb://users/mona/doomed/', files: 3, directories: 2 })
+      expect(await deleting).toEqual({ summaries: 0, uri: 'kb://users/mona/doomed/', files: 3, directories: 2, trash: { id: expect.any(String), purgeAt: expect.any(Date) } })
       expect(await countBelow(observer)).toBe(0)
-      const versions = await observer.query('select count(*) as n from file_versions where node_id = $1', [deepest.id])
-      expect(Number(versions.rows[0].n)).toBe(0)
+      const versions = async () => Number((await observer.query('select count(*) as n from file_versions where node_id = $1', [deepest.id])).rows[0].n)
+      expect(await versions()).toBe(1) // kept in the Trash
+      await deleteFromTrash(database.db, { owner, id: (await deleting).trash.id })
+      expect(await versions()).toBe(0)
       const jobs = await observer.query('select node_id from jobs where uri = $1', ['kb://users/mona/doomed/sub/deeper/three.md'])
       expect(jobs.rows).toEqual([{ node_id: null }]) // the parse job stays as history, without its node
     } finally {
       await Promise.all([holder.end(), observer.end()])
     }
-    await expect(deleteSubtree(database.db, { owner, node: await getNode(database.db, owner, []) })).rejects.toThrow(/root folder cannot be deleted/)
+    await expect(moveToTrash(database.db, { owner, node: await getNode(database.db, owner, []) })).rejects.toThrow(/root folder cannot be deleted/)
   })
 
   it('a put into a folder that is being moved waits for the move and never lands under a stale path', async () => {

@@ -1,8 +1,9 @@
 // Migration 20261201090000: files stored before the workspace-wide search existed are indexed by
-// the migration itself, passage for passage as a new version would be (its frozen copy of the
+// the migration itself (run again here between the Trash's migration's down and up), passage for passage as a new version would be (its frozen copy of the
 // cutting rules agrees with search-text.ts), so the search finds them at once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { down, up } from '../../migrations/20261201090000_workspace_search.ts'
+import * as trash from '../../migrations/20261208100000_trash.ts'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { searchWorkspace } from '../../src/effects/workspace/search-index.ts'
 import { putFile } from '../../src/effects/workspace/store.ts'
@@ -29,8 +30,11 @@ describe('workspace search migration', () => {
     const written = await rows()
     expect(written.length).toBeGreaterThan(3)
 
+    // As they ran: before the Trash's migration, which made `nodes` a view of the table `all_nodes`.
+    await trash.down(db)
     await down(db)
     await up(db)
+    await trash.up(db)
 
     expect(await rows()).toEqual(written)
     expect((await searchWorkspace(db, { owner, query: 'second version' })).hits.map((hit) => hit.uri)).toEqual(['kb://users/mia/docs/short.txt'])

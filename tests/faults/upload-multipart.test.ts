@@ -91,7 +91,7 @@ describe('hostile multipart uploads', () => {
     const duringTheStream = async (): Promise<void> => {
       const viaApi = await postRaw(api(), { headers: { ...headers, ...bearer() }, body: truncated })
       expect(viaApi.status).toBe(400)
-      expect(JSON.parse(viaApi.body)).toEqual({ error: { code: 'bad_multipart', message: 'malformed multipart request: Unexpected end of form' } })
+      expect(JSON.parse(viaApi.body)).toEqual({ error: { code: 'bad_multipart', message: 'malformed multipart request: Unexpected end of form', request_id: expect.any(String) } })
       const viaForm = await postRaw(`${server.url}/workspace/upload?uri=${encodeURIComponent('kb://me/')}`, {
         headers: { ...headers, cookie: session.cookie, 'x-csrf-token': session.csrf },
         body: truncated,

@@ -11,11 +11,12 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { PgBoss } from 'pg-boss'
 import { readArchive } from '../../src/effects/backup/backup-archive.ts'
-import { BACKUP_QUEUE, runScheduledBackup, startScheduledBackups } from '../../src/effects/backup/scheduled-backups.ts'
+import { BACKUP_QUEUE, backupQueueSchedules, runScheduledBackup, startScheduledBackups } from '../../src/effects/backup/scheduled-backups.ts'
+import { resolveQueueSettings } from '../../src/effects/compile/compile-config.ts'
 import { openPostgres } from '../../src/effects/db/database.ts'
 import { createPostgresDatabase } from '../support/test-database.ts'
 import { takeBackup } from '../../src/effects/backup/take-backup.ts'
-import { QUEUE_SCHEMA } from '../../src/effects/compile/compile-queue.ts'
+import { QUEUE_SCHEMA, startQueue } from '../../src/effects/compile/compile-queue.ts'
 import { createLogger } from '../../src/effects/logging/logger.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 import { waitUntil } from '../support/wait-until.ts'
@@ -30,7 +31,8 @@ describe('scheduled backups and Administration → Backups', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'knowagent-backups-'))
-    server = await startTestServer({ configure: (config) => ({ ...config, backup: { schedule: SCHEDULE, dir, keep: 2 } }) })
+    // Serve's queue (the compile feature's, without a compile worker) holds the schedule and takes the jobs.
+    server = await startTestServer({ compile: { worker: false }, configure: (config) => ({ ...config, backup: { schedule: SCHEDULE, dir, keep: 2 } }) })
     const { password } = await addUserWithToken(server, 'ada') // the first account: an admin
     admin = await signIn(server, 'ada', password)
     const m = await addUserWithToken(server, 'max')
@@ -71,6 +73,7 @@ describe('scheduled backups and Administration → Backups', () => {
     await waitUntil(
       async () => (await server.database.db.selectFrom('backup_runs').select('status').where('status', '!=', 'running').execute()).length === 1,
       'the scheduled backup ran',
+      { timeoutMs: 15_000 }, // the worker looks every 2 s
     )
     const [run] = await server.database.db.selectFrom('backup_runs').selectAll().execute()
     expect(run).toMatchObject({ status: 'succeeded', pruned: 1, error: null })
@@ -138,9 +141,15 @@ describe('scheduled backups and Administration → Backups', () => {
     const watch = new pg.Client({ connectionString: other.url })
     await Promise.all([lock.connect(), watch.connect()])
     const lines: string[] = []
+    let stopQueue = async () => {}
     try {
+      const backup = { schedule: SCHEDULE, dir: otherDir, keep: 2 }
+      const queue = await startQueue({ connection: handle.connection, settings: resolveQueueSettings(undefined), schedules: backupQueueSchedules(backup) })
+      stopQueue = () => queue.stop({ graceful: false })
       const running = await startScheduledBackups({
-        config: { ...server.ctx.config, backup: { schedule: SCHEDULE, dir: otherDir, keep: 2 } },
+        boss: queue.boss,
+        pollingIntervalSeconds: 0.5,
+        config: { ...server.ctx.config, backup },
         db: handle.db,
         connection: handle.connection,
         secret: 'test-secret-0123456789',
@@ -167,6 +176,7 @@ describe('scheduled backups and Administration → Backups', () => {
       )
     } finally {
       await lock.query('rollback').catch(() => {})
+      await stopQueue()
       await Promise.all([lock.end(), watch.end()])
       await handle.close()
       await other.drop()

@@ -90,9 +90,12 @@ describe('compiled layers when their sources change, over HTTP', () => {
 
   it('the delete dialog says what happens to the generated pages, and the delete does it', async () => {
     const fileForm = await html(`/workspace/files/delete?uri=${encodeURIComponent(`${DOCS}a.md`)}`)
-    expect(fileForm).toContain(`Also removes its summary, ${DOCS}summaries/a.md; the overview of ${DOCS} will be marked out of date, and may quote the file until it is compiled again.`)
+    expect(fileForm).toContain(`Its summary, ${DOCS}summaries/a.md, goes to the Trash with it; the overview of ${DOCS} will be marked out of date, and may quote the file until it is compiled again.`)
+    expect(fileForm).toContain('It goes to the Trash for 30 days, with every version and its summary. Until then you can restore it from')
+    expect(fileForm).not.toContain('cannot be undone')
     const folderForm = await html(`/workspace/files/delete?uri=${encodeURIComponent('kb://me/src/')}`)
-    expect(folderForm).toContain('Also removes 2 summaries of these files kept outside this folder; the overview of kb://users/alice/wiki/ will be marked out of date, and may quote these files until it is compiled again.')
+    expect(folderForm).toContain('The 2 summaries of these files kept outside this folder go to the Trash with them; the overview of kb://users/alice/wiki/ will be marked out of date, and may quote these files until it is compiled again.')
+    expect(folderForm).toContain('It goes to the Trash for 30 days, with every version of these files and the pages compiled in the folder (summaries, overview, abstract).')
     await putText(server.database.db, { owner: alice.user, segments: ['docs', 'later.md'], text: 'Never compiled.' })
     expect(await html(`/workspace/files/delete?uri=${encodeURIComponent(`${DOCS}later.md`)}`)).not.toContain('delete-generated')
 
@@ -101,7 +104,7 @@ describe('compiled layers when their sources change, over HTTP', () => {
     expect((await page(`/workspace/content?uri=${encodeURIComponent(`${DOCS}summaries/a.md`)}`)).status).toBe(200)
     const deleted = await post('delete', { uri: `${DOCS}a.md` })
     expect(deleted.status).toBe(200)
-    expect(await deleted.text()).toContain('Deleted the file a.md and its summary.')
+    expect(await deleted.text()).toContain('Moved the file a.md and its summary to the Trash, until ')
     // the summary is gone; the overview and abstract may quote the file until the folder is compiled again (the dialog says so)
     const after = await heron()
     expect(after).not.toContain(`${DOCS}summaries/a.md`)
@@ -109,7 +112,7 @@ describe('compiled layers when their sources change, over HTTP', () => {
     expect((await page(`/workspace/content?uri=${encodeURIComponent(`${DOCS}summaries/a.md`)}`)).status).toBe(404)
 
     const folderDeleted = await post('delete', { uri: 'kb://me/src/' })
-    expect(await folderDeleted.text()).toContain('Deleted the folder src (2 files), and 2 summaries of its files kept elsewhere.')
+    expect(await folderDeleted.text()).toContain('Moved the folder src (2 files), and 2 summaries of its files kept elsewhere, to the Trash, until ')
     expect((await page(`/workspace/content?uri=${encodeURIComponent('kb://me/wiki/summaries/x.md')}`)).status).toBe(404)
   })
 

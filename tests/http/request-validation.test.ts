@@ -197,7 +197,7 @@ describe('message size against the chosen model', () => {
     const history = (length: number) => Array.from({ length }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'y' }))
     const over = await stream({ message: 'hi', history: history(401) })
     expect(over.status).toBe(400)
-    expect((await over.json()).error).toEqual({ code: 'history_too_large', message: '"history" has 401 messages; the limit is 400' })
+    expect((await over.json()).error).toEqual({ code: 'history_too_large', message: '"history" has 401 messages; the limit is 400', request_id: expect.any(String) })
     const atLimit = await stream({ message: 'hi', history: history(400) })
     expect(atLimit.status).toBe(200)
     await atLimit.body?.cancel()

@@ -1,8 +1,9 @@
 // What one person may store: every version of every file counts towards limits.userStorageMb, and
 // the new versions of the last minute towards limits.uploadMbPerMinute. An upload past either is
 // refused whole (413 storage_quota_exceeded, 429 upload_rate_limited with Retry-After), naming the
-// limit, with nothing stored; an unchanged file adds nothing; another person is not affected. The
-// settings page shows what a person's files take.
+// limit, with nothing stored; an unchanged file adds nothing; another person is not affected. Files
+// in the Trash count for both until it is emptied. The settings page shows what a person's files
+// take, and how much of it is in the Trash.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { storageUsedBytes } from '../../src/effects/workspace/storage-limits.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
@@ -40,7 +41,7 @@ describe('limits.userStorageMb', () => {
 
     const refused = await upload(server, alice.token, { 'c.txt': text(100), 'd.txt': text(200) })
     expect(refused.status).toBe(413)
-    expect(refused.body.error).toEqual({ code: 'storage_quota_exceeded', message: expect.stringContaining('1 MiB (limits.userStorageMb); nothing was stored') })
+    expect(refused.body.error).toEqual({ code: 'storage_quota_exceeded', message: expect.stringContaining('1 MiB (limits.userStorageMb); nothing was stored'), request_id: expect.any(String) })
     expect(await storageUsedBytes(server.database.db, alice.user.id)).toBe(before)
     const listed = await fetch(`${server.url}/api/v1/workspace/node?uri=kb://me/`, { headers: { authorization: `Bearer ${alice.token}` } })
     expect(((await listed.json()) as { entries: Array<{ name: string }> }).entries.map((entry) => entry.name)).toEqual(['a.txt'])
@@ -51,6 +52,18 @@ describe('limits.userStorageMb', () => {
 
     const { cookie } = await signIn(server, 'alice', alice.password)
     expect(await (await fetch(`${server.url}/settings`, { headers: { cookie } })).text()).toContain('Storage: 0.9 MiB of 1 MiB used')
+  })
+
+  it('counts the Trash too: a delete frees nothing until the Trash is emptied', async () => {
+    const api = (method: string, path: string) => fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${alice.token}` } })
+    expect((await api('DELETE', `/api/v1/workspace/node?uri=${encodeURIComponent('kb://me/a.txt')}`)).status).toBe(200) // 800 KiB to the Trash
+    const refused = await upload(server, alice.token, { 'c.txt': text(200) })
+    expect([refused.status, refused.body.error?.message]).toEqual([413, expect.stringContaining('delete files and empty your Trash to make room')])
+    const { cookie } = await signIn(server, 'alice', alice.password)
+    expect(await (await fetch(`${server.url}/settings`, { headers: { cookie } })).text()).toContain('0.8 MiB of it is in <a href="/workspace/trash">the Trash</a>: emptying it frees that.')
+    expect(await (await api('DELETE', '/api/v1/workspace/trash')).json()).toEqual({ deleted: { items: 1, bytes: 800 * KIB } })
+    expect((await upload(server, alice.token, { 'c.txt': text(200) })).status).toBe(201)
+    expect(await storageUsedBytes(server.database.db, alice.user.id)).toBe(300 * KIB)
   })
 })
 
@@ -69,7 +82,15 @@ describe('limits.uploadMbPerMinute', () => {
     expect(refused.status).toBe(429)
     expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1)
     expect(Number(refused.retryAfter)).toBeLessThanOrEqual(60)
-    expect(refused.body.error).toEqual({ code: 'upload_rate_limited', message: expect.stringContaining('at most 1 MiB of new file versions a minute') })
+    expect(refused.body.error).toEqual({ code: 'upload_rate_limited', message: expect.stringContaining('at most 1 MiB of new file versions a minute'), request_id: expect.any(String) })
     expect(await storageUsedBytes(server.database.db, carol.user.id)).toBe(700 * KIB)
+  })
+
+  it('counts versions moved to the Trash within the minute: deleting does not make room in it', async () => {
+    const dave = await addUserWithToken(server, 'dave')
+    expect((await upload(server, dave.token, { 'one.txt': text(700) })).status).toBe(201)
+    const deleted = await fetch(`${server.url}/api/v1/workspace/node?uri=${encodeURIComponent('kb://me/one.txt')}`, { method: 'DELETE', headers: { authorization: `Bearer ${dave.token}` } })
+    expect(deleted.status).toBe(200)
+    expect((await upload(server, dave.token, { 'two.txt': text(400) })).status).toBe(429)
   })
 })

@@ -67,7 +67,7 @@ describe('a remembered bearer token on the turn endpoints', () => {
     const before = await written()
     const res = await send(STREAM, token, streamBody())
     expect(res.status).toBe(401)
-    expect((await res.json()).error).toEqual({ code: 'unauthorized', message: 'invalid or revoked API token' })
+    expect((await res.json()).error).toEqual({ code: 'unauthorized', message: 'invalid or revoked API token', request_id: expect.any(String) })
     expect(await written()).toEqual(before)
     expect(server.ctx.tokenMemo!.get(hashToken({ secret: TEST_SECRET, token }))).toBeUndefined()
     expect((await send(STREAM, token, streamBody())).status).toBe(401) // and from then on by the lookup itself
@@ -110,7 +110,7 @@ describe('when the token cannot be checked', () => {
     try {
       const stream = await send(STREAM, token, streamBody({ model_id: 'nope' }))
       expect([stream.status, stream.headers.get('content-type')]).toEqual([500, 'application/json; charset=utf-8'])
-      expect(await stream.json()).toEqual({ error: { code: 'internal_error', message: 'internal server error' } })
+      expect(await stream.json()).toEqual({ error: { code: 'internal_error', message: 'internal server error', request_id: expect.any(String) } })
       const completion = await send(COMPLETIONS, token, JSON.stringify({ model: 'knowagent/nope', messages: [{ role: 'user', content: 'q' }] }))
       expect(completion.status).toBe(500)
       const body = await completion.text()

@@ -132,12 +132,17 @@ describe('workspace files over HTTP', () => {
     expect(listing.entries.map((entry) => entry.uri)).toEqual(['kb://users/alice/docs/source/lib/util.md'])
   })
 
-  it('deletes a folder with its whole subtree and says how much went; the root cannot be deleted', async () => {
+  it('deletes a folder with its whole subtree (to the Trash) and says how much went and until when; the root cannot be deleted', async () => {
     await put(alice, ['trash', 'one.md'], '1')
     await put(alice, ['trash', 'sub', 'two.md'], '2')
     await put(alice, ['trash', 'sub', 'deeper', 'three.md'], '3')
     const deleted = await api(`/api/v1/workspace/node?uri=${encodeURIComponent('kb://me/trash/')}`, { method: 'DELETE' })
-    expect(await deleted.json()).toEqual({ uri: 'kb://users/alice/trash/', deleted: { files: 3, directories: 2 } })
+    expect(await deleted.json()).toEqual({
+      uri: 'kb://users/alice/trash/',
+      deleted: { files: 3, directories: 2, summaries: 0 },
+      trash: { id: expect.any(String), purge_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
+      message: expect.stringMatching(/^Moved to the Trash until \d{4}-\d\d-\d\d, when it is deleted for good; restore it from there before then\.$/),
+    })
     for (const uri of ['kb://me/trash/', 'kb://me/trash/sub/', 'kb://me/trash/sub/deeper/three.md']) expect((await node(uri)).status).toBe(404)
     const remaining = await server.database.db.selectFrom('nodes').select('path').where('owner_id', '=', alice.user.id).where('path', 'like', 'trash%').execute()
     expect(remaining).toEqual([])

@@ -1,7 +1,7 @@
 // Settings pages share one frame: a section nav (Account and API tokens; Retrieval services when
 // that feature is on) beside the section.
 import type { Child } from 'hono/jsx'
-import { Layout, type NavLink } from '../layout.tsx'
+import { Layout, type NavLink, TRASH_PATH } from '../layout.tsx'
 import { randomUUID } from 'node:crypto'
 import { MIN_PASSWORD_LENGTH } from '../../src/effects/auth/passwords.ts'
 
@@ -86,7 +86,8 @@ export interface AccountSettingsProps {
   readonly csrfToken: string | undefined
   readonly tokens: ReadonlyArray<TokenRow>
   /** What the person's files take with every version, against `limits.userStorageMb`. */
-  readonly storage?: { readonly usedBytes: number; readonly limitMb: number } | undefined
+  /** `trashBytes`: the part of `usedBytes` that is in the Trash (emptying it frees that). */
+  readonly storage?: { readonly usedBytes: number; readonly limitMb: number; readonly trashBytes?: number | undefined } | undefined
   /** A token just created: shown this once, never again. */
   readonly newToken?: { readonly label: string | null; readonly token: string } | undefined
   readonly notice?: string | undefined
@@ -115,6 +116,12 @@ export function AccountSettingsPage(props: AccountSettingsProps) {
         {props.storage ? (
           <p class="storage-usage">
             Storage: {(props.storage.usedBytes / 1024 / 1024).toFixed(1)} MiB of {props.storage.limitMb} MiB used, every version of every file counted.
+            {props.storage.trashBytes ? (
+              <>
+                {' '}
+                {(props.storage.trashBytes / 1024 / 1024).toFixed(1)} MiB of it is in <a href={TRASH_PATH}>the Trash</a>: emptying it frees that.
+              </>
+            ) : null}
           </p>
         ) : null}
       </section>

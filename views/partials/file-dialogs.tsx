@@ -5,6 +5,7 @@
 import type { Child } from 'hono/jsx'
 import type { DeleteConsequences } from '../../src/effects/compile/source-changes.ts'
 import type { MoveDestination, SubtreeCounts } from '../../src/effects/workspace/manage.ts'
+import { TRASH_PATH } from '../layout.tsx'
 
 export const FILES_DIALOG_BODY = 'files-dialog-body'
 
@@ -31,15 +32,23 @@ function listed(uris: ReadonlyArray<string>): string {
   return named.length <= 1 ? (named[0] ?? '') : `${named.slice(0, -1).join(', ')} and ${named.at(-1)}`
 }
 
+/** The day an item in the Trash is deleted for good, as the pages say it: "2027-01-05" (UTC). */
+export const formatPurgeDate = (at: Date): string => at.toISOString().slice(0, 10)
+
 /**
- * What a delete does to compiled pages outside what is deleted: "Also removes 3 summaries of these
- * files; the overview of kb://…/team/ will be marked out of date." Undefined when nothing.
+ * What a delete does to compiled pages outside what is deleted: "Its 3 summaries kept outside this
+ * folder go to the Trash with these files; the overview of kb://…/team/ will be marked out of date."
+ * Undefined when nothing.
  */
 export function describeDeleteConsequences({ kind, consequences }: { kind: 'directory' | 'file'; consequences: DeleteConsequences }): string | undefined {
   const summaries = consequences.summaries.length
   const folders = consequences.outdatedFolders
   const removes =
-    summaries === 0 ? undefined : kind === 'file' ? `Also removes its summary, ${consequences.summaries[0]}` : `Also removes ${plural(summaries, 'summary', 'summaries')} of these files kept outside this folder`
+    summaries === 0
+      ? undefined
+      : kind === 'file'
+        ? `Its summary, ${consequences.summaries[0]}, goes to the Trash with it`
+        : `The ${plural(summaries, 'summary', 'summaries')} of these files kept outside this folder go to the Trash with them`
   const them = kind === 'file' ? 'the file' : 'these files'
   const outdated =
     folders.length === 0
@@ -171,8 +180,22 @@ export function MoveForm({
   )
 }
 
-export function DeleteForm({ node, counts, consequences, error }: { node: NodeSummary; counts: SubtreeCounts; consequences: DeleteConsequences; error?: string | undefined }) {
+export function DeleteForm({
+  node,
+  counts,
+  consequences,
+  retentionDays,
+  error,
+}: {
+  node: NodeSummary
+  counts: SubtreeCounts
+  consequences: DeleteConsequences
+  /** `trash.retentionDays`: how long it can be restored from the Trash. */
+  retentionDays: number
+  error?: string | undefined
+}) {
   const generated = describeDeleteConsequences({ kind: node.kind, consequences })
+  const days = plural(retentionDays, 'day', 'days')
   const what =
     node.kind === 'directory' ? (
       <>
@@ -192,7 +215,12 @@ export function DeleteForm({ node, counts, consequences, error }: { node: NodeSu
           <code>{node.uri}</code>
         </p>
         {generated ? <p class="delete-generated">{generated}</p> : null}
-        <p class="meta">This cannot be undone: every version of {node.kind === 'directory' ? 'these files' : 'the file'} is removed.</p>
+        <p class="meta trash-note">
+          {node.kind === 'directory'
+            ? `It goes to the Trash for ${days}, with every version of these files and the pages compiled in the folder (summaries, overview, abstract).`
+            : `It goes to the Trash for ${days}, with every version${consequences.summaries.length > 0 ? ' and its summary' : ''}.`}{' '}
+          Until then you can restore it from <a href={TRASH_PATH}>the Trash</a>; after that it is deleted for good.
+        </p>
         <Foot submit={node.kind === 'directory' ? `Delete ${describeCounts(counts)}` : 'Delete'} danger />
       </FilesForm>
     </DialogFrame>

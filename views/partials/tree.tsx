@@ -2,6 +2,7 @@
 // the path to the current node is rendered expanded. Links load the content pane in place; a long
 // name shows in full on hover (title) and on hover or focus (CSS). Files dropped on a folder's row
 // are uploaded into it, dropped elsewhere on the tree into the root.
+import { TRASH_PATH } from '../layout.tsx'
 import { SearchButton } from './search-box.tsx'
 import { fileIconClass } from './file-icon.ts'
 
@@ -124,6 +125,10 @@ export function WorkspaceTree({ rootUri, entries, more }: { rootUri: string; ent
       <ul class="tree tree-root" id="tree-root">
         <TreeItems entries={entries} more={more} />
       </ul>
+      <a class="trash-link" href={TRASH_PATH}>
+        <span class="icon trash" aria-hidden="true"></span>
+        <span class="name">Trash</span>
+      </a>
     </nav>
   )
 }

@@ -30,12 +30,15 @@ export const BENCH_LOGIN = 'bench'
 export async function startKnowagentServer({
   providerBaseUrl,
   databaseUrl,
+  observed = false,
 }: {
   providerBaseUrl: string
   databaseUrl?: string | undefined
+  /** Metrics on, and every span exported over OTLP/HTTP to the bench provider (which discards them). */
+  observed?: boolean | undefined
 }): Promise<SystemServer & { readonly dbQueries: () => number; readonly stop: () => Promise<void> }> {
   const entry = serverEntry()
-  const { startCoreRuntime, createApiTokenFor, createUser, loadConfig, createLogger, registerInstance, putFile, createApp, API_PREFIX, appContextOf } =
+  const { startCoreRuntime, createApiTokenFor, createUser, loadConfig, createLogger, registerInstance, putFile, createApp, API_PREFIX, appContextOf, startTracing } =
     (await import(entry.url)) as typeof ServerEntry
   const dataDir = mkdtempSync(join(tmpdir(), 'knowagent-bench-data-'))
   const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true })
@@ -48,6 +51,7 @@ export async function startKnowagentServer({
   const config = {
     ...base,
     streamsPerMinute: 1_000_000, // the per-user rate limit is not what is measured
+    metrics: { enabled: observed, token: undefined },
     file: {
       ...base.file,
       models: [
@@ -66,6 +70,7 @@ export async function startKnowagentServer({
     },
   }
   const logger = createLogger({ level: 'warn', write: (line) => process.stderr.write(line + '\n') })
+  const tracing = observed ? startTracing({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: new URL(providerBaseUrl).origin }, serviceName: 'knowagent-bench' }) : undefined
   let runtime: Awaited<ReturnType<typeof startCoreRuntime>>
   try {
     // As serve: exclusive, migrated, retrieval and compile on (`blConfigPath: null`: no bl CLI
@@ -113,6 +118,7 @@ export async function startKnowagentServer({
       await new Promise<void>((resolve) => server.close(() => resolve()))
       await instance.release()
       await dispose() // compile attempts first, the embedded PostgreSQL last
+      await tracing?.close()
       removeDataDir()
     },
   }

@@ -131,7 +131,9 @@ export async function enableAccount(db: Db, { login }: { login: string }): Promi
 
 /** What deleting an account removes (shown before asking for confirmation). */
 export interface AccountContents {
+  /** Files, those in the Trash included (`trashed` of them). */
   readonly files: number
+  readonly trashed?: number | undefined
   readonly versions: number
   readonly bytes: number
   readonly tokens: number
@@ -150,7 +152,7 @@ function formatBytes(bytes: number): string {
 /** What deleting the account removes, in words (the CLI's question and the page's confirmation). */
 export function describeAccountContents(contents: AccountContents): string[] {
   return [
-    `${count(contents.files, 'file')} with ${count(contents.versions, 'version')} (${formatBytes(contents.bytes)})`,
+    `${count(contents.files, 'file')} with ${count(contents.versions, 'version')} (${formatBytes(contents.bytes)})${contents.trashed ? `, ${contents.trashed} of them in the Trash` : ''}`,
     count(contents.tokens, 'live API token'),
     count(contents.jobs, 'compile job'),
     'its sessions, settings and stored credentials',
@@ -164,16 +166,17 @@ export function exportFirst(login: string): string {
 }
 
 export async function accountContents(db: Db, { login }: { login: string }): Promise<AccountContents> {
-  const row = await sql<{ files: string; versions: string; bytes: string; tokens: string; jobs: string }>`
-    select (select count(*) from nodes n where n.owner_id = u.id and n.kind = 'file') as files,
-           (select count(*) from file_versions v join nodes n on n.id = v.node_id where n.owner_id = u.id) as versions,
-           (select coalesce(sum(v.size), 0) from file_versions v join nodes n on n.id = v.node_id where n.owner_id = u.id) as bytes,
+  const row = await sql<{ files: string; trashed: string; versions: string; bytes: string; tokens: string; jobs: string }>`
+    select (select count(*) from all_nodes n where n.owner_id = u.id and n.kind = 'file') as files,
+           (select count(*) from all_nodes n where n.owner_id = u.id and n.kind = 'file' and n.trash_id is not null) as trashed,
+           (select count(*) from file_versions v join all_nodes n on n.id = v.node_id where n.owner_id = u.id) as versions,
+           (select coalesce(sum(v.size), 0) from file_versions v join all_nodes n on n.id = v.node_id where n.owner_id = u.id) as bytes,
            (select count(*) from api_tokens t where t.user_id = u.id and t.revoked_at is null) as tokens,
            (select count(*) from jobs j where j.owner_id = u.id and j.kind = 'compile') as jobs
       from users u where u.login = ${login}`.execute(db)
   const found = row.rows[0]
   if (!found) throw new NoSuchAccount({ login })
-  return { files: Number(found.files), versions: Number(found.versions), bytes: Number(found.bytes), tokens: Number(found.tokens), jobs: Number(found.jobs) }
+  return { files: Number(found.files), trashed: Number(found.trashed), versions: Number(found.versions), bytes: Number(found.bytes), tokens: Number(found.tokens), jobs: Number(found.jobs) }
 }
 
 /**

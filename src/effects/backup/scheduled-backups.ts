@@ -1,7 +1,7 @@
-// Scheduled backups (docs/operations.md, "Scheduled backups"): with `backup.schedule` set, the
-// server's queue (pg-boss, schema knowagent_queue) holds the schedule — its cron pass sends one job
-// per occurrence across every server on the database — and the `backup` queue's singleton policy
-// lets one of them at a time take it. A run writes `<backup.dir>/knowagent-<UTC time>.backup` with
+// Scheduled backups (docs/operations.md, "Scheduled backups"): with `backup.schedule` set, serve's
+// queue (pg-boss, schema knowagent_queue; compile-queue.ts) holds the schedule — its cron pass sends
+// one job per occurrence across every server on the database — and the `backup` queue's policy
+// ('stately') lets one of them at a time take it. A run writes `<backup.dir>/knowagent-<UTC time>.backup` with
 // the same use case as `knowagent backup`, keeps the newest `backup.keep` of them, and is recorded
 // in `backup_runs` (Administration → Backups) and logged as one JSON line; a failure is logged at
 // error level and shown on that page. Stopping the server interrupts a run: no file is left.
@@ -13,8 +13,8 @@ import { join } from 'node:path'
 import { CronExpressionParser } from 'cron-parser'
 import type { Kysely } from 'kysely'
 import type pg from 'pg'
-import { PgBoss } from 'pg-boss'
-import { bossConnection, QUEUE_SCHEMA } from '../compile/compile-queue.ts'
+import type { PgBoss } from 'pg-boss'
+import type { QueueSchedule } from '../compile/compile-queue.ts'
 import type { AppConfig } from '../config/app-config.ts'
 import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
@@ -101,62 +101,55 @@ export interface ScheduledBackups {
   readonly stop: () => Promise<void>
 }
 
+/** The queue schedule serve's queue is started with (compile-feature.ts): none without `backup.schedule`. */
+export function backupQueueSchedules(backup: AppConfig['backup']): ReadonlyArray<QueueSchedule> {
+  return backup.schedule === undefined ? [] : [{ name: BACKUP_QUEUE, cron: backup.schedule }]
+}
+
 /**
- * Puts `backup.schedule` on the queue and works its jobs in this process (serve), until `stop`:
- * a running backup is interrupted, then the queue's connections are closed. Nothing when no
- * schedule is configured.
+ * Works the backup queue on `boss` (serve's queue, started with backupQueueSchedules among its
+ * schedules) until `stop`: a running backup is interrupted (no file is left) and waited for.
+ * Without a schedule, a schedule an earlier configuration left on the queue is removed, and nothing
+ * runs.
  */
 export async function startScheduledBackups({
+  boss,
   config,
   db,
   connection,
   secret,
   logger,
+  pollingIntervalSeconds = 2,
 }: {
+  boss: PgBoss
   config: AppConfig
   db: Kysely<DB>
   connection: pg.ClientConfig
   secret: string
   logger: Logger
+  pollingIntervalSeconds?: number
 }): Promise<ScheduledBackups | undefined> {
   const schedule = config.backup.schedule
-  if (schedule === undefined) return undefined
-  const boss = new PgBoss({
-    ...bossConnection(connection),
-    schema: QUEUE_SCHEMA,
-    application_name: 'knowagent-backups',
-    max: 2,
-    schedule: true, // the cron pass: one job per occurrence, whichever server's pass claims it
-    supervise: false, // the compile queue's instance supervises the schema
-    useListenNotify: false,
-    registerInstance: false,
-    persistWarnings: false,
-  })
-  boss.on('error', (error: unknown) => logger.warn('backup queue error', { error: error instanceof Error ? error.message : String(error) }))
-  const running = new AbortController()
-  try {
-    await boss.start()
-    await boss.createQueue(BACKUP_QUEUE, { policy: 'singleton', retryLimit: 0, expireInSeconds: 6 * 3600, retentionSeconds: 7 * 24 * 3600 })
-    await boss.schedule(BACKUP_QUEUE, schedule, null, { tz: 'UTC' })
-    await boss.work(BACKUP_QUEUE, { pollingIntervalSeconds: 2 }, async () => {
-      await runScheduledBackup({
-        db,
-        connection,
-        backup: config.backup,
-        secret: { value: secret, source: config.secretFromEnv ? 'environment' : 'file' },
-        logger,
-        signal: running.signal,
-      })
-    })
-  } catch (error) {
-    await boss.stop({ graceful: false, close: true }).catch(() => {})
-    throw error
+  if (schedule === undefined) {
+    await boss.unschedule(BACKUP_QUEUE)
+    return undefined
   }
+  const running = new AbortController()
+  await boss.work(BACKUP_QUEUE, { batchSize: 1, pollingIntervalSeconds }, async () => {
+    await runScheduledBackup({
+      db,
+      connection,
+      backup: config.backup,
+      secret: { value: secret, source: config.secretFromEnv ? 'environment' : 'file' },
+      logger,
+      signal: running.signal,
+    })
+  })
   logger.info('backups scheduled', { schedule, dir: config.backup.dir, keep: config.backup.keep, next: nextRun(schedule).toISOString() })
   return {
     stop: async () => {
       running.abort()
-      await boss.stop({ graceful: true, close: true, timeout: 10_000 })
+      await boss.offWork(BACKUP_QUEUE, { wait: true })
     },
   }
 }

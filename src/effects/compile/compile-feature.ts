@@ -1,5 +1,6 @@
 // The compile feature as one resource of a server process: the queue (pg-boss, its own pool and
-// schema), the one LISTEN connection for live job updates, the compile service (the jobs and
+// schema — serve's queue, which also runs the Trash's hourly retention job, trash-retention.ts),
+// the one LISTEN connection for live job updates, the compile service (the jobs and
 // options it shows), its use case (queueing, cancelling, retrying: compile-requests.ts) and,
 // unless the config leaves jobs to `knowagent worker` processes, a worker. Started with the server,
 // stopped before the database closes: running attempts are interrupted and released for retry,
@@ -16,18 +17,22 @@ import type { Logger } from '../logging/logger.ts'
 import type { DocumentParser } from '../workspace/parse/document-parser.ts'
 import { resolveCompileDefaults, resolveQueueSettings } from './compile-config.ts'
 import type { CompileEnvironmentProvider } from './compile-pipeline.ts'
-import { startQueue } from './compile-queue.ts'
+import { type QueueHandle, startQueue } from './compile-queue.ts'
 import { makeCompileRequests } from './compile-requests.ts'
 import { type CompileFeature, makeCompileService } from './compile-service.ts'
 import { type CompileWorker, startCompileWorker } from './compile-worker.ts'
 import { makeJobEvents } from './job-events.ts'
 import { loadBundledSkills } from './skills.ts'
+import { startTrashRetention, TRASH_RETENTION_SCHEDULE, type TrashRetention } from '../workspace/trash-retention.ts'
 import type { ChangeFeed } from '../db/change-feed.ts'
+import { backupQueueSchedules } from '../backup/scheduled-backups.ts'
 
 export interface RunningCompileFeature {
   readonly feature: CompileFeature
   /** undefined when `compile.queue.inServe` is false. */
   readonly worker: CompileWorker | undefined
+  /** Serve's queue: the features whose recurring jobs it schedules work them on its `boss` (scheduled backups). */
+  readonly queue: QueueHandle
   readonly stop: () => Promise<void>
 }
 
@@ -51,11 +56,13 @@ export async function startCompileFeature(options: CompileFeatureOptions): Promi
   const settings = resolveQueueSettings(config.file.compile)
   const cliProfiles = config.file.cliProfiles ?? []
   const bundledSkills = loadBundledSkills()
-  const queue = await startQueue({ connection, settings, logger, instanceName: 'serve' })
+  const queue = await startQueue({ connection, settings, logger, instanceName: 'serve', schedules: [TRASH_RETENTION_SCHEDULE, ...backupQueueSchedules(config.backup)] })
   const events = makeJobEvents({ feed: options.feed, connection, logger })
   let worker: CompileWorker | undefined
+  let retention: TrashRetention | undefined
   try {
     await events.ready()
+    retention = await startTrashRetention({ boss: queue.boss, db, logger })
     const shown = {
       db,
       cliProfiles,
@@ -71,14 +78,17 @@ export async function startCompileFeature(options: CompileFeatureOptions): Promi
     return {
       feature: { service, requests, events },
       worker,
+      queue,
       stop: () =>
         (stopping ??= (async () => {
+          await retention?.stop()
           await worker?.stop()
           await queue.stop({ graceful: true, timeoutMs: 10_000 })
           await events.close()
         })()),
     }
   } catch (error) {
+    await retention?.stop().catch(() => {})
     await worker?.stop()
     await queue.stop({ graceful: false, timeoutMs: 1_000 }).catch(() => {})
     await events.close()

@@ -38,6 +38,18 @@ export interface StartQueueOptions {
   readonly instanceName?: string | undefined
   /** Connections pg-boss may open for its queries (its own pool; its LISTEN is off, see startQueue). Default 2. */
   readonly maxConnections?: number | undefined
+  /**
+   * Recurring jobs (serve's: the Trash's retention, trash-retention.ts): each gets its queue and
+   * its pg-boss schedule, and this instance runs pg-boss's cron passes (one job per occurrence
+   * whatever the number of instances that do). Their workers are their owners'.
+   */
+  readonly schedules?: ReadonlyArray<QueueSchedule> | undefined
+}
+
+export interface QueueSchedule {
+  readonly name: string
+  /** A cron expression, in UTC. */
+  readonly cron: string
 }
 
 /** pg's connection settings as pg-boss takes them (only what both name the same way). */
@@ -64,7 +76,7 @@ function commonOptions(options: Pick<StartQueueOptions, 'connection' | 'clock' |
  * short-lived instance of one connection (see startQueue); a restore does this before it loads the
  * queue's jobs in flight.
  */
-export async function installQueue(options: Pick<StartQueueOptions, 'connection' | 'settings' | 'logger' | 'clock'>): Promise<void> {
+export async function installQueue(options: Pick<StartQueueOptions, 'connection' | 'settings' | 'logger' | 'clock' | 'schedules'>): Promise<void> {
   const onError = (error: unknown) => options.logger?.warn('compile queue error', { error: error instanceof Error ? error.message : String(error) })
   const setup = new PgBoss({ ...commonOptions(options), max: 1, supervise: false, useListenNotify: false })
   setup.on('error', onError)
@@ -79,6 +91,11 @@ export async function installQueue(options: Pick<StartQueueOptions, 'connection'
     // `notify: false`: no process listens on pg-boss's channel (see startQueue).
     await setup.createQueue(COMPILE_QUEUE, { policy: 'standard', deadLetter: DEAD_LETTER_QUEUE, notify: false, ...queueOptions })
     await setup.updateQueue(COMPILE_QUEUE, { deadLetter: DEAD_LETTER_QUEUE, notify: false, ...queueOptions })
+    for (const { name, cron } of options.schedules ?? []) {
+      // 'stately': at most one waiting and one running, so missed occurrences never pile up.
+      await setup.createQueue(name, { policy: 'stately', notify: false, retentionSeconds: 24 * 3600, deleteAfterSeconds: 7 * 24 * 3600 })
+      await setup.schedule(name, cron)
+    }
   } finally {
     // Never masks a failure above; closes its connection either way.
     await setup.stop({ graceful: false, close: true }).catch(onError)
@@ -104,6 +121,7 @@ export async function startQueue(options: StartQueueOptions): Promise<QueueHandl
 
   const boss = new PgBoss({
     ...common,
+    schedule: (options.schedules?.length ?? 0) > 0,
     max: options.maxConnections ?? 2,
     supervise: options.supervise ?? true,
     useListenNotify: false,

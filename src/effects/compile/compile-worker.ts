@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto'
 import type { CompileJobOutput } from '../../machines/index.ts'
 import type { DB } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
+import { traced } from '../observability/tracing.ts'
 import type { QueueSettings } from './compile-config.ts'
 import { failUnreadableJob } from './compile-attempts-store.ts'
 import { findCompileJob } from './compile-jobs-store.ts'
@@ -112,6 +113,7 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
       logger?.warn('compile job with an unreadable configuration', { queueJobId: job.id, jobId: stored.view.id, failed })
       return { id: job.id, status: 'completed', output: { status: 'unreadable_configuration' } }
     }
+    const snapshot = stored.snapshot
     const owner = await options.db.selectFrom('users').select(['id', 'login']).where('id', '=', stored.ownerId).executeTakeFirst()
     if (!owner) return { id: job.id, status: 'completed', output: { status: 'owner_gone' } }
     const controller = new AbortController()
@@ -122,16 +124,16 @@ export async function startCompileWorker(options: CompileWorkerOptions): Promise
     try {
       const attempt = job.retryCount + 1
       logger?.info('compile attempt started', { jobId: stored.view.id, attempt, queueJobId: job.id })
-      const output = await runCompileAttempt({
+      const output = await traced('compile.job', { 'knowagent.job_id': stored.view.id, 'knowagent.attempt': attempt }, () => runCompileAttempt({
         db: options.db,
         engines,
         claim: { jobId: stored.view.id, queueJobId: job.id, attempt },
         owner,
         job: stored,
-        snapshot: stored.snapshot,
+        snapshot,
         signal: controller.signal,
         onModelCall: options.onModelCall,
-      })
+      }))
       logger?.info('compile attempt ended', { jobId: stored.view.id, attempt, status: output.status, ...('failure' in output ? { code: output.failure.code } : {}) })
       return queueResultOf(job.id, output)
     } finally {

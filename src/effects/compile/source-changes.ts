@@ -1,7 +1,7 @@
 // What a change to a person's files does to the pages compiled from them (docs/compile.md), inside
-// the transaction of the change (manage.ts, under the owner's tree lock held alone):
-// - a deleted source's summary is deleted with it, wherever it lives (its text must not outlive
-//   the file, nor stay searchable);
+// the transaction of the change (manage.ts, trash.ts, under the owner's tree lock held alone):
+// - a deleted source's summary goes to the Trash with it, wherever it lives (its text must not
+//   outlive the file, nor stay searchable; restored, it comes back with it);
 // - a renamed or moved source's summary is renamed to match (summaryNameCandidates) and gets a new
 //   version naming the source where it is now; what it records of its source follows the move
 //   (a summary of an older version of its source stays stale for that).
@@ -24,7 +24,7 @@ const filesAtOrBelow = (ownerId: string, path: string) => sql`
 const outside = (column: string, path: string) => sql`not (${sql.ref(column)} = ${path} or starts_with(${sql.ref(column)}, ${path + '/'}))`
 
 export interface DeleteConsequences {
-  /** Summaries of the deleted files kept outside what is deleted (removed with them). */
+  /** Summaries of the deleted files kept outside what is deleted (they go to the Trash with them). */
   readonly summaries: ReadonlyArray<string>
   /** Folders outside what is deleted whose overview or abstract was built from a deleted file (they become stale). */
   readonly outdatedFolders: ReadonlyArray<string>
@@ -50,14 +50,18 @@ export async function deleteConsequences(db: Db, owner: Owner, { path }: { path:
   }
 }
 
-/** Deletes the summaries of the files at or below `path` that live elsewhere; how many. Call before deleting the node itself. */
-export async function deleteSummariesOf(trx: Db, owner: Owner, { path }: { path: string }): Promise<number> {
-  const deleted = await sql<{ id: string }>`
-    delete from nodes s
-     where s.owner_id = ${owner.id} and s.generated = 'summary' and s.generated_from in (${filesAtOrBelow(owner.id, path)})
+/**
+ * Moves the summaries of the files at or below `path` that live elsewhere into the trash item
+ * `trashId`, each detached from its folder (restored, it is put back where it was); how many. Call
+ * before the node itself goes (its files are found among the live nodes).
+ */
+export async function trashSummariesOf(trx: Db, owner: Owner, { path, trashId }: { path: string; trashId: string }): Promise<number> {
+  const trashed = await sql<{ id: string }>`
+    update all_nodes s set trash_id = ${trashId}, parent_id = null
+     where s.owner_id = ${owner.id} and s.trash_id is null and s.generated = 'summary' and s.generated_from in (${filesAtOrBelow(owner.id, path)})
        and ${outside('s.path', path)}
     returning s.id`.execute(trx)
-  return deleted.rows.length
+  return trashed.rows.length
 }
 
 /** Whether `name` is one of the names a summary of `sourceName` may have (then a move keeps it). */

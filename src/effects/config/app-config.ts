@@ -10,6 +10,7 @@ import { ModelsConfigSchema } from '../llm/model-config.ts'
 import { DEFAULT_TURN_SECONDS } from '../../machines/turn-contract.ts'
 import { CliProfilesSchema, CompileSettingsSchema } from '../compile/compile-config.ts'
 import { type BailianConfig, resolveBailianConfig, RetrievalConfigSchema } from '../retrieval/bailian-config.ts'
+import { DEFAULT_TRASH_RETENTION_DAYS } from '../workspace/trash.ts'
 import { DEFAULT_PARSE_LIMITS, DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_MS, defaultParserProcesses } from '../workspace/parse/parse-outcome.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
@@ -83,8 +84,30 @@ export const ConfigFileSchema = Schema.Struct({
       concurrentPasswordChecks: Schema.optional(PositiveInt),
     }),
   ),
+  /** The Trash (docs/operations.md#trash): how long a deleted file or folder can be restored. */
+  trash: Schema.optional(
+    Schema.Struct({
+      /** Days a deleted item stays in its owner's Trash before it is deleted for good. */
+      retentionDays: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 3650 }))),
+    }),
+  ),
   /** Retrieval services (docs/retrieval.md). */
   retrieval: Schema.optional(RetrievalConfigSchema),
+  /** GET /metrics in the Prometheus text format (docs/operations.md, "Metrics"). */
+  metrics: Schema.optional(
+    Schema.Struct({
+      /** Serve /metrics and count (default false: nothing is counted). */
+      enabled: Schema.optional(Schema.Boolean),
+      /** A bearer token a scraper must send; without one, /metrics answers only this machine (loopback, no proxy headers). */
+      token: Schema.optional(Schema.String.check(Schema.isMinLength(16))),
+    }),
+  ),
+  log: Schema.optional(
+    Schema.Struct({
+      /** The least level written (LOG_LEVEL overrides it). */
+      level: Schema.optional(Schema.Literals(['debug', 'info', 'warn', 'error'])),
+    }),
+  ),
   /** Scheduled backups, run by the server's queue (docs/operations.md, "Scheduled backups"). */
   backup: Schema.optional(
     Schema.Struct({
@@ -118,6 +141,8 @@ export interface AppConfig {
   readonly demoPassword: string | undefined
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error'
   readonly trustProxy: boolean
+  /** `metrics.enabled` (default false) and `metrics.token`. */
+  readonly metrics: { readonly enabled: boolean; readonly token: string | undefined }
   readonly secureCookies: boolean
   readonly sessionTtlHours: number
   readonly streamsPerMinute: number
@@ -134,6 +159,8 @@ export interface AppConfig {
   /** `limits.userStorageMb` (default 10,240 MiB) and `limits.uploadMbPerMinute` (default 1,024 MiB). */
   readonly userStorageMb: number
   readonly uploadMbPerMinute: number
+  /** `trash.retentionDays` (default 30): how long a deleted item can be restored. */
+  readonly trashRetentionDays: number
   /** The document parser's budgets (its process pool takes this object as it is). */
   readonly parsing: {
     readonly processes: number
@@ -179,8 +206,8 @@ function parsePort(raw: string | undefined): number {
   return port
 }
 
-function parseLogLevel(raw: string | undefined): AppConfig['logLevel'] {
-  const level = (raw ?? 'info').toLowerCase()
+function parseLogLevel(raw: string | undefined, fromFile: AppConfig['logLevel'] | undefined): AppConfig['logLevel'] {
+  const level = (raw || fromFile || 'info').toLowerCase()
   if (level === 'debug' || level === 'info' || level === 'warn' || level === 'error') return level
   throw new ConfigError(`invalid LOG_LEVEL "${raw}": expected debug, info, warn or error`)
 }
@@ -217,8 +244,9 @@ export function loadConfig({
     dataDir: resolve(cwd, env.KNOWAGENT_DATA_DIR || '.knowagent'),
     secretFromEnv: secret || undefined,
     demoPassword: env.KNOWAGENT_DEMO_PASSWORD || undefined,
-    logLevel: parseLogLevel(env.LOG_LEVEL),
+    logLevel: parseLogLevel(env.LOG_LEVEL, file.log?.level),
     trustProxy: file.server?.trustProxy ?? false,
+    metrics: { enabled: file.metrics?.enabled ?? false, token: file.metrics?.token },
     secureCookies: file.server?.secureCookies ?? false,
     sessionTtlHours: file.server?.sessionTtlHours ?? 24 * 14,
     streamsPerMinute: file.limits?.streamsPerMinute ?? 30,
@@ -231,6 +259,7 @@ export function loadConfig({
     maxZipImportBytes: file.limits?.maxZipImportBytes ?? 1024 * 1024 * 1024,
     userStorageMb: file.limits?.userStorageMb ?? 10_240,
     uploadMbPerMinute: file.limits?.uploadMbPerMinute ?? 1_024,
+    trashRetentionDays: file.trash?.retentionDays ?? DEFAULT_TRASH_RETENTION_DAYS,
     parsing: {
       processes: file.limits?.parserProcesses ?? file.limits?.parserThreads ?? defaultParserProcesses(),
       timeoutMs: (file.limits?.parseTimeoutSeconds ?? DEFAULT_PARSE_TIMEOUT_MS / 1000) * 1000,

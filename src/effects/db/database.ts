@@ -20,6 +20,8 @@ export interface DatabaseHandle {
   /** Connection settings of this database (for LISTEN clients and pg-boss); holds the password — never log it. */
   readonly connection: pg.ClientConfig
   readonly ping: () => Promise<void>
+  /** The pool's connections now: open, idle, and queries waiting for one (/metrics). */
+  readonly poolStats: () => { readonly total: number; readonly idle: number; readonly waiting: number; readonly max: number }
   readonly close: () => Promise<void>
 }
 
@@ -35,6 +37,7 @@ function poolHandle({ connection, kind, max, onClose }: { connection: pg.ClientC
     ping: async () => {
       await sql`select 1`.execute(db)
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max }),
     close: () =>
       (closing ??= (async () => {
         await db.destroy()

@@ -15,6 +15,7 @@
 import { createHash } from 'node:crypto'
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
 import type pg from 'pg'
+import { traced, tracingOn } from '../observability/tracing.ts'
 
 /** SQL text → statement name; a statement that failed named once is removed (unnamed from then on). */
 const names = new Map<string, string>()
@@ -40,6 +41,11 @@ function isStalePlan(error: unknown): boolean {
 const inAbortedTransaction = (error: unknown): boolean => sqlState(error) === '25P02'
 
 function adapt(client: pg.PoolClient): PostgresPoolClient {
+  const traceable = (sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>): unknown =>
+    // one span a statement when tracing is on: its text (parameters are never in it), not its values
+    tracingOn() && typeof sqlOrCursor === 'string'
+      ? traced('db.query', { 'db.system.name': 'postgresql', 'db.query.text': sqlOrCursor.slice(0, 500) }, () => query(sqlOrCursor, parameters) as Promise<unknown>)
+      : query(sqlOrCursor, parameters)
   const query = (sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>): unknown => {
     if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as pg.Submittable)
     const name = namedStatementFor(sqlOrCursor)
@@ -53,7 +59,7 @@ function adapt(client: pg.PoolClient): PostgresPoolClient {
     })
   }
   return {
-    query: query as PostgresPoolClient['query'],
+    query: traceable as PostgresPoolClient['query'],
     release: (destroy) => client.release(destroy),
   }
 }

@@ -55,6 +55,32 @@ export interface NodesTable {
   generated: ColumnType<GeneratedKind | null, GeneratedKind | null | undefined, GeneratedKind | null>
   /** A summary page's source file (its node id; the node may be gone since); null otherwise and for pages written before it was kept. */
   generated_from: ColumnType<string | null, string | null | undefined, string | null>
+  /** Always null here: `nodes` is the view of the live rows (migrations/20261208100000_trash.ts). Named by ON CONFLICT's index predicate. */
+  trash_id: ColumnType<null, never, never>
+}
+/** Every node, trashed ones included: only the Trash (src/effects/workspace/trash.ts) and what counts storage read it. */
+export interface AllNodesTable extends Omit<NodesTable, 'trash_id'> {
+  /** The trash item the node is in; null for a live node. */
+  trash_id: ColumnType<string | null, string | null | undefined, string | null>
+}
+/** A deleted file or folder, kept until `purge_at` (the Trash). Its nodes are the rows of `all_nodes` with its id. */
+export interface TrashItemsTable {
+  id: string
+  owner_id: string
+  /** The deleted node itself (its descendants and the summaries taken along carry the item's id too). */
+  node_id: string
+  name: string
+  kind: NodeKind
+  /** Where it was: the node's path when it was deleted. */
+  path: string
+  files: number
+  directories: number
+  /** Summaries of its files that lived elsewhere, taken along. */
+  summaries: Generated<number>
+  /** Every version of every file in it. */
+  bytes: ColumnType<string | number, number | string | undefined, number | string>
+  deleted_at: Timestamp
+  purge_at: Timestamp
 }
 export type GeneratedKind = 'summary' | 'overview' | 'abstract'
 export interface FileVersionsTable {
@@ -152,6 +178,17 @@ export interface TurnsTable {
 export interface RateLimitHitsTable {
   key: string
   hits: ColumnType<Date[], Date[], Date[]>
+}
+/** A file an MCP client connection follows (migrations/20261208400000_mcp_subscriptions.ts). */
+export interface McpSubscriptionsTable {
+  /** A hash of the connection's token and session id (running-calls.ts `sessionKey`). */
+  session_key: string
+  user_id: string
+  node_id: string
+  /** The file's URI as it was subscribed (what the notification names). */
+  uri: string
+  /** When the subscription was made or its connection's stream last opened; stale ones are dropped. */
+  touched_at: Timestamp
 }
 export interface SignInThrottlesTable {
   key: string
@@ -292,9 +329,12 @@ export interface DB {
   sessions: SessionsTable
   form_nonces: FormNoncesTable
   nodes: NodesTable
+  all_nodes: AllNodesTable
+  trash_items: TrashItemsTable
   file_versions: FileVersionsTable
   jobs: JobsTable
   search_passages: SearchPassagesTable
+  mcp_subscriptions: McpSubscriptionsTable
   rate_limit_hits: RateLimitHitsTable
   sign_in_throttles: SignInThrottlesTable
   sign_in_unlocks: SignInUnlocksTable

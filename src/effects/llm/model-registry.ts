@@ -23,6 +23,7 @@ import { makeOpenAiChatModel } from './openai-client.ts'
 import { makeConnectionAgents } from './provider-address.ts'
 import type { ProviderAgent } from './provider-transport.ts'
 import * as Schema from 'effect/Schema'
+import type { ServiceMetrics } from '../observability/metrics.ts'
 
 export interface ModelRegistry {
   readonly get: (id: string) => Effect.Effect<ChatModel, UnknownModel>
@@ -43,6 +44,8 @@ export interface ModelRegistryOptions {
   /** Retry timing, for tests. */
   readonly retryBaseDelayMs?: number | undefined
   readonly maxRetryDelayMs?: number | undefined
+  /** Provider requests, retries and idle timeouts are counted here (/metrics). */
+  readonly metrics?: ServiceMetrics | undefined
 }
 
 interface Snapshot {
@@ -55,7 +58,7 @@ function configModels(options: ModelRegistryOptions): Map<string, ChatModel> {
   const models = new Map<string, ChatModel>()
   for (const config of options.models) {
     if (models.has(config.id)) throw new Error(`duplicate model id "${config.id}"`) // the schema refuses it first
-    models.set(config.id, makeOpenAiChatModel(config, { env: options.env, agent: options.agent, retryBaseDelayMs: options.retryBaseDelayMs, maxRetryDelayMs: options.maxRetryDelayMs }))
+    models.set(config.id, makeOpenAiChatModel(config, { env: options.env, agent: options.agent, retryBaseDelayMs: options.retryBaseDelayMs, maxRetryDelayMs: options.maxRetryDelayMs, metrics: options.metrics }))
   }
   return models
 }
@@ -146,6 +149,7 @@ export async function startLiveModelRegistry(options: LiveModelRegistryOptions):
             agent: agents.agentFor(connection.baseUrl),
             retryBaseDelayMs: options.retryBaseDelayMs,
             maxRetryDelayMs: options.maxRetryDelayMs,
+            metrics: options.metrics,
           }),
         )
       }

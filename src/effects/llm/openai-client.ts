@@ -31,6 +31,9 @@ import {
   type ProviderRequest,
 } from './provider-transport.ts'
 import { createProviderRedactors, createStreamRedactor, redactModelError, redactModelResult } from './redact-secrets.ts'
+import { describeModelError } from './model-failure.ts'
+import { traced } from '../observability/tracing.ts'
+import type { ServiceMetrics } from '../observability/metrics.ts'
 import {
   DEFAULT_MAX_RETRIES,
   computeRetryDelayMs,
@@ -53,6 +56,14 @@ export interface OpenAiChatModelOptions {
   readonly retryBaseDelayMs?: number | undefined
   /** Longest wait between attempts; a longer Retry-After is not retried. Default 20 s. */
   readonly maxRetryDelayMs?: number | undefined
+  /** Counts each attempt by result, the retries and the idle timeouts (/metrics). */
+  readonly metrics?: ServiceMetrics | undefined
+}
+
+/** An attempt's result as a metric label: `ok`, `http_<status>` or the failure's code. */
+function attemptResult(outcome: AttemptOutcome): string {
+  if (outcome.ok) return 'ok'
+  return outcome.error._tag === 'ProviderHttpError' ? `http_${outcome.error.status}` : describeModelError(outcome.error).code
 }
 
 export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatModelOptions): ChatModel {
@@ -76,9 +87,14 @@ export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatMode
       const attemptFrom = (retryNumber: number): Effect.Effect<ModelResult, ModelError> => {
         const redacting = redactStreamEvents({ onEvent: request.onEvent, secrets: [apiKey.value] })
         return Effect.flatMap(
-          Effect.promise((signal) => runAttempt({ ...attemptInput, onEvent: redacting.onEvent, signal })),
+          Effect.promise((signal) => traced('provider.request', { 'knowagent.model_id': config.id, 'knowagent.retry': retryNumber }, () => runAttempt({ ...attemptInput, onEvent: redacting.onEvent, signal }))),
           (outcome) => {
             redacting.flush()
+            const metrics = options.metrics
+            if (metrics?.enabled) {
+              metrics.providerRequest(config.id, attemptResult(outcome))
+              if (!outcome.ok && outcome.error._tag === 'StreamIdleTimeout') metrics.streamIdleTimeout(config.id)
+            }
             if (outcome.ok) return Effect.succeed(redactModelResult({ result: outcome.result, ...redactors }))
             const delayMs = outcome.retryable
               ? computeRetryDelayMs({
@@ -91,6 +107,7 @@ export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatMode
             if (delayMs === undefined || retryNumber >= maxRetries) {
               return Effect.fail(redactModelError({ error: outcome.error, ...redactors }))
             }
+            options.metrics?.providerRetry(config.id)
             return Effect.andThen(Effect.sleep(delayMs), Effect.suspend(() => attemptFrom(retryNumber + 1)))
           },
         )

@@ -1,6 +1,7 @@
 // Structured JSON logs, one object a line. Secrets never reach a log line: keys that look
 // secret are redacted and values that look like bearer tokens are masked.
 import * as Context from 'effect/Context'
+import { logContext } from './log-context.ts'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }
@@ -34,7 +35,7 @@ export function createLogger({
 }: { level?: LogLevel; write?: (line: string) => void; base?: Record<string, unknown> } = {}): Logger {
   const log = (at: LogLevel, message: string, fields?: Record<string, unknown>) => {
     if (ORDER[at] < ORDER[level]) return
-    const record = redactValue({ time: new Date().toISOString(), level: at, msg: message, ...base, ...fields })
+    const record = redactValue({ time: new Date().toISOString(), level: at, msg: message, ...logContext.getStore(), ...base, ...fields })
     write(JSON.stringify(record))
   }
   return {

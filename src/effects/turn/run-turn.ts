@@ -8,6 +8,7 @@
 // (no machine step per delta, see docs/performance.md); the text of the step in flight is kept
 // here and handed to the machine with `user.stop`, so a cancelled turn keeps it.
 import type { AnyActorRef } from 'xstate'
+import * as Effect from 'effect/Effect'
 import {
   turnMachine,
   DEFAULT_TURN_SECONDS,
@@ -31,6 +32,8 @@ import { fromEffect } from '../actor-bridge.ts'
 import { runActor } from '../actor-host.ts'
 import type { ChatModel } from '../llm/model.ts'
 import type { Logger } from '../logging/logger.ts'
+import { NO_METRICS, type ServiceMetrics } from '../observability/metrics.ts'
+import { annotateSpan, endSpan, startSpan, withSpan } from '../observability/tracing.ts'
 import type { ToolRegistry } from '../tools/tool-registry.ts'
 import type { WorkspaceNode } from '../workspace/store.ts'
 import type { Db, Owner } from '../db/schema.ts'
@@ -66,6 +69,8 @@ export interface RunTurnOptions {
   readonly scope?: WorkspaceNode | undefined
   /** The server instance running the turn (instance-registry.ts), recorded so a dead one's turns can be closed. */
   readonly instanceId?: string | undefined
+  /** Counts the turn, its first delta, its tool calls and its outcome (/metrics); none by default. */
+  readonly metrics?: ServiceMetrics | undefined
 }
 
 /** The abort reason of a turn's own clock (never a TurnStopReason: it fails the turn, not cancels it). */
@@ -101,31 +106,46 @@ const hostedTurnMachine = turnMachine.provide({
     prepare: fromEffect<PrepareOutput, PrepareInput>(({ input, self }) => {
       const { db, caller, tools, preferences, scope } = hostOf(self).options
       return prepareTurn({ db, caller, input, toolSchemas: tools.schemas, preferences, scope })
-    }),
+    }, { span: 'turn.prepare' }),
     preStep: fromEffect<PreStepOutput, PreStepInput>(({ input, self }) => {
       const { preStep, options } = hostOf(self)
       return preStep({ caller: options.caller, turnId: options.turnId, input })
-    }),
+    }, { span: 'turn.pre_step' }),
     runTool: fromEffect<RunToolOutput, RunToolInput>(({ input, self }) => {
       const { options, emit } = hostOf(self)
       const { db, caller, tools } = options
       const { id, name, arguments: args } = input.call
+      // a name the model made up is `unknown`: never a value of its choosing, in a span or a metric
+      const tool = tools.get(name) === undefined ? 'unknown' : name
+      annotateSpan({ 'knowagent.tool': tool, 'knowagent.turn_id': options.turnId })
       const scope = parseKbUri({ uri: input.scopeUri, callerLogin: caller.login })
       const progress = (text: string) => emit({ type: 'tool', phase: 'progress', call_id: id, name, text })
-      return tools.run({ name, args, context: { db, caller, scope, progress } })
-    }),
+      const run = tools.run({ name, args, context: { db, caller, scope, progress } })
+      const metrics = options.metrics
+      if (metrics === undefined || !metrics.enabled) return run
+      return Effect.tap(run, (outcome) => Effect.sync(() => metrics.toolCall(tool, outcome.ok ? 'ok' : (outcome.error?.code ?? 'error'))))
+    }, { span: 'tool.call' }),
     callModel: fromEffect<CallModelOutput, CallModelInput>(({ input, self }) => {
       const { options, streamSink } = hostOf(self)
+      annotateSpan({ 'knowagent.model_id': options.model.info.id, 'knowagent.turn_id': options.turnId })
       return callModelEffect({ model: options.model, input, streamSink })
-    }),
-    compact: fromEffect<CompactOutput, CompactInput>(({ input, self }) => compactEffect({ model: hostOf(self).options.model, input })),
+    }, { span: 'model.call' }),
+    compact: fromEffect<CompactOutput, CompactInput>(({ input, self }) => compactEffect({ model: hostOf(self).options.model, input }), { span: 'model.compact' }),
   },
 })
 
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   const { db, caller, model, turnId } = options
+  const metrics = options.metrics ?? NO_METRICS
+  const startedAt = performance.now()
+  let awaitingFirstDelta = metrics.enabled
+  metrics.turnStarted(model.info.id)
   const stepText = new TextBuffer()
   const emit = (event: TurnEmitted) => {
+    if (awaitingFirstDelta && event.type === 'delta') {
+      awaitingFirstDelta = false
+      metrics.firstDelta(model.info.id, (performance.now() - startedAt) / 1000)
+    }
     try {
       options.onEvent(event)
     } catch (error) {
@@ -153,7 +173,8 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   const clock = setTimeout(() => overTime.abort(TURN_TIME), turnSeconds * 1000)
   const finish = (outcome: Parameters<typeof recordTurnFinished>[1]) =>
     recordTurnFinished(db, outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
-  const running = runActor({
+  const span = startSpan('turn', { 'knowagent.turn_id': turnId, 'knowagent.model_id': model.info.id })
+  const running = withSpan(span, () => runActor({
     logic: hostedTurnMachine,
     input: { turnId, uri: options.uri, question: options.question, history: options.history, model: model.info, limits: options.limits },
     signal: AbortSignal.any([options.signal, notRecorded.signal, overTime.signal]),
@@ -166,7 +187,14 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
       if (event.type === 'context' || event.type === 'tool') stepText.clear() // a new step or a tool: nothing in flight
       emit(event)
     },
-  })
+  }))
+  void running.then(
+    (output) => {
+      span?.setAttribute('knowagent.turn_status', output.status)
+      endSpan(span, output.status === 'failed' ? output.error?.code : undefined)
+    },
+    () => endSpan(span, 'internal_error'),
+  )
   running.catch(() => undefined) // observed below, once the row is written
   void running.finally(() => clearTimeout(clock)).catch(() => undefined)
   try {
@@ -183,7 +211,14 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   } catch (error) {
     // A crashed turn is still finished in the record: never left `running`.
     await finish({ id: turnId, status: 'failed', error: { code: 'internal_error', message: 'the turn failed unexpectedly' } })
+    metrics.turnEnded({ model: model.info.id, outcome: 'failed', code: 'internal_error', seconds: (performance.now() - startedAt) / 1000, modelSteps: 0, toolCalls: 0 })
     throw error
+  }
+  if (metrics.enabled) {
+    const { counters } = output
+    const code = output.status === 'cancelled' ? stopReasonOf(options.signal.reason) : output.error?.code
+    for (let i = 0; i < counters.compactions; i++) metrics.compaction(model.info.id)
+    metrics.turnEnded({ model: model.info.id, outcome: output.status, code, seconds: (performance.now() - startedAt) / 1000, modelSteps: counters.modelSteps, toolCalls: counters.toolCalls })
   }
   await finish({
     id: turnId,

@@ -1,14 +1,14 @@
-// File management (issue 14): new folder, rename, move, delete — each one transaction, scoped to
-// the owner. A move or rename rewrites `nodes.path` of the whole subtree in the transaction that
+// File management (issue 14): new folder, rename, move — each one transaction, scoped to the
+// owner (a delete moves to the Trash: trash.ts). A move or rename rewrites `nodes.path` of the whole subtree in the transaction that
 // moves the node, holding the owner's tree lock alone (tree-lock.ts), so no reader sees half a
 // move, and a concurrent upload, new folder or compile job's pages below it either land before
 // the move (and move with it) or after it (under the new path). Moves and deletes of one owner
 // run one at a time. Jobs keep pointing at their nodes (by id); their `uri` follows the move.
 import { type Kysely, sql } from 'kysely'
 import { randomUUID } from 'node:crypto'
-import { deleteSummariesOf, followSummariesOf } from '../compile/source-changes.ts'
+import { followSummariesOf } from '../compile/source-changes.ts'
 import type { DB, NodeRow } from '../db/schema.ts'
-import { assertNameable, getNode, type WorkspaceNode } from './store.ts'
+import { assertNameable, getNode, skipTakenPath, type WorkspaceNode } from './store.ts'
 import type { Db, Owner } from '../db/schema.ts'
 import { holdTree, shareTree } from './tree-lock.ts'
 import { checkNodeName, formatKbUri, MAX_DEPTH, MAX_URI_LENGTH, pathToSegments, segmentsToPath } from './uri.ts'
@@ -24,7 +24,7 @@ export interface SubtreeCounts {
   readonly directories: number
 }
 
-const uriOf = (owner: Owner, row: Pick<NodeRow, 'path' | 'kind'>): string =>
+export const uriOf = (owner: Owner, row: Pick<NodeRow, 'path' | 'kind'>): string =>
   formatKbUri({ login: owner.login, segments: pathToSegments(row.path), directory: row.kind === 'directory' })
 
 const below = (path: string) => sql<boolean>`starts_with(path, ${path + '/'})`
@@ -64,7 +64,7 @@ export async function createDirectory(db: Kysely<DB>, { owner, parent, name }: {
     const inserted = await trx
       .insertInto('nodes')
       .values({ id: randomUUID(), owner_id: owner.id, parent_id: locked.id, name: stored, path, kind: 'directory' })
-      .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
+      .onConflict(skipTakenPath)
       .returning('id')
       .executeTakeFirst()
     if (!inserted) throw new NodeConflict({ uri, reason: 'a file or folder with this name already exists here' })
@@ -87,24 +87,26 @@ export interface MoveResult {
  * Refuses a move after which a node of the subtree would be deeper than MAX_DEPTH or have a URI
  * longer than MAX_URI_LENGTH: such a node could no longer be named by any URI (uploads and new
  * folders are held to the same limits, store.ts). Measured in SQL over the subtree's paths as
- * they would be: the canonical URI escapes `%`, `?` and `#` as three characters each.
+ * they would be: the canonical URI escapes `%`, `?` and `#` as three characters each. `trashId`:
+ * the subtree is in that trash item (a restore under a new name, trash.ts).
  */
-async function refuseTooDeepOrLong(trx: Db, { owner, current, path, newUri }: { owner: Owner; current: NodeRow; path: string; newUri: string }): Promise<void> {
+export async function refuseTooDeepOrLong(
+  trx: Db,
+  { owner, current, path, newUri, trashId }: { owner: Owner; current: Pick<NodeRow, 'id' | 'path'>; path: string; newUri: string; trashId?: string | undefined },
+): Promise<void> {
   const moved = sql<string>`${path} || substr(path, length(${current.path}) + 1)`
-  const row = await trx
-    .selectFrom('nodes')
-    .select([
-      sql<number>`max(length(${moved}) + 2 * (length(${moved}) - length(translate(${moved}, '%?#', ''))) + case when kind = 'directory' then 1 else 0 end)`.as('longest'),
-      sql<number>`max(length(${moved}) - length(replace(${moved}, '/', '')) + 1)`.as('depth'),
-    ])
-    .where('owner_id', '=', owner.id)
-    .where((eb) => eb.or([eb('id', '=', current.id), below(current.path)]))
-    .executeTakeFirstOrThrow()
+  const rows = trashId === undefined ? sql`nodes where true` : sql`all_nodes where trash_id = ${trashId}`
+  const {
+    rows: [row],
+  } = await sql<{ longest: number | null; depth: number | null }>`
+    select max(length(${moved}) + 2 * (length(${moved}) - length(translate(${moved}, '%?#', ''))) + case when kind = 'directory' then 1 else 0 end) as longest,
+           max(length(${moved}) - length(replace(${moved}, '/', '')) + 1) as depth
+      from ${rows} and owner_id = ${owner.id} and (id = ${current.id} or ${below(current.path)})`.execute(trx)
   const prefix = formatKbUri({ login: owner.login, segments: [], directory: true }).length
-  if (Number(row.depth) > MAX_DEPTH) {
+  if (Number(row?.depth) > MAX_DEPTH) {
     throw new NodeConflict({ uri: newUri, reason: `the move would put files or folders deeper than ${MAX_DEPTH} levels` })
   }
-  if (prefix + Number(row.longest) > MAX_URI_LENGTH) {
+  if (prefix + Number(row?.longest) > MAX_URI_LENGTH) {
     throw new NodeConflict({ uri: newUri, reason: `the move would give a file or folder a URI longer than ${MAX_URI_LENGTH} characters` })
   }
 }
@@ -179,7 +181,7 @@ export async function moveNode(
  * Jobs of the moved nodes name them by their new URIs (the job rows keep their node ids): parse
  * jobs, and the file lists of compile jobs.
  */
-async function followJobs(trx: Kysely<DB>, { owner, path }: { owner: Owner; path: string }): Promise<void> {
+export async function followJobs(trx: Kysely<DB>, { owner, path }: { owner: Owner; path: string }): Promise<void> {
   const nodes = await trx
     .selectFrom('nodes')
     .select(['id', 'path', 'kind'])
@@ -198,32 +200,6 @@ async function followJobs(trx: Kysely<DB>, { owner, path }: { owner: Owner; path
     await sql`update jobs set uri = moved.uri, updated_at = now() from (values ${values}) as moved(id, uri) where jobs.node_id = moved.id and jobs.owner_id = ${owner.id}`.execute(trx)
     await sql`update compile_job_files set uri = moved.uri from (values ${values}) as moved(id, uri) where compile_job_files.node_id = moved.id and compile_job_files.owner_id = ${owner.id}`.execute(trx)
   }
-}
-
-export interface DeleteResult extends SubtreeCounts {
-  readonly uri: string
-  /** Summaries of the deleted files that lived elsewhere, deleted with them. */
-  readonly summaries: number
-}
-
-/**
- * Deletes `node` and everything below it in one statement (the tree's foreign keys cascade), so a
- * reader sees the whole subtree or none of it. Versions and their search passages go with it, and
- * so do the summaries of its files wherever they are (source-changes.ts); job rows stay as
- * history with no node.
- */
-export async function deleteSubtree(db: Kysely<DB>, { owner, node }: { owner: Owner; node: WorkspaceNode }): Promise<DeleteResult> {
-  if (node.path === '') throw new NodeConflict({ uri: node.uri, reason: 'the root folder cannot be deleted' })
-  return db.transaction().execute(async (trx) => {
-    await holdTree(trx, owner.id) // nothing is being added below it while it goes
-    const current = await trx.selectFrom('nodes').selectAll().where('owner_id', '=', owner.id).where('id', '=', node.id).forUpdate().executeTakeFirst()
-    if (!current) throw new NodeNotFound({ uri: node.uri })
-    const uri = uriOf(owner, current)
-    const counts = await subtreeCounts(trx, owner, { ...node, path: current.path, kind: current.kind })
-    const summaries = await deleteSummariesOf(trx, owner, { path: current.path })
-    await trx.deleteFrom('nodes').where('owner_id', '=', owner.id).where('id', '=', current.id).execute()
-    return { uri, ...counts, summaries }
-  })
 }
 
 export interface MoveDestination {

@@ -1,5 +1,5 @@
 // What one person may store (docs/security.md): every version of every file counts towards
-// `limits.userStorageMb`, and the versions written in the last minute towards
+// `limits.userStorageMb` — the files in the Trash too (trash.ts: emptying it frees the space), and the versions written in the last minute towards
 // `limits.uploadMbPerMinute`, both read from `file_versions` itself — so they hold across server
 // processes and need no counters of their own. An upload checks both inside its own transaction,
 // after its versions are written and under a lock of the owner's (two uploads of one person are
@@ -26,7 +26,7 @@ export class StorageQuotaExceeded extends Data.TaggedError('StorageQuotaExceeded
   readonly code = 'storage_quota_exceeded'
   readonly status = 413
   override get message() {
-    return `this would make your files take ${formatMib(this.usedBytes)} MiB with every version, over your ${this.limitMb} MiB (limits.userStorageMb); nothing was stored — delete files (and their versions) to make room`
+    return `this would make your files take ${formatMib(this.usedBytes)} MiB with every version, over your ${this.limitMb} MiB (limits.userStorageMb); nothing was stored — delete files and empty your Trash to make room`
   }
 }
 
@@ -44,13 +44,13 @@ export class UploadRateLimited extends Data.TaggedError('UploadRateLimited')<{ r
 
 const formatMib = (bytes: number) => (bytes / MIB).toFixed(1)
 
-/** Bytes of every version of every file `ownerId` has (what counts towards the quota). */
+/** Bytes of every version of every file `ownerId` has, in the Trash too (what counts towards the quota). */
 export async function storageUsedBytes(db: Db, ownerId: string): Promise<number> {
   const row = await db
     .selectFrom('file_versions')
-    .innerJoin('nodes', 'nodes.id', 'file_versions.node_id')
+    .innerJoin('all_nodes', 'all_nodes.id', 'file_versions.node_id')
     .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('file_versions.size'), sql<string>`0`).as('bytes'))
-    .where('nodes.owner_id', '=', ownerId)
+    .where('all_nodes.owner_id', '=', ownerId)
     .executeTakeFirstOrThrow()
   return Number(row.bytes)
 }
@@ -66,7 +66,7 @@ export async function checkStorageLimits(trx: Db, { ownerId, limits }: { ownerId
   if (used > limits.userStorageMb * MIB) throw new StorageQuotaExceeded({ usedBytes: used, limitMb: limits.userStorageMb })
   const recent = await sql<{ bytes: string; oldest: Date | null }>`
     select coalesce(sum(v.size), 0) as bytes, min(v.created_at) as oldest
-      from file_versions v join nodes n on n.id = v.node_id
+      from file_versions v join all_nodes n on n.id = v.node_id
      where n.owner_id = ${ownerId} and v.created_at > now() - make_interval(secs => ${RATE_WINDOW_SECONDS})`.execute(trx)
   const { bytes, oldest } = recent.rows[0]!
   if (Number(bytes) > limits.uploadMbPerMinute * MIB) {

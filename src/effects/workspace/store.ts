@@ -1,7 +1,7 @@
 // The workspace store (SPEC §1): users' trees of directories and files, file versions with an
 // atomic switch of the current version. Repositories are plain functions over `db | trx`.
 import { createHash, randomUUID } from 'node:crypto'
-import { type Kysely, type Transaction, sql } from 'kysely'
+import { type Kysely, type OnConflictBuilder, type Transaction, sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
 import type { DB, Db, GeneratedKind, NodeKind, NodeRow, Owner, VersionOrigin } from '../db/schema.ts'
 import { checkNodeName, formatKbUri, MAX_DEPTH, MAX_URI_LENGTH, pathToSegments, segmentsToPath } from './uri.ts'
@@ -44,6 +44,12 @@ export function toNode(owner: Owner, row: NodeRow & { size?: unknown; mime?: str
   }
 }
 
+/**
+ * ON CONFLICT of an insert into `nodes`: a live node already has the path (names are unique among
+ * an owner's live nodes; a trashed one keeps its path, migrations/20261208100000_trash.ts).
+ */
+export const skipTakenPath = (oc: OnConflictBuilder<DB, 'nodes'>) => oc.columns(['owner_id', 'path']).where('trash_id', 'is', null).doNothing()
+
 function nodeQuery(db: Db) {
   return db
     .selectFrom('nodes')
@@ -63,7 +69,7 @@ export async function ensureRoot(db: Db, owner: Owner): Promise<WorkspaceNode> {
   await db
     .insertInto('nodes')
     .values({ id: randomUUID(), owner_id: owner.id, parent_id: null, name: '', path: '', kind: 'directory' })
-    .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
+    .onConflict(skipTakenPath)
     .execute()
   const row = await nodeQuery(db).where('nodes.owner_id', '=', owner.id).where('nodes.path', '=', '').executeTakeFirstOrThrow()
   return toNode(owner, row)
@@ -126,7 +132,7 @@ async function directoryAt(db: Db, owner: Owner, { parent, path, name }: { paren
     await db
       .insertInto('nodes')
       .values({ id: randomUUID(), owner_id: owner.id, parent_id: parent.id, name, path, kind: 'directory' })
-      .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
+      .onConflict(skipTakenPath)
       .execute()
     const locked = await db.selectFrom('nodes').select('id').where('owner_id', '=', owner.id).where('path', '=', path).forShare().executeTakeFirst()
     if (locked || attempt >= 2) break
@@ -195,7 +201,7 @@ export async function putFileInTransaction(trx: Transaction<DB>, { owner, segmen
   await trx
     .insertInto('nodes')
     .values({ id: randomUUID(), owner_id: owner.id, parent_id: parent.id, name, path, kind: 'file' })
-    .onConflict((oc) => oc.columns(['owner_id', 'path']).doNothing())
+    .onConflict(skipTakenPath)
     .execute()
   // Lock the node row: concurrent writers to the same file serialise here.
   const node = await trx
@@ -392,4 +398,14 @@ export async function listFilesUnder(
 export async function deleteNode(db: Db, owner: Owner, node: WorkspaceNode): Promise<void> {
   if (node.path === '') throw new NodeConflict({ uri: node.uri, reason: 'the root cannot be deleted' })
   await db.deleteFrom('nodes').where('owner_id', '=', owner.id).where('id', '=', node.id).execute()
+}
+
+/**
+ * One page of the owner's nodes below the root, in path order, after `afterPath` (keyset paging:
+ * a page stays right while nodes are added or deleted before or after it). For listings of the
+ * whole tree (the MCP face's resources).
+ */
+export async function listNodesAfter(db: Db, { owner, afterPath, limit }: { owner: Owner; afterPath: string; limit: number }): Promise<ReadonlyArray<WorkspaceNode>> {
+  const rows = await nodeQuery(db).where('nodes.owner_id', '=', owner.id).where('nodes.path', '>', afterPath).orderBy('nodes.path').limit(limit).execute()
+  return rows.map((row) => toNode(owner, row))
 }

@@ -57,7 +57,16 @@ export class VersionNotFound extends Data.TaggedError('VersionNotFound')<{ reado
   }
 }
 
-export type WorkspaceError = InvalidUri | OutsideScope | NodeNotFound | NodeConflict | InvalidName | VersionNotFound
+/** No such item in the caller's Trash (never was, restored, deleted for good, or someone else's). HTTP 404. */
+export class TrashItemNotFound extends Data.TaggedError('TrashItemNotFound')<{ readonly id: string }> {
+  readonly code = 'not_found'
+  readonly status = 404
+  override get message() {
+    return `nothing in your Trash has the id ${JSON.stringify(this.id.slice(0, 100))} (it may have been restored or deleted for good)`
+  }
+}
+
+export type WorkspaceError = InvalidUri | OutsideScope | NodeNotFound | NodeConflict | InvalidName | VersionNotFound | TrashItemNotFound
 
 /** Narrows an unknown thrown value to a workspace failure (repositories are promise-based). */
 export function isWorkspaceError(error: unknown): error is WorkspaceError {
@@ -67,6 +76,7 @@ export function isWorkspaceError(error: unknown): error is WorkspaceError {
     error instanceof NodeNotFound ||
     error instanceof NodeConflict ||
     error instanceof InvalidName ||
-    error instanceof VersionNotFound
+    error instanceof VersionNotFound ||
+    error instanceof TrashItemNotFound
   )
 }
