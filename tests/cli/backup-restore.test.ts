@@ -115,11 +115,16 @@ describe('knowagent backup and restore', () => {
 
       // 50 uploads, each its own request, none awaited yet.
       const files = Array.from({ length: 50 }, (_, i) => ({ name: `note-${String(i).padStart(2, '0')}.md`, text: `# Note ${i}\n\n${'lorem ipsum '.repeat(200 + i * 37)}${i}\n` }))
+      // A client as the API asks: a 503 `busy` (the database pool is exhausted on a loaded machine) is sent again after its Retry-After.
       const uploads = files.map(async ({ name, text }) => {
-        const form = new FormData()
-        form.append('file', new Blob([text]), name)
-        const res = await fetch(`${serve.url}/api/v1/workspace/upload?uri=kb://me/notes/&create_parents=true`, { method: 'POST', headers: auth, body: form })
-        return res.status
+        for (let attempt = 1; ; attempt++) {
+          const form = new FormData()
+          form.append('file', new Blob([text]), name)
+          const res = await fetch(`${serve.url}/api/v1/workspace/upload?uri=kb://me/notes/&create_parents=true`, { method: 'POST', headers: auth, body: form })
+          if (res.status !== 503 || attempt === 10) return res.status
+          await res.body?.cancel()
+          await new Promise((resolve) => setTimeout(resolve, Number(res.headers.get('retry-after') ?? 1) * 1000))
+        }
       })
       await waitUntil(async () => Number((await live.query(`select count(*) from nodes where path like 'notes/%'`)).rows[0].count) >= 3, 'a few uploads committed')
       const before = await versions(live) // committed before the backup began
