@@ -47,7 +47,7 @@ export async function startServer({
 }: { config?: AppConfig; logger?: Logger; announce?: (line: string) => void } = {}): Promise<RunningServer> {
   // Traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set; nothing is created otherwise.
   const tracing = startTracing({ env: config.env, serviceName: 'knowagent' })
-  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true, compile: true, modelConnections: true } }).catch(async (error: unknown) => {
+  const { services, dispose } = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: true, compile: true, modelConnections: true, backups: true } }).catch(async (error: unknown) => {
     await tracing?.close()
     throw error
   })

@@ -17,11 +17,12 @@ export function siteNav({ retrieval, admin = false }: { readonly retrieval: bool
 }
 
 /** The administration pages (src/http/admin-guard.ts guards them), in the order their section list shows them. */
-export const ADMIN_SECTIONS: ReadonlyArray<{ readonly id: 'users' | 'models' | 'retrieval' | 'status'; readonly href: string; readonly label: string }> = [
+export const ADMIN_SECTIONS: ReadonlyArray<{ readonly id: 'users' | 'models' | 'retrieval' | 'status' | 'backups'; readonly href: string; readonly label: string }> = [
   { id: 'users', href: '/admin/users', label: 'Users' },
   { id: 'status', href: '/admin/status', label: 'Status' },
   { id: 'models', href: '/admin/models', label: 'Model connections' },
   { id: 'retrieval', href: '/admin/retrieval', label: 'Retrieval defaults' },
+  { id: 'backups', href: '/admin/backups', label: 'Backups' },
 ]
 export const ADMIN_HOME_PATH = '/admin/users'
 

@@ -50,7 +50,7 @@ export const defaultIo: Io = {
 }
 
 /** Runs a command with the database (the embedded one is started, or found running beside a server). */
-async function withDatabase<T>(io: Io, run: (db: DatabaseHandle, secret: string) => Promise<T>, { migrate = true } = {}): Promise<T> {
+export async function withDatabase<T>(io: Io, run: (db: DatabaseHandle, secret: string) => Promise<T>, { migrate = true } = {}): Promise<T> {
   const config = loadConfig({ env: io.env })
   const runtime = ManagedRuntime.make(databaseLayer({ config, logger: silentLogger, migrate }))
   try {
@@ -300,7 +300,7 @@ export async function importIntoWorkspace(io: Io, { folder, uri, login }: { fold
  * (the use case the HTTP export streams), written atomically. Ctrl-C stops it and leaves no file.
  */
 export async function exportFromWorkspace(io: Io, { uri, file, login }: { uri: string; file: string; login: string }): Promise<number> {
-  const { atomicTargetProblem, writeFileAtomically } = await import('./atomic-file.ts')
+  const { atomicTargetProblem, writeFileAtomically } = await import('../effects/atomic-file.ts')
   const { exportableFolder, writeFolderZip } = await import('../effects/workspace/export-zip.ts')
   const { resolveNode } = await import('../effects/workspace/resolve.ts')
   const problem = await atomicTargetProblem(file) // before the database starts

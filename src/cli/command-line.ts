@@ -3,7 +3,6 @@
 // what a command does not take. Its output goes through src/cli/help.ts; the actions are in
 // src/cli/actions.ts. Exit codes: 0 for help and the version, 2 for a bad command line (effect's
 // own runner would exit 1; docs/operations.md says 2), else the action's.
-import { readFileSync } from 'node:fs'
 import * as Cause from 'effect/Cause'
 import * as Effect from 'effect/Effect'
 import * as Exit from 'effect/Exit'
@@ -16,10 +15,12 @@ import * as CliOutput from 'effect/cli/CliOutput'
 import * as Command from 'effect/cli/Command'
 import * as Flag from 'effect/cli/Flag'
 import * as GlobalFlag from 'effect/cli/GlobalFlag'
-import { projectPath } from '../project-root.ts'
+import { packageVersion } from '../project-root.ts'
 import * as actions from './actions.ts'
 import type { Io } from './actions.ts'
 import { makePresenter } from './help.ts'
+
+const backupActions = () => import('./backup-actions.ts')
 
 /** A bad command line found after parsing: shown like a parse error, with the command's usage. */
 const usageError = (commandPath: ReadonlyArray<string>, message: string) =>
@@ -211,14 +212,31 @@ function knowagentCommand({
         ({ uri, file, user }) => act(() => actions.exportFromWorkspace(io, { uri, file, login: user })),
       ).pipe(Command.withDescription("export a folder as a zip of its files' original bytes, folders kept")),
       trash,
+      Command.make(
+        'import-zip',
+        {
+          file: Argument.String('file.zip').pipe(Argument.withDescription('the zip to unpack (e.g. one knowagent export wrote)')),
+          uri: Argument.String('kb-uri').pipe(Argument.withDescription('the folder to unpack it into, e.g. kb://me/notes/ (made when missing)')),
+          user: Flag.String('user').pipe(Flag.withMetavar('<login>'), Flag.withDescription('the user whose workspace it goes into')),
+        },
+        ({ file, uri, user }) => act(() => import('./import-zip-action.ts').then(({ importZipIntoWorkspace }) => importZipIntoWorkspace(io, { file, uri, login: user }))),
+      ).pipe(Command.withDescription('unpack a zip into a folder: every entry checked first, all files or none')),
+      Command.make(
+        'backup',
+        { file: Argument.String('file').pipe(Argument.withDescription('the backup file to write (renamed into place only once complete; nothing is left on a failure)')) },
+        ({ file }) => act(() => backupActions().then(({ backup }) => backup(io, { file }))),
+      ).pipe(Command.withDescription('back up everything (users, tokens, settings, every file version, jobs) into one file, while the server runs')),
+      Command.make(
+        'restore',
+        { file: Argument.String('file').pipe(Argument.withDescription('a file written by knowagent backup')) },
+        ({ file }) => act(() => backupActions().then(({ restore }) => restore(io, { file }))),
+      ).pipe(Command.withDescription('restore a backup into an empty data dir (KNOWAGENT_DATA_DIR) or an empty DATABASE_URL database')),
       Command.make('help', { command: Argument.String('command').pipe(Argument.withDescription('the command to explain'), Argument.variadic()) }, ({ command }) =>
         showHelp(command),
       ).pipe(Command.withDescription('show this help, or a command\'s')),
     ]),
   )
 }
-
-const packageVersion = () => (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string }).version
 
 /**
  * Parses `argv` and runs the command it names. Resolves to the exit code; rejects with what an

@@ -28,6 +28,7 @@ import { type CompileFeatureOptions, CompileFeatureService, type RunningCompileF
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
 import { CALL_CANCEL_CHANNEL } from './tools/running-calls.ts'
 import { FILE_VERSIONS_CHANNEL } from './workspace/file-subscriptions.ts'
+import { ScheduledBackupsService, startScheduledBackups } from './backup/scheduled-backups.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
 import { MetricsService } from './observability/metrics-service.ts'
@@ -70,6 +71,8 @@ export interface CoreLayerOptions {
      * Without it (CLI commands) they are read once, when the runtime starts.
      */
     readonly modelConnections?: boolean | undefined
+    /** Scheduled backups (`backup.schedule`), run by the queue in this process: serve. */
+    readonly backups?: boolean | undefined
   } | undefined
 }
 
@@ -87,6 +90,7 @@ export type CoreServices =
   | DocumentParserService
   | RetrievalFeatureService
   | CompileFeatureService
+  | ScheduledBackupsService
 
 /** Configuration, logger, secret and database: what every CLI command needs. */
 export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger' | 'exclusiveDatabase' | 'migrate'>) {
@@ -185,7 +189,22 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
         }),
       )
     : CompileFeatureService.none
-  return compile.pipe(Layer.provideMerge(services))
+  // Stopped before everything else: a running backup is interrupted (no file is left).
+  const backups = options.features?.backups
+    ? Layer.effect(
+        ScheduledBackupsService,
+        Effect.gen(function* () {
+          const { config, logger, secret, database } = yield* serviceValuesBeforeFeatures
+          const compile = yield* CompileFeatureService // its queue holds the schedule and takes the jobs
+          if (!compile) return undefined
+          return yield* Effect.acquireRelease(
+            Effect.promise(() => startScheduledBackups({ boss: compile.queue.boss, config, logger, secret, db: database.db, connection: database.connection })),
+            (running) => Effect.promise(async () => running?.stop()),
+          )
+        }),
+      )
+    : ScheduledBackupsService.none
+  return backups.pipe(Layer.provideMerge(compile.pipe(Layer.provideMerge(services))))
 }
 
 export interface CoreServiceValues {

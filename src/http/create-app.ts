@@ -29,6 +29,7 @@ import { retrievalRoutes } from './retrieval.routes.ts'
 import { adminRetrievalRoutes } from './admin-retrieval.routes.ts'
 import { adminModelsRoutes } from './admin-models.routes.ts'
 import { adminStatusRoutes } from './admin-status.routes.ts'
+import { adminBackupsRoutes } from './admin-backups.routes.ts'
 
 const require = createRequire(import.meta.url)
 const STATIC_DIR = projectPath('views/static/')
@@ -135,6 +136,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(adminUsersRoutes(ctx)) // /admin, /admin/users
   app.use(adminRetrievalRoutes(ctx)) // Administration → Retrieval defaults
   app.use(adminStatusRoutes(ctx)) // Administration → Status
+  app.use(adminBackupsRoutes(ctx)) // Administration → Backups
   if (ctx.modelConnections) app.use(adminModelsRoutes(ctx, ctx.modelConnections)) // Administration → Model connections
   app.use(openAiRoutes(ctx)) // /v1: the OpenAI-compatible face, with its own error shape
   app.use(mcpRoutes(ctx)) // /mcp: the MCP face (docs/mcp.md), JSON-RPC errors

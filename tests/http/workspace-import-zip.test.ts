@@ -12,7 +12,7 @@ import type { DocumentParser } from '../../src/effects/workspace/parse/document-
 import { writeStoredZip } from '../../src/effects/workspace/parse/zip.ts'
 import { makeDirectories, putFile } from '../../src/effects/workspace/store.ts'
 import { zipWithBombs } from '../support/bombs.ts'
-import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
+import { addUserWithToken, signIn, startTestServer, TEST_SECRET, type TestServer } from '../support/test-server.ts'
 import { readZip, type ReadEntry } from '../support/zip-reader.ts'
 
 const MiB = 1024 * 1024
@@ -223,5 +223,42 @@ describe('POST /api/v1/workspace/import-zip', () => {
     release()
     await new Promise((resolve) => setTimeout(resolve, 500))
     expect(await alicePaths()).toEqual(before)
+  })
+})
+
+describe('knowagent import-zip', () => {
+  const knowagent = async (args: string[]) => {
+    const { main } = await import('../../src/cli.ts')
+    const out: string[] = []
+    const err: string[] = []
+    const code = await main(args, { out: (line) => out.push(line), err: (line) => err.push(line), env: { DATABASE_URL: server.database.url, KNOWAGENT_SECRET: TEST_SECRET } })
+    return { code, out: out.join('\n'), err: err.join('\n') }
+  }
+
+  it('unpacks an exported zip into a new folder, byte for byte, and refuses a bomb naming its limit with nothing stored', async () => {
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    const dir = mkdtempSync(join(tmpdir(), 'knowagent-import-zip-cli-'))
+    try {
+      const zip = join(dir, 'source.zip')
+      const exported = await fetch(`${server.url}/api/v1/workspace/export?uri=${encodeURIComponent('kb://me/source/')}`, { headers: auth() })
+      writeFileSync(zip, Buffer.from(await exported.arrayBuffer()))
+      const run = await knowagent(['import-zip', zip, 'kb://me/cli copy/', '--user', 'alice'])
+      expect(run, run.err).toMatchObject({ code: 0 })
+      expect(run.out).toContain('added     kb://users/alice/cli copy/笔记/会议 记录.md')
+      expect(run.out).toMatch(/\n6 added, 0 updated, 0 unchanged into kb:\/\/users\/alice\/cli copy\/$/)
+      expect(contents(await exportZip('kb://me/cli copy/'))).toEqual(contents(await exportZip('kb://me/source/')))
+
+      const before = await alicePaths()
+      const bomb = join(dir, 'bomb.zip')
+      writeFileSync(bomb, zipWithBombs([{ name: 'ok.txt', data: 'ok' }, { name: 'bomb.txt', data: { inflatedBytes: 64 * MiB, declaredBytes: 1000 } }]))
+      const refused = await knowagent(['import-zip', bomb, 'kb://me/cli bombed/', '--user', 'alice'])
+      expect(refused.code).toBe(1)
+      expect(refused.err).toMatch(/^knowagent: zip entry .*bomb\.txt.* inflates past the size it declares .*\(its declared size, 1,000 bytes\); nothing was stored$/)
+      expect(await alicePaths()).toEqual(before)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -37,10 +37,10 @@ export interface Serve {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
-/** `knowagent serve` on `dataDir`, not waited for. */
-export function spawnServe(dataDir: string): Omit<Serve, 'url'> {
+/** `knowagent serve` on `dataDir`, not waited for (`env`: more variables, e.g. KNOWAGENT_CONFIG). */
+export function spawnServe(dataDir: string, env: Record<string, string> = {}): Omit<Serve, 'url'> {
   const child = spawn(process.execPath, ['bin/knowagent.mjs', 'serve'], {
-    env: { ...process.env, KNOWAGENT_DATA_DIR: dataDir, PORT: '0', KNOWAGENT_DEMO_PASSWORD: 'demo-password-1', LOG_LEVEL: 'warn', DATABASE_URL: '' },
+    env: { ...process.env, KNOWAGENT_DATA_DIR: dataDir, PORT: '0', KNOWAGENT_DEMO_PASSWORD: 'demo-password-1', LOG_LEVEL: 'warn', DATABASE_URL: '', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
   children.push(child)
@@ -50,8 +50,8 @@ export function spawnServe(dataDir: string): Omit<Serve, 'url'> {
   return { child, stderr: () => stderr, exited }
 }
 
-export function startServe(dataDir: string): Promise<Serve> {
-  const serve = spawnServe(dataDir)
+export function startServe(dataDir: string, env: Record<string, string> = {}): Promise<Serve> {
+  const serve = spawnServe(dataDir, env)
   return new Promise<Serve>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${serve.stderr()}`)), SERVE_START_DEADLINE_MS)
     const check = () => {
@@ -76,6 +76,27 @@ export function newDataDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'knowagent-embedded-'))
   dataDirs.push(dir)
   return dir
+}
+
+/** A path for a data dir that does not exist yet (a restore's target), cleaned up like newDataDir's. */
+export function newDataDirPath(): string {
+  const dir = `${newDataDir()}-new`
+  dataDirs.push(dir)
+  return dir
+}
+
+/** A `knowagent` command as a real child process; resolves with its exit code and output. */
+export function spawnCli(args: string[], env: Record<string, string>): { child: ChildProcessWithoutNullStreams; done: Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> } {
+  const child = spawn(process.execPath, ['bin/knowagent.mjs', ...args], { env: { ...process.env, DATABASE_URL: '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  children.push(child)
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (chunk) => (out += chunk))
+  child.stderr.on('data', (chunk) => (err += chunk))
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal, out, err })),
+  )
+  return { child, done }
 }
 
 /** Registers the cleanup: call once at the top of a test file that starts serve processes. */

@@ -98,7 +98,7 @@ export async function startTestServer({
     config,
     logger,
     models: { local: { deltaDelayMs: 0 }, ...modelRegistry },
-    features: { retrieval: retrieval ? { blConfigPath: null } : false, compile: compile !== undefined, modelConnections: true },
+    features: { retrieval: retrieval ? { blConfigPath: null } : false, compile: compile !== undefined, modelConnections: true, backups: true },
   })
   const shutdownController = new AbortController()
   const { database } = runtime.services

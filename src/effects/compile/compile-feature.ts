@@ -17,7 +17,7 @@ import type { Logger } from '../logging/logger.ts'
 import type { DocumentParser } from '../workspace/parse/document-parser.ts'
 import { resolveCompileDefaults, resolveQueueSettings } from './compile-config.ts'
 import type { CompileEnvironmentProvider } from './compile-pipeline.ts'
-import { startQueue } from './compile-queue.ts'
+import { type QueueHandle, startQueue } from './compile-queue.ts'
 import { makeCompileRequests } from './compile-requests.ts'
 import { type CompileFeature, makeCompileService } from './compile-service.ts'
 import { type CompileWorker, startCompileWorker } from './compile-worker.ts'
@@ -25,11 +25,14 @@ import { makeJobEvents } from './job-events.ts'
 import { loadBundledSkills } from './skills.ts'
 import { startTrashRetention, TRASH_RETENTION_SCHEDULE, type TrashRetention } from '../workspace/trash-retention.ts'
 import type { ChangeFeed } from '../db/change-feed.ts'
+import { backupQueueSchedules } from '../backup/scheduled-backups.ts'
 
 export interface RunningCompileFeature {
   readonly feature: CompileFeature
   /** undefined when `compile.queue.inServe` is false. */
   readonly worker: CompileWorker | undefined
+  /** Serve's queue: the features whose recurring jobs it schedules work them on its `boss` (scheduled backups). */
+  readonly queue: QueueHandle
   readonly stop: () => Promise<void>
 }
 
@@ -53,7 +56,7 @@ export async function startCompileFeature(options: CompileFeatureOptions): Promi
   const settings = resolveQueueSettings(config.file.compile)
   const cliProfiles = config.file.cliProfiles ?? []
   const bundledSkills = loadBundledSkills()
-  const queue = await startQueue({ connection, settings, logger, instanceName: 'serve', schedules: [TRASH_RETENTION_SCHEDULE] })
+  const queue = await startQueue({ connection, settings, logger, instanceName: 'serve', schedules: [TRASH_RETENTION_SCHEDULE, ...backupQueueSchedules(config.backup)] })
   const events = makeJobEvents({ feed: options.feed, connection, logger })
   let worker: CompileWorker | undefined
   let retention: TrashRetention | undefined
@@ -75,6 +78,7 @@ export async function startCompileFeature(options: CompileFeatureOptions): Promi
     return {
       feature: { service, requests, events },
       worker,
+      queue,
       stop: () =>
         (stopping ??= (async () => {
           await retention?.stop()

@@ -58,6 +58,50 @@ export function bossConnection(connection: pg.ClientConfig): Pick<ConstructorOpt
   return Object.fromEntries(Object.entries({ connectionString, host, port, user, password, database, ssl }).filter(([, value]) => value !== undefined))
 }
 
+function commonOptions(options: Pick<StartQueueOptions, 'connection' | 'clock' | 'instanceName'>) {
+  return {
+    ...bossConnection(options.connection),
+    schema: QUEUE_SCHEMA,
+    application_name: 'knowagent-queue',
+    schedule: false,
+    registerInstance: false,
+    persistWarnings: false,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.instanceName ? { instanceName: options.instanceName } : {}),
+  } satisfies ConstructorOptions
+}
+
+/**
+ * Installs (or migrates) pg-boss's schema and makes sure both compile queues exist, on a
+ * short-lived instance of one connection (see startQueue); a restore does this before it loads the
+ * queue's jobs in flight.
+ */
+export async function installQueue(options: Pick<StartQueueOptions, 'connection' | 'settings' | 'logger' | 'clock' | 'schedules'>): Promise<void> {
+  const onError = (error: unknown) => options.logger?.warn('compile queue error', { error: error instanceof Error ? error.message : String(error) })
+  const setup = new PgBoss({ ...commonOptions(options), max: 1, supervise: false, useListenNotify: false })
+  setup.on('error', onError)
+  try {
+    await setup.start()
+    const queueOptions = {
+      retryBackoff: true,
+      retryDelay: Math.max(1, options.settings.retryDelaySeconds),
+      heartbeatSeconds: options.settings.heartbeatSeconds,
+    }
+    await setup.createQueue(DEAD_LETTER_QUEUE, { policy: 'standard', retentionSeconds: 30 * 24 * 3600, deleteAfterSeconds: 30 * 24 * 3600 })
+    // `notify: false`: no process listens on pg-boss's channel (see startQueue).
+    await setup.createQueue(COMPILE_QUEUE, { policy: 'standard', deadLetter: DEAD_LETTER_QUEUE, notify: false, ...queueOptions })
+    await setup.updateQueue(COMPILE_QUEUE, { deadLetter: DEAD_LETTER_QUEUE, notify: false, ...queueOptions })
+    for (const { name, cron } of options.schedules ?? []) {
+      // 'stately': at most one waiting and one running, so missed occurrences never pile up.
+      await setup.createQueue(name, { policy: 'stately', notify: false, retentionSeconds: 24 * 3600, deleteAfterSeconds: 7 * 24 * 3600 })
+      await setup.schedule(name, cron)
+    }
+  } finally {
+    // Never masks a failure above; closes its connection either way.
+    await setup.stop({ graceful: false, close: true }).catch(onError)
+  }
+}
+
 /**
  * Starts pg-boss on the shared database and makes sure both queues exist.
  *
@@ -71,40 +115,9 @@ export function bossConnection(connection: pg.ClientConfig): Pick<ConstructorOpt
  * long as it runs.
  */
 export async function startQueue(options: StartQueueOptions): Promise<QueueHandle> {
-  const common = {
-    ...bossConnection(options.connection),
-    schema: QUEUE_SCHEMA,
-    application_name: 'knowagent-queue',
-    schedule: false,
-    registerInstance: false,
-    persistWarnings: false,
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.instanceName ? { instanceName: options.instanceName } : {}),
-  } satisfies ConstructorOptions
+  const common = commonOptions(options)
   const onError = (error: unknown) => options.logger?.warn('compile queue error', { error: error instanceof Error ? error.message : String(error) })
-
-  const setup = new PgBoss({ ...common, max: 1, supervise: false, useListenNotify: false })
-  setup.on('error', onError)
-  try {
-    await setup.start()
-    const queueOptions = {
-      retryBackoff: true,
-      retryDelay: Math.max(1, options.settings.retryDelaySeconds),
-      heartbeatSeconds: options.settings.heartbeatSeconds,
-    }
-    await setup.createQueue(DEAD_LETTER_QUEUE, { policy: 'standard', retentionSeconds: 30 * 24 * 3600, deleteAfterSeconds: 30 * 24 * 3600 })
-    // `notify: false`: no process listens on pg-boss's channel (see above).
-    await setup.createQueue(COMPILE_QUEUE, { policy: 'standard', deadLetter: DEAD_LETTER_QUEUE, notify: false, ...queueOptions })
-    await setup.updateQueue(COMPILE_QUEUE, { deadLetter: DEAD_LETTER_QUEUE, notify: false, ...queueOptions })
-    for (const { name, cron } of options.schedules ?? []) {
-      // 'stately': at most one waiting and one running, so missed hours never pile up.
-      await setup.createQueue(name, { policy: 'stately', notify: false, retentionSeconds: 24 * 3600, deleteAfterSeconds: 7 * 24 * 3600 })
-      await setup.schedule(name, cron)
-    }
-  } finally {
-    // Never masks a failure above; closes its connection either way.
-    await setup.stop({ graceful: false, close: true }).catch(onError)
-  }
+  await installQueue(options)
 
   const boss = new PgBoss({
     ...common,

@@ -53,11 +53,23 @@ describe('loadConfig', () => {
     ['{"models": [{"id": "m"}]}', '["models"][0]'],
     ['{"cliProfiles": [{"id": "c", "name": "C", "command": ["/bin/c", "--m={model}"], "models": ["x"]}]}', '["cliProfiles"][0]["command"][1]'],
     ['{"compile": {"queue": {"heartbeatSeconds": 5}}}', '["compile"]["queue"]["heartbeatSeconds"]'],
+    ['{"backup": {"schedule": "every night"}}', '["backup"]["schedule"]'],
+    ['{"backup": {"schedule": "0 3 * *"}}', 'expected a cron expression of 5 fields'],
+    ['{"backup": {"schedule": "0 25 * * *"}}', 'not a cron expression'],
+    ['{"backup": {"keep": 0}}', '["backup"]["keep"]'],
+    ['{"backup": {"dir": ""}}', '["backup"]["dir"]'],
     ['{not json', 'invalid JSON'],
   ])('refuses %s naming the bad key', (json, where) => {
     const cwd = withConfigFile(json)
     expect(() => loadConfig({ env: {}, cwd })).toThrow(ConfigError)
     expect(() => loadConfig({ env: {}, cwd })).toThrow(where)
+  })
+
+  it('scheduled backups: none by default, into <data dir>/backups, the newest 7 kept; a schedule and a folder of its own', () => {
+    const defaults = loadConfig({ env: { KNOWAGENT_DATA_DIR: 'data' }, cwd: '/srv' })
+    expect(defaults.backup).toEqual({ schedule: undefined, dir: '/srv/data/backups', keep: 7 })
+    const cwd = withConfigFile(JSON.stringify({ backup: { schedule: '30 2 * * *', dir: 'backups', keep: 3 } }))
+    expect(loadConfig({ env: {}, cwd }).backup).toEqual({ schedule: '30 2 * * *', dir: join(cwd, 'backups'), keep: 3 })
   })
 
   it.each([

@@ -2,6 +2,7 @@
 import * as Context from 'effect/Context'
 import * as Layer from 'effect/Layer'
 import * as Schema from 'effect/Schema'
+import { CronExpressionParser } from 'cron-parser'
 import { existsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { resolve } from 'node:path'
@@ -13,6 +14,18 @@ import { DEFAULT_TRASH_RETENTION_DAYS } from '../workspace/trash.ts'
 import { DEFAULT_PARSE_LIMITS, DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_MS, defaultParserProcesses } from '../workspace/parse/parse-outcome.ts'
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+
+/** Why `cron` is not a cron expression the backup schedule takes (five or six fields, UTC), or undefined. */
+export function cronProblem(cron: string): string | undefined {
+  const fields = cron.trim().split(/\s+/).length
+  if (fields < 5 || fields > 6) return `expected a cron expression of 5 fields (minute hour day month weekday) or 6 (with seconds first), got ${fields}`
+  try {
+    CronExpressionParser.parse(cron, { tz: 'UTC', strict: false })
+    return undefined
+  } catch (error) {
+    return `not a cron expression: ${error instanceof Error ? error.message : String(error)}`
+  }
+}
 
 export const ConfigFileSchema = Schema.Struct({
   /** OpenAI-compatible model entries (docs/models.md); `local` is always added. */
@@ -95,6 +108,17 @@ export const ConfigFileSchema = Schema.Struct({
       level: Schema.optional(Schema.Literals(['debug', 'info', 'warn', 'error'])),
     }),
   ),
+  /** Scheduled backups, run by the server's queue (docs/operations.md, "Scheduled backups"). */
+  backup: Schema.optional(
+    Schema.Struct({
+      /** A cron expression in UTC (5 fields, or 6 with seconds); absent: no scheduled backups. */
+      schedule: Schema.optional(Schema.String.check(Schema.makeFilter((cron) => cronProblem(cron) ?? true))),
+      /** Where the backups are written (relative to the working directory); default `<data dir>/backups`. */
+      dir: Schema.optional(Schema.String.check(Schema.isMinLength(1))),
+      /** How many scheduled backups to keep; older ones are deleted after each new one. Default 7. */
+      keep: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 }))),
+    }),
+  ),
   /** Connections an administrator adds from the browser (Admin → Model connections, docs/models.md). */
   modelConnections: Schema.optional(
     Schema.Struct({
@@ -150,6 +174,8 @@ export interface AppConfig {
   readonly signInFailuresPerAddress: number
   readonly signInMaxLockoutSeconds: number
   readonly concurrentPasswordChecks: number
+  /** `backup`: the schedule (absent: none), the folder (resolved) and how many to keep. */
+  readonly backup: { readonly schedule: string | undefined; readonly dir: string; readonly keep: number }
   /** The whole environment, for API-key lookups at call time (never logged). */
   readonly env: Readonly<Record<string, string | undefined>>
 }
@@ -249,6 +275,11 @@ export function loadConfig({
     signInFailuresPerAddress: file.limits?.signInFailuresPerAddress ?? 50,
     signInMaxLockoutSeconds: file.limits?.signInMaxLockoutSeconds ?? 900,
     concurrentPasswordChecks: file.limits?.concurrentPasswordChecks ?? 2,
+    backup: {
+      schedule: file.backup?.schedule?.trim() || undefined,
+      dir: resolve(cwd, file.backup?.dir ?? resolve(cwd, env.KNOWAGENT_DATA_DIR || '.knowagent', 'backups')),
+      keep: file.backup?.keep ?? 7,
+    },
     env,
   }
 }

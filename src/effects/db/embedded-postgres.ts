@@ -13,6 +13,7 @@ import { arch, platform, tmpdir, userInfo } from 'node:os'
 import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
+import { fixPgdataOwnership } from './pgdata-ownership.ts'
 
 const execFileAsync = promisify(execFile)
 
@@ -331,6 +332,8 @@ async function openOnce({ dataDir, exclusive = false }: { dataDir: string; exclu
   const connection = clientConfig(endpoint, password)
   let startedHere = false
   if (!(await canConnect(connection))) {
+    // A copy made as root (`cp -r`) is root's: handed back to `postgres`, or refused with what to run.
+    if (user) fixPgdataOwnership(paths.pgdata, user, (message) => new EmbeddedDatabaseError(message))
     await startServer({ paths, endpoint, password, binaries, user })
     startedHere = true
   }

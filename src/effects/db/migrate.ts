@@ -32,9 +32,21 @@ export class MigrationFailed extends Error {
   override readonly name = 'MigrationFailed'
 }
 
+/** The names of the migrations this code knows, in the order they apply. */
+export async function knownMigrations(): Promise<string[]> {
+  return Object.keys(await migrationFiles.getMigrations()).sort()
+}
+
 export async function migrateToLatest(db: Kysely<any>): Promise<{ applied: string[] }> {
-  const migrator = new Migrator({ db, provider: migrationFiles })
-  const { error, results }: MigrationResultSet = await migrator.migrateToLatest()
+  return outcome(await new Migrator({ db, provider: migrationFiles }).migrateToLatest())
+}
+
+/** Applies the migrations up to `name`, inclusive (a restore: the schema its backup was taken with). */
+export async function migrateTo(db: Kysely<any>, name: string): Promise<{ applied: string[] }> {
+  return outcome(await new Migrator({ db, provider: migrationFiles }).migrateTo(name))
+}
+
+function outcome({ error, results }: MigrationResultSet): { applied: string[] } {
   const failed = results?.find((r) => r.status === 'Error')
   if (error || failed) {
     throw new MigrationFailed(

@@ -299,7 +299,21 @@ export interface ModelSettingsTable {
   updated_at: Timestamp
 }
 
+/** One scheduled backup (src/effects/backup/scheduled-backups.ts). */
+export interface BackupRunsTable {
+  id: string
+  started_at: Generated<Date>
+  finished_at: Date | null
+  status: 'running' | 'succeeded' | 'failed'
+  file: string
+  bytes: BigIntColumn | null
+  duration_ms: number | null
+  pruned: number | null
+  error: string | null
+}
+
 export interface DB {
+  backup_runs: BackupRunsTable
   model_connections: ModelConnectionsTable
   connection_models: ConnectionModelsTable
   model_settings: ModelSettingsTable

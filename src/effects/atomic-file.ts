@@ -7,7 +7,7 @@ import { createWriteStream } from 'node:fs'
 import { open, rename, rm, stat } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import type { Writable } from 'node:stream'
-import { UserError } from '../effects/auth/users.ts'
+import { UserError } from './auth/users.ts'
 
 /** Why `file` cannot be written (its folder is missing, or it is a folder), or undefined. Checked before any work starts. */
 export async function atomicTargetProblem(file: string): Promise<string | undefined> {
@@ -18,6 +18,17 @@ export async function atomicTargetProblem(file: string): Promise<string | undefi
   const existing = await stat(target).catch(() => undefined)
   if (existing?.isDirectory()) return `${target} is a folder; give the path of a file to write`
   return undefined
+}
+
+/** fsync of a folder, so that a rename in it survives a power cut (not every file system lets one open a folder). */
+async function syncFolder(folder: string): Promise<void> {
+  const handle = await open(folder, 'r').catch(() => undefined)
+  if (!handle) return
+  try {
+    await handle.sync().catch(() => {})
+  } finally {
+    await handle.close()
+  }
 }
 
 /** Runs `write` into a temporary file and renames it to `file` once `write` resolved; resolves with its result and the file's size. */
@@ -39,6 +50,7 @@ export async function writeFileAtomically<T>(file: string, write: (output: Writa
       await handle.close()
     }
     await rename(temporary, target)
+    await syncFolder(dirname(target)) // the rename itself on disk
     return { result, bytes: size, path: target }
   } catch (error) {
     // The file is opened asynchronously: wait until the stream is closed (and so has created it, if
