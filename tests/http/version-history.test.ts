@@ -120,7 +120,7 @@ describe('POST /api/v1/workspace/restore-version', () => {
 
   it('answers an unknown version with 404', async () => {
     const res = await post('/api/v1/workspace/restore-version', { uri: NOTES, version: 99 })
-    expect([res.status, await res.json()]).toEqual([404, { error: { code: 'not_found', message: `${NOTES} has no version 99` } }])
+    expect([res.status, await res.json()]).toEqual([404, { error: { code: 'not_found', message: `${NOTES} has no version 99`, request_id: expect.any(String) } }])
   })
 })
 
