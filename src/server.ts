@@ -28,8 +28,8 @@ export interface RunningServer {
 
 /** The routes' context from the runtime's services. */
 export function appContextOf(services: CoreServiceValues, shutdownSignal: AbortSignal): AppContext {
-  const { config, logger, secret, database, feed, models, modelConnections, tools, preStep, parser, retrieval, compile } = services
-  return { db: database.db, ping: database.ping, config, secret, logger, models, modelConnections, tools, preStep, parser, retrieval, compile: compile?.feature, feed, shutdownSignal, tokenMemo: createTokenMemo() }
+  const { config, logger, secret, database, feed, models, modelConnections, tools, preStep, parser, retrieval, compile, turns } = services
+  return { db: database.db, ping: database.ping, config, secret, logger, models, modelConnections, tools, preStep, parser, retrieval, compile: compile?.feature, feed, shutdownSignal, turns, tokenMemo: createTokenMemo() }
 }
 
 function listen(app: ReturnType<typeof createApp>, config: AppConfig): Promise<Server> {

@@ -27,15 +27,27 @@ import { type RetrievalFeature, RetrievalFeatureService } from './retrieval/retr
 import { type CompileFeatureOptions, CompileFeatureService, type RunningCompileFeature, startCompileFeature } from './compile/compile-feature.ts'
 import { WORKSPACE_TOOLS } from './tools/workspace-tools.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
+import { type LiveTurns, LiveTurnsService } from './turn/live-turns.ts'
+import { TURN_CONTROL_CHANNEL } from './turn/turn-control.ts'
+import { TURN_EVENTS_CHANNEL } from './turn/turn-event-store.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
 
 /**
  * Every channel of the process's one change feed: the retrieval catalog and settings, compile jobs,
- * ended sessions and tokens (which the live job streams follow), and the stored model connections
- * (the model registry). A channel no running feature follows costs almost nothing (a rare
+ * ended sessions and tokens (which the live job streams follow), the stored model connections
+ * (the model registry), and the turns' commands and stored events (a Stop or a resumed stream
+ * from another instance). A channel no running feature follows costs almost nothing (a rare
  * notification nobody reads).
  */
-export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL, CREDENTIALS_CHANNEL, MODEL_CONNECTIONS_CHANNEL] as const
+export const FEED_CHANNELS = [
+  CATALOG_CHANNEL,
+  SETTINGS_CHANNEL,
+  JOBS_CHANNEL,
+  CREDENTIALS_CHANNEL,
+  MODEL_CONNECTIONS_CHANNEL,
+  TURN_CONTROL_CHANNEL,
+  TURN_EVENTS_CHANNEL,
+] as const
 
 /** Hooks that run before every model step (features add theirs here). */
 export class PreStepHooks extends Context.Service<PreStepHooks, PreStepHook>()('knowagent/turn/PreStepHooks') {
@@ -81,6 +93,7 @@ export type CoreServices =
   | DocumentParserService
   | RetrievalFeatureService
   | CompileFeatureService
+  | LiveTurnsService
 
 /** Configuration, logger, secret and database: what every CLI command needs. */
 export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger' | 'exclusiveDatabase' | 'migrate'>) {
@@ -158,7 +171,7 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
   const followed =
     Boolean(options.features?.compile) || Boolean(options.features?.modelConnections) || (Boolean(retrievalOption) && options.config.retrievalBailian.enabled)
   const feed = followed ? ChangeFeedService.layer(FEED_CHANNELS) : ChangeFeedService.none
-  const services = Layer.mergeAll(models, parser, registries).pipe(
+  const services = Layer.mergeAll(models, parser, registries, LiveTurnsService.layer).pipe(
     Layer.provideMerge(retrieval),
     Layer.provideMerge(feed),
     Layer.provideMerge(databaseLayer(options)),
@@ -195,6 +208,8 @@ export interface CoreServiceValues {
   readonly retrieval: RetrievalFeature | undefined
   /** The compile feature (queue, job events, worker), when the runtime runs it. */
   readonly compile: RunningCompileFeature | undefined
+  /** The turns this process runs (their events stored, their clients attached). */
+  readonly turns: LiveTurns
 }
 
 const serviceValuesBeforeFeatures = Effect.gen(function* () {
@@ -210,6 +225,7 @@ const serviceValuesBeforeFeatures = Effect.gen(function* () {
     preStep: yield* PreStepHooks,
     parser: yield* DocumentParserService,
     retrieval: yield* RetrievalFeatureService,
+    turns: yield* LiveTurnsService,
   } satisfies Omit<CoreServiceValues, 'compile'>
 })
 

@@ -39,6 +39,7 @@ import { TextBuffer } from '../llm/text-buffer.ts'
 import { callModelEffect, compactEffect, type ModelStreamSink } from './model-actors.ts'
 import { noPreStep, type PreStepHook } from './pre-step-hooks.ts'
 import { prepareTurn } from './prepare-turn.ts'
+import type { TurnFinishRecord } from './turn-event-store.ts'
 import { recordTurnFinished, recordTurnStarted } from './turn-records.ts'
 
 export interface RunTurnOptions {
@@ -66,6 +67,11 @@ export interface RunTurnOptions {
   readonly scope?: WorkspaceNode | undefined
   /** The server instance running the turn (instance-registry.ts), recorded so a dead one's turns can be closed. */
   readonly instanceId?: string | undefined
+  /**
+   * Records the outcome instead of `recordTurnFinished` (a host that writes it together with the
+   * turn's terminal event: live-turns.ts). Called exactly once, before `runTurn` settles.
+   */
+  readonly recordOutcome?: ((outcome: TurnFinishRecord) => Promise<void>) | undefined
 }
 
 /** The abort reason of a turn's own clock (never a TurnStopReason: it fails the turn, not cancels it). */
@@ -151,8 +157,8 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   const turnSeconds = options.turnSeconds ?? DEFAULT_TURN_SECONDS
   const overTime = new AbortController()
   const clock = setTimeout(() => overTime.abort(TURN_TIME), turnSeconds * 1000)
-  const finish = (outcome: Parameters<typeof recordTurnFinished>[1]) =>
-    recordTurnFinished(db, outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
+  const record = options.recordOutcome ?? ((outcome: TurnFinishRecord) => recordTurnFinished(db, outcome).then(() => undefined))
+  const finish = (outcome: TurnFinishRecord) => record(outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
   const running = runActor({
     logic: hostedTurnMachine,
     input: { turnId, uri: options.uri, question: options.question, history: options.history, model: model.info, limits: options.limits },

@@ -1,0 +1,91 @@
+// A turn's events as every face and every instance sees them: numbered from 1 (the SSE `id:`),
+// named as on the wire (docs/api.md) and carried as their JSON data, so that the JSON stream, the
+// store (turn-event-store.ts) and a replay on another instance share one serialisation. Pure.
+import type { ChatMessage, TurnEmitted, TurnOutput } from '../../machines/index.ts'
+import type { TerminalFields } from '../../client/wire-events.ts'
+
+export type TurnProgressEvent = Exclude<TurnEmitted, { type: 'done' } | { type: 'error' }>
+export type TerminalEmitted = Extract<TurnEmitted, { type: 'done' } | { type: 'error' }>
+
+/** The one terminal event of a turn: the runtime's done/error plus the turn id and the history to carry on (src/client/wire-events.ts). */
+export type TurnTerminal = TerminalEmitted & TerminalFields
+
+/** One event of a turn: its number (the SSE id), its SSE name and its data as one line of JSON. */
+export interface NumberedEvent {
+  readonly seq: number
+  readonly name: string
+  readonly json: string
+}
+
+/** The data of a progress event as the JSON stream sends it: the event without its `type`. */
+export function progressJson(event: TurnProgressEvent): string {
+  // The per-delta path: the same bytes as JSON.stringify({ text }), without the object.
+  if (event.type === 'delta' || event.type === 'thinking') return `{"text":${JSON.stringify(event.text)}}`
+  const { type: _type, ...data } = event
+  return JSON.stringify(data)
+}
+
+export function terminalJson(terminal: TurnTerminal): string {
+  const { type: _type, ...data } = terminal
+  return JSON.stringify(data)
+}
+
+/** A progress event back from its name and data (a replay); undefined for a name that is not one. */
+export function progressEventOf({ name, json }: Pick<NumberedEvent, 'name' | 'json'>): TurnProgressEvent | undefined {
+  if (name === 'done' || name === 'error') return undefined
+  return { ...(JSON.parse(json) as object), type: name } as TurnProgressEvent
+}
+
+export function terminalEventOf({ name, json }: Pick<NumberedEvent, 'name' | 'json'>): TurnTerminal | undefined {
+  if (name !== 'done' && name !== 'error') return undefined
+  return { ...(JSON.parse(json) as object), type: name } as TurnTerminal
+}
+
+export const isTerminalName = (name: string): boolean => name === 'done' || name === 'error'
+
+/** Events as stored: one line each, `<name> <data JSON>` (JSON never holds a raw newline). */
+export function formatEventLines(events: ReadonlyArray<Pick<NumberedEvent, 'name' | 'json'>>): string {
+  let text = ''
+  for (const event of events) text += `${event.name} ${event.json}\n`
+  return text
+}
+
+/** The events of one stored batch, numbered from `firstSeq`. */
+export function parseEventLines({ firstSeq, text }: { firstSeq: number; text: string }): NumberedEvent[] {
+  const events: NumberedEvent[] = []
+  let seq = firstSeq
+  for (const line of text.split('\n')) {
+    if (line === '') continue
+    const space = line.indexOf(' ')
+    events.push({ seq, name: line.slice(0, space), json: line.slice(space + 1) })
+    seq += 1
+  }
+  return events
+}
+
+/** The terminal runtime event of a turn: the one the machine emitted, else one from its output (or a crash). */
+export function terminalOf({ held, output }: { held: TerminalEmitted | undefined; output: TurnOutput | undefined }): TerminalEmitted {
+  if (held) return held
+  if (output?.status === 'done') return { type: 'done', finish_reason: output.finishReason ?? 'stop', usage: output.usage }
+  return { type: 'error', code: output?.error?.code ?? 'internal_error', message: output?.error?.message ?? 'the turn ended without a result' }
+}
+
+export function withTurnFields(terminal: TerminalEmitted, { turnId, history }: { turnId: string; history?: ReadonlyArray<ChatMessage> | undefined }): TurnTerminal {
+  return { ...terminal, turn_id: turnId, ...(history ? { history } : {}) }
+}
+
+/** The error code of a turn whose instance died (or lost its lease) while it ran. */
+export const TURN_INTERRUPTED = 'turn.interrupted'
+
+/**
+ * The text a stored turn had streamed in its last model step (the deltas after its last `context`
+ * or `tool` event): what `partial` means on every other error.
+ */
+export function partialTextOf(events: ReadonlyArray<Pick<NumberedEvent, 'name' | 'json'>>): string {
+  let text = ''
+  for (const event of events) {
+    if (event.name === 'context' || event.name === 'tool') text = ''
+    else if (event.name === 'delta') text += (JSON.parse(event.json) as { text: string }).text
+  }
+  return text
+}
