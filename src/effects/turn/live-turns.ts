@@ -18,6 +18,7 @@ import { type Logger, LoggerService } from '../logging/logger.ts'
 import { parseTurnControl, TURN_CONTROL_CHANNEL } from './turn-control.ts'
 import { createTurnEventWriter, pruneTurnEvents, type TurnEventWriter, type TurnFinishRecord } from './turn-event-store.ts'
 import {
+  MAX_TURN_EVENTS,
   type NumberedEvent,
   progressJson,
   type TerminalEmitted,
@@ -129,6 +130,7 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
     let recorded: TurnFinishRecord | undefined
     let graceTimer: ReturnType<typeof setTimeout> | undefined
     let over = false
+    let overflowed = false
 
     const stop = (reason: TurnStopReason) => {
       if (!over && !stopper.signal.aborted) stopper.abort(reason)
@@ -151,6 +153,11 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
       if (held || over) return
       if (event.type === 'done' || event.type === 'error') {
         held = event // sent once the turn's output (its history) is known
+        return
+      }
+      if (seq === MAX_TURN_EVENTS) {
+        if (!overflowed) turnLogger.warn('turn past its number of events: the rest of its progress is not sent', { turnId })
+        overflowed = true
         return
       }
       seq += 1

@@ -10,7 +10,7 @@ import { type CompiledQuery, sql } from 'kysely'
 import { registerNamedStatement } from '../db/named-statements.ts'
 import type { Db } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
-import { formatEventLines, type NumberedEvent, parseEventLines } from './turn-events.ts'
+import { formatEventLines, INTERRUPTED_TERMINAL_SEQ, type NumberedEvent, parseEventLines, partialTextOf, terminalJson } from './turn-events.ts'
 
 /** NOTIFY channel of stored events; the payload is the ids of the turns with new events, comma-separated. */
 export const TURN_EVENTS_CHANNEL = 'knowagent_turn_events'
@@ -321,6 +321,31 @@ async function recordOutcome(db: Db, outcome: TurnFinishRecord): Promise<boolean
     .where('status', '=', 'running')
     .executeTakeFirst()
   return Number(result.numUpdatedRows) === 1
+}
+
+/**
+ * Stores an `error` terminal event for turns that ended without their instance (it died), numbered
+ * past anything that instance may have sent (INTERRUPTED_TERMINAL_SEQ), with the partial text of
+ * the last step stored, and NOTIFYs them. A turn that has its terminal already keeps it. Run in the
+ * transaction that closed their rows.
+ */
+export async function storeTerminals(db: Db, { turnIds, code, message }: { turnIds: ReadonlyArray<string>; code: string; message: string }): Promise<void> {
+  const stored = await db.selectFrom('turn_event_batches').select(['turn_id', 'first_seq', 'events', 'terminal']).where('turn_id', 'in', turnIds).orderBy('turn_id').orderBy('first_seq').execute()
+  const byTurn = new Map<string, NumberedEvent[]>(turnIds.map((id) => [id, []]))
+  const ended = new Set(stored.filter((row) => row.terminal).map((row) => row.turn_id))
+  for (const row of stored) byTurn.get(row.turn_id)!.push(...parseEventLines({ firstSeq: row.first_seq, text: row.events }))
+  const rows = [...byTurn]
+    .filter(([turnId]) => !ended.has(turnId))
+    .map(([turnId, events]) => {
+      const partial = partialTextOf(events)
+      const json = terminalJson({ type: 'error', code, message, ...(partial === '' ? {} : { partial }), turn_id: turnId })
+      const seq = INTERRUPTED_TERMINAL_SEQ // past anything its dead instance may have sent
+      const text = formatEventLines([{ name: 'error', json }])
+      return { turn_id: turnId, first_seq: seq, last_seq: seq, events: text, bytes: Buffer.byteLength(text), terminal: true }
+    })
+  if (rows.length === 0) return
+  await db.insertInto('turn_event_batches').values(rows).onConflict((oc) => oc.doNothing()).execute()
+  await sql`select pg_notify(${TURN_EVENTS_CHANNEL}, p) from unnest(${notifyPayloads(rows.map((row) => row.turn_id))}::text[]) p`.execute(db)
 }
 
 /** Stored events of a turn numbered above `after`, in order. */

@@ -78,6 +78,16 @@ export function withTurnFields(terminal: TerminalEmitted, { turnId, history }: {
 export const TURN_INTERRUPTED = 'turn.interrupted'
 
 /**
+ * The most events a turn numbers (its terminal comes after them). Events reach clients before they
+ * are stored, so when an instance dies its clients may hold numbers the store never saw; the
+ * terminal another instance writes for such a turn is numbered past every number it could have
+ * given (`INTERRUPTED_TERMINAL_SEQ`), so a client resuming after any of them still gets it — and a
+ * client that got it resumes to nothing (204). No real turn comes near: 600 s at 100 deltas a second is 60,000.
+ */
+export const MAX_TURN_EVENTS = 500_000
+export const INTERRUPTED_TERMINAL_SEQ = MAX_TURN_EVENTS + 2
+
+/**
  * The text a stored turn had streamed in its last model step (the deltas after its last `context`
  * or `tool` event): what `partial` means on every other error.
  */

@@ -78,12 +78,10 @@ export async function followTurn({ db, feed, turns, turnId, after, signal, onEve
       dirty = false
       const events = await readTurnEvents(db, { turnId, after: delivered })
       if (signal.aborted) break
-      const fresh: NumberedEvent[] = []
-      for (const event of events) {
-        if (event.seq !== delivered + 1) return 'gone' // a gap: what came before was removed
-        fresh.push(event)
-        delivered = event.seq
-      }
+      // In order, each once. Numbers are consecutive, except before the terminal of a turn whose
+      // instance died (turn-events.ts, INTERRUPTED_TERMINAL_SEQ); a turn's events are removed all at once.
+      const fresh = events.filter((event) => event.seq > delivered)
+      if (fresh.length > 0) delivered = fresh.at(-1)!.seq
       if (fresh.length > 0) onEvents(fresh)
       if (first) {
         first = false
@@ -93,7 +91,7 @@ export async function followTurn({ db, feed, turns, turnId, after, signal, onEve
       if (fresh.length === 0 && !(await stillRunning(db, turnId))) {
         // Ended meanwhile: its terminal was stored with its outcome, so one more read finds it, or nothing will.
         const last = await readTurnEvents(db, { turnId, after: delivered })
-        if (last.length === 0 || last[0]!.seq !== delivered + 1) return 'gone'
+        if (last.length === 0) return 'gone'
         onEvents(last)
         delivered = last.at(-1)!.seq
         return isTerminalName(last.at(-1)!.name) ? 'ended' : 'gone'

@@ -21,11 +21,12 @@ const byId = (id) => document.getElementById(id)
 const STORED_MODEL = 'knowagent.model'
 const STOPPED_MARK = '[This answer was stopped by the user; the text above is incomplete.]'
 const CUT_OFF_MARK = '[This answer was cut off: the connection ended before it was complete.]'
+const SERVER_STOPPED_MARK = '[This answer was cut off: the server stopped before it was complete.]'
 
 /**
- * The history of an answer that never got the server's terminal (the page stopped waiting for it):
- * the question and the mark, not the text — the text is the server's to hand back, and a page that
- * cannot reach it has none it can vouch for.
+ * The history of an answer without the server's: the page stopped waiting for the terminal, or
+ * the terminal had none (its server died). The question and the mark — the text only as the
+ * server gave it, never rebuilt from the page.
  */
 function unansweredHistory({ historyBefore, message, mark }) {
   return [...historyBefore, { role: 'user', content: message }, { role: 'assistant', content: mark }]
@@ -334,6 +335,11 @@ export function initChat() {
       return // not a terminal we can read: the end of the request decides
     }
     if (Array.isArray(data.history)) historyField.value = JSON.stringify(data.history)
+    else {
+      // No history (its server died: turn.interrupted): the question, and the text the server says it had, marked.
+      const partial = typeof data.partial === 'string' && data.partial !== '' ? `${data.partial}\n\n` : ''
+      historyField.value = JSON.stringify(unansweredHistory({ historyBefore: active.historyBefore, message: active.message, mark: partial + SERVER_STOPPED_MARK }))
+    }
     if (typeof data.turn_id === 'string') active.article.dataset.turnId = data.turn_id
     settle(type === 'done' ? 'done' : data.code === 'cancelled' ? 'stopped' : 'failed')
   }
