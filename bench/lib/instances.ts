@@ -8,9 +8,9 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
 import { SERVER_NODE_FLAGS } from '../../bin/server-node-flags.mjs'
 import { startEmbeddedPostgres } from '../../tests/support/embedded-postgres.ts'
+import { createBenchDatabase } from './bench-database.ts'
 import { closeIdleClientConnections, runStream, verifyStream, type StreamOutcome } from './client.ts'
 import { descendantsOf, processIdentity, readRssPss, readTreeMemory } from './process-memory.ts'
 import { BENCH_MODEL, expectedAnswer, KNOWAGENT_MODEL_ID, streamRequestBody } from './protocol.ts'
@@ -118,31 +118,11 @@ function setMemory(serves: ReadonlyArray<Serve>, external: boolean): SetMemory {
   return { servesBytes, databaseBytes, totalBytes: servesBytes + (databaseBytes ?? 0) }
 }
 
-async function createDatabase(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `bench_instances_${process.pid}`
-  const admin = new pg.Client({ connectionString: adminUrl })
-  await admin.connect()
-  await admin.query(`drop database if exists ${name} with (force)`)
-  await admin.query(`create database ${name}`)
-  await admin.end()
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: adminUrl })
-      await client.connect()
-      await client.query(`drop database if exists ${name} with (force)`)
-      await client.end()
-    },
-  }
-}
-
 export async function runInstancesPhase(options: InstancesPhaseOptions): Promise<InstancesResult> {
   const dir = mkdtempSync(join(tmpdir(), 'knowagent-bench-instances-'))
   const external = options.databaseUrl !== undefined
   const server = external ? undefined : await startEmbeddedPostgres({ maxConnections: 50 * options.instances + 20, prefix: 'knowagent-bench-instances-pg-' })
-  const database = await createDatabase(options.databaseUrl ?? server!.url)
+  const database = await createBenchDatabase(options.databaseUrl ?? server!.url, `bench_instances_${process.pid}`)
   const serves: Serve[] = []
   try {
     const configPath = join(dir, 'config.json')
