@@ -2,7 +2,7 @@
 //
 // Many instances on one database (issue 38):
 // - turn_event_batches: a turn's SSE events, numbered from 1, in batches as one process wrote them
-//   (one row per flush, not per event): `events` holds one line per event, `<name> <data JSON>`,
+//   (one row per flush, not per event): `events` holds their SSE frames (`id:`, `event:`, `data:`)
 //   for the numbers first_seq..last_seq; the batch holding the terminal event is `terminal`. Any
 //   instance replays them to a client that reconnects with Last-Event-ID; they go with the turn.
 // - instances.heartbeat_at / lease_seconds: an instance whose heartbeat is older than its own lease
@@ -22,6 +22,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('turn_event_batches_pkey', ['turn_id', 'first_seq'])
     .addCheckConstraint('turn_event_batches_range', sql`first_seq >= 1 and last_seq >= first_seq`)
     .execute()
+  // Written once, read rarely, dropped soon: not worth compressing (pglz costs the database's CPU on every flush).
+  await sql`alter table turn_event_batches alter column events set storage external`.execute(db)
   // Retention: the turns whose terminal batch is old, oldest first.
   await db.schema.createIndex('turn_event_batches_ended').on('turn_event_batches').column('created_at').where(sql.ref('terminal'), '=', true).execute()
 

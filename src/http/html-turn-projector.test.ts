@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import type { NumberedEvent, TurnProgressEvent } from '../effects/turn/turn-events.ts'
+import { type NumberedEvent, numberedEvent, type TurnProgressEvent } from '../effects/turn/turn-events.ts'
 import { htmlTurnProjector, resumedHtmlProjector } from './html-turn-projector.tsx'
 
 function recordingSse() {
@@ -16,7 +16,7 @@ function recordingSse() {
 
 /** Events numbered from 1, as a turn stores them. */
 const numbered = (events: TurnProgressEvent[]): Array<[TurnProgressEvent, NumberedEvent]> =>
-  events.map((event, index) => [event, { seq: index + 1, name: event.type, json: JSON.stringify(event) }])
+  events.map((event, index) => [event, numberedEvent({ seq: index + 1, name: event.type, json: JSON.stringify(event) })])
 
 describe('htmlTurnProjector', () => {
   beforeEach(() => vi.useFakeTimers())
@@ -133,7 +133,7 @@ describe('resumedHtmlProjector (a page picking its stream up again, issue 38)', 
     const out = recordingSse()
     const projector = htmlTurnProjector({ sse: out.sse, key: 'k', throttleMs: 50 })
     for (const [event, number] of events) projector.progress(event, number)
-    projector.finish(terminal, undefined, { seq: 6, name: 'done', json: '{}' })
+    projector.finish(terminal, undefined, numberedEvent({ seq: 6, name: 'done', json: '{}' }))
     expect(out.sent.map((sent) => sent.id)).toEqual([1, 2, 3, 4, 5, 6])
     expect(out.sent.at(-1)).toMatchObject({ event: 'done', id: 6 })
   })
@@ -151,7 +151,7 @@ describe('resumedHtmlProjector (a page picking its stream up again, issue 38)', 
     // The segment the page opened at event 4 is re-rendered whole (outerHTML), never appended again.
     expect(out.texts().at(-1)).toContain('<hx-partial hx-target="#a-k-s2" hx-swap="outerHTML"><div class="answer markdown" id="a-k-s2" data-md="Two three">')
     expect(out.texts().join('')).not.toContain('beforeend')
-    projector.finish(terminal, undefined, { seq: 6, name: 'done', json: '{}' })
+    projector.finish(terminal, undefined, numberedEvent({ seq: 6, name: 'done', json: '{}' }))
     expect(out.sent.at(-1)).toMatchObject({ event: 'done', id: 6 })
   })
 })

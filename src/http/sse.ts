@@ -12,6 +12,8 @@ export interface SseWriter {
   readonly sendJson: (event: string, json: string, id?: SseId) => boolean
   /** An unnamed message whose data is `text` as is (one `data:` line per line; htmx swaps it). */
   readonly sendText: (text: string, id?: SseId) => boolean
+  /** A whole frame made elsewhere (a turn's event as numbered and stored: turn-events.ts), written as it is. */
+  readonly sendFrame: (frame: string) => boolean
   readonly comment: (text: string) => void
   readonly close: () => void
   readonly closed: () => boolean
@@ -75,6 +77,7 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
     send: (event, data, id) => write(formatSseEvent(event, data, id)),
     sendJson: (event, json, id) => write(`${idLine(id)}event: ${event}\ndata: ${json}\n\n`),
     sendText: (text, id) => write(formatSseText(text, id)),
+    sendFrame: (frame) => write(frame),
     comment: (text) => void write(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`),
     close: () => {
       if (closed) return

@@ -301,10 +301,10 @@ export async function runProjectedTurn(
   })
 }
 
-/** The JSON projection (the public API): each event is one SSE event of the same name, with its number as `id:`. */
+/** The JSON projection (the public API): each event is one SSE event of the same name, with its number as `id:` — the frame made once for it (and stored). */
 export function jsonTurnProjector(sse: SseWriter): TurnProjector {
   return {
-    progress: (event, numbered) => void sse.sendJson(event.type, numbered?.json ?? progressJson(event), numbered?.seq),
-    finish: (terminal, _outcome, numbered) => void sse.sendJson(terminal.type, numbered?.json ?? terminalJson(terminal), numbered?.seq),
+    progress: (event, numbered) => void (numbered ? sse.sendFrame(numbered.frame) : sse.sendJson(event.type, progressJson(event))),
+    finish: (terminal, _outcome, numbered) => void (numbered ? sse.sendFrame(numbered.frame) : sse.sendJson(terminal.type, terminalJson(terminal))),
   }
 }

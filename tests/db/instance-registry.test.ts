@@ -9,7 +9,7 @@ import { createUser, type User } from '../../src/effects/auth/users.ts'
 import { registerInstance } from '../../src/effects/turn/instance-registry.ts'
 import { findTurn, INSTANCE_LOCK_CLASS, recordTurnStarted } from '../../src/effects/turn/turn-records.ts'
 import { readTurnEvents } from '../../src/effects/turn/turn-event-store.ts'
-import { formatEventLines, INTERRUPTED_TERMINAL_SEQ } from '../../src/effects/turn/turn-events.ts'
+import { INTERRUPTED_TERMINAL_SEQ, numberedEvent } from '../../src/effects/turn/turn-events.ts'
 import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 let database: TestDatabase
@@ -94,11 +94,11 @@ describe('instance registry', () => {
     const b = await register()
     const frozen = await startTurn(b.instanceId)
     const events = [
-      { name: 'context', json: '{"used":1}' },
-      { name: 'delta', json: '{"text":"Half an "}' },
-      { name: 'delta', json: '{"text":"answer"}' },
+      numberedEvent({ seq: 1, name: 'context', json: '{"used":1}' }),
+      numberedEvent({ seq: 2, name: 'delta', json: '{"text":"Half an "}' }),
+      numberedEvent({ seq: 3, name: 'delta', json: '{"text":"answer"}' }),
     ]
-    const text = formatEventLines(events)
+    const text = events.map((event) => event.frame).join('')
     await database.db.insertInto('turn_event_batches').values({ turn_id: frozen, first_seq: 1, last_seq: 3, events: text, bytes: text.length }).execute()
     await database.db.updateTable('instances').set({ heartbeat_at: sql<Date>`now() - interval '1 hour'` }).where('id', '=', b.instanceId).execute() // b froze
     expect(await a.sweep()).toBe(1)

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { createUser, type User } from '../../src/effects/auth/users.ts'
 import { createTurnEventWriter, pruneTurnEvents, readTurnEvents, storedRange, TURN_EVENTS_CHANNEL, type TurnEventWriter } from '../../src/effects/turn/turn-event-store.ts'
-import type { NumberedEvent } from '../../src/effects/turn/turn-events.ts'
+import { type NumberedEvent, numberedEvent } from '../../src/effects/turn/turn-events.ts'
 import { findTurn, recordTurnStarted } from '../../src/effects/turn/turn-records.ts'
 import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
@@ -29,8 +29,8 @@ async function startTurns(count: number): Promise<string[]> {
     .execute()
   return ids
 }
-const delta = (seq: number, text: string): NumberedEvent => ({ seq, name: 'delta', json: JSON.stringify({ text }) })
-const done = (seq: number, turnId: string): NumberedEvent => ({ seq, name: 'done', json: JSON.stringify({ finish_reason: 'stop', turn_id: turnId, history: [] }) })
+const delta = (seq: number, text: string): NumberedEvent => numberedEvent({ seq, name: 'delta', json: JSON.stringify({ text }) })
+const done = (seq: number, turnId: string): NumberedEvent => numberedEvent({ seq, name: 'done', json: JSON.stringify({ finish_reason: 'stop', turn_id: turnId, history: [] }) })
 const flushed = (writer: TurnEventWriter) => new Promise<ReadonlySet<string>>((resolve) => { const stop = writer.onFlushed((ids) => { stop(); resolve(ids) }) })
 
 describe('the turn event writer', () => {
@@ -47,6 +47,24 @@ describe('the turn event writer', () => {
       const events = await readTurnEvents(database.db, { turnId: ids[7]!, after: 12 })
       expect(events.map((event) => event.seq)).toEqual([13, 14, 15, 16, 17, 18, 19, 20])
       expect(JSON.parse(events[0]!.json)).toEqual({ text: `${ids[7]!.slice(0, 4)}:13 知 😀 "\n` })
+    } finally {
+      await writer.close()
+    }
+  })
+
+  it('writes a backlog past a megabyte in several flushes, each turn whole and in order', async () => {
+    const writer = createTurnEventWriter({ db: database.db, flushMs: 20 })
+    try {
+      const ids = await startTurns(4)
+      const flushes: number[] = []
+      const stop = writer.onFlushed((flushedIds) => flushes.push(flushedIds.size))
+      const text = 'x'.repeat(600 * 1024)
+      for (const id of ids) writer.append(id, delta(1, text))
+      for (const id of ids) writer.append(id, delta(2, 'after'))
+      await expect.poll(() => flushes.reduce((sum, n) => sum + n, 0)).toBe(4)
+      stop()
+      expect(flushes.length).toBeGreaterThan(1) // not one 2.4 MB statement
+      for (const id of ids) expect((await readTurnEvents(database.db, { turnId: id, after: 0 })).map((event) => JSON.parse(event.json).text)).toEqual([text, 'after'])
     } finally {
       await writer.close()
     }
@@ -104,7 +122,7 @@ describe('pruneTurnEvents', () => {
     const batch = (turnId: string, terminal: boolean, bytes: number, age: string) =>
       database.db
         .insertInto('turn_event_batches')
-        .values({ turn_id: turnId, first_seq: 1, last_seq: 1, events: 'delta {}\n', bytes, terminal, created_at: new Date(Date.now() - Number(age)) })
+        .values({ turn_id: turnId, first_seq: 1, last_seq: 1, events: numberedEvent({ seq: 1, name: 'delta', json: '{}' }).frame, bytes, terminal, created_at: new Date(Date.now() - Number(age)) })
         .execute()
     await batch(old!, true, 10, String(3_600_000)) // ended an hour ago
     await batch(recent!, true, 600, String(60_000)) // a minute ago

@@ -188,7 +188,7 @@ export interface TurnEventBatchesTable {
   turn_id: string
   first_seq: number
   last_seq: number
-  /** One line per event, `<name> <data JSON>`, numbered first_seq..last_seq. */
+  /** The events' SSE frames (`id: n`, `event:`, `data:`), numbered first_seq..last_seq. */
   events: string
   bytes: number
   terminal: Generated<boolean>

@@ -20,6 +20,7 @@ import { createTurnEventWriter, pruneTurnEvents, type TurnEventWriter, type Turn
 import {
   MAX_TURN_EVENTS,
   type NumberedEvent,
+  numberedEvent,
   progressJson,
   type TerminalEmitted,
   terminalJson,
@@ -161,7 +162,7 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
         return
       }
       seq += 1
-      const numbered: NumberedEvent = { seq, name: event.type, json: progressJson(event) }
+      const numbered = numberedEvent({ seq, name: event.type, json: progressJson(event) })
       writer.append(turnId, numbered)
       for (const subscriber of subscribers) {
         try {
@@ -175,7 +176,7 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
     const finish = async (output: TurnOutput | undefined): Promise<void> => {
       const terminal = withTurnFields(terminalOf({ held, output }), { turnId, history: output?.messages })
       seq += 1
-      const numbered: NumberedEvent = { seq, name: terminal.type, json: terminalJson(terminal) }
+      const numbered = numberedEvent({ seq, name: terminal.type, json: terminalJson(terminal) })
       const outcome: TurnFinishRecord = recorded ?? {
         id: turnId,
         status: 'failed',

@@ -10,7 +10,7 @@ import { type CompiledQuery, sql } from 'kysely'
 import { registerNamedStatement } from '../db/named-statements.ts'
 import type { Db } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
-import { formatEventLines, INTERRUPTED_TERMINAL_SEQ, type NumberedEvent, parseEventLines, partialTextOf, terminalJson } from './turn-events.ts'
+import { INTERRUPTED_TERMINAL_SEQ, type NumberedEvent, numberedEvent, parseStoredEvents, partialTextOf, terminalJson } from './turn-events.ts'
 
 /** NOTIFY channel of stored events; the payload is the ids of the turns with new events, comma-separated. */
 export const TURN_EVENTS_CHANNEL = 'knowagent_turn_events'
@@ -28,10 +28,39 @@ export interface TurnFinishRecord {
   readonly usage?: unknown
 }
 
+/**
+ * A turn's events waiting for the next flush, as UTF-8 bytes: each frame is copied in as it is
+ * appended, so the strings die young (a burst of streams would otherwise hold every frame in the
+ * JavaScript heap until its flush, and promote them: measured, +70 MB and seconds of GC).
+ */
 interface PendingBatch {
   firstSeq: number
   lastSeq: number
-  text: string
+  bytes: Buffer
+  length: number
+}
+
+const INITIAL_BATCH_BYTES = 1024
+/** About how much one flush writes at most (its turns' whole batches: one may be larger). */
+const FLUSH_BYTES = 1024 * 1024
+
+/** Room for `more` bytes after the batch's own. */
+function reserve(batch: PendingBatch, more: number): void {
+  if (batch.length + more <= batch.bytes.length) return
+  const grown = Buffer.allocUnsafe(Math.max(batch.bytes.length * 2, batch.length + more))
+  batch.bytes.copy(grown, 0, 0, batch.length)
+  batch.bytes = grown
+}
+
+function appendBytes(batch: PendingBatch, text: string): void {
+  reserve(batch, text.length * 3) // UTF-8 bytes of a UTF-16 string at most
+  batch.length += batch.bytes.write(text, batch.length)
+}
+
+function newBatch(seq: number, text: string): PendingBatch {
+  const batch = { firstSeq: seq, lastSeq: seq, bytes: Buffer.allocUnsafe(Math.max(INITIAL_BATCH_BYTES, text.length * 3)), length: 0 }
+  appendBytes(batch, text)
+  return batch
 }
 
 export interface TurnEventWriter {
@@ -53,22 +82,37 @@ export interface TurnEventWriter {
   readonly close: () => Promise<void>
 }
 
-/** The flush: one statement, one shape whatever the number of turns (arrays), so it is compiled once. */
+/** Separators of the flush's one parameter: control characters JSON never holds raw. */
+const FIELD = '\x1f'
+const RECORD = Buffer.from('\x1e')
+
+/**
+ * The flush: one statement, one shape whatever the number of turns, so it is compiled once. The
+ * batches travel as ONE binary parameter (UTF-8; a record per turn: id, first, last, terminal,
+ * frames), decoded and split by PostgreSQL: no string built, escaped or copied event by event here.
+ */
 function flushQuery(
   db: Db,
   rows: {
-    batches: { turnIds: string[]; firsts: number[]; lasts: number[]; texts: string[]; bytes: number[]; terminals: boolean[] }
+    batches: Buffer
     finishes: { ids: string[]; statuses: string[]; reasons: (string | null)[]; codes: (string | null)[]; messages: (string | null)[]; counters: (string | null)[]; usages: (string | null)[] }
     payloads: string[]
   },
 ): CompiledQuery<{ written: number; finished: string[] }> {
-  const { batches: b, finishes: f } = rows
+  const { finishes: f } = rows
   return sql<{ written: number; finished: string[] }>`
-    with written as (
+    with commit_mode as (
+      -- events alone are not waited for on disk (a crash of PostgreSQL itself may lose their last
+      -- moment, as of admissions); a flush that finishes a turn is, as every outcome is
+      select set_config('synchronous_commit', case when cardinality(${f.ids}::uuid[]) = 0 then 'off' else 'on' end, true)
+    ), incoming as (
+      select split_part(r, E'\x1f', 1)::uuid as turn_id, split_part(r, E'\x1f', 2)::int as first_seq, split_part(r, E'\x1f', 3)::int as last_seq,
+        split_part(r, E'\x1f', 4)::bool as terminal, split_part(r, E'\x1f', 5) as events
+      from string_to_table(convert_from(${rows.batches}::bytea, 'UTF8'), E'\x1e') r where r <> ''
+    ), written as (
       insert into turn_event_batches (turn_id, first_seq, last_seq, events, bytes, terminal)
-      select u.* from unnest(${b.turnIds}::uuid[], ${b.firsts}::int[], ${b.lasts}::int[], ${b.texts}::text[], ${b.bytes}::int[], ${b.terminals}::bool[])
-        as u(turn_id, first_seq, last_seq, events, bytes, terminal)
-      where exists (select 1 from turns t where t.id = u.turn_id) -- a turn deleted meanwhile (its user was) must not fail the others
+      select i.turn_id, i.first_seq, i.last_seq, i.events, octet_length(i.events), i.terminal from incoming i
+      where exists (select 1 from turns t where t.id = i.turn_id) -- a turn deleted meanwhile (its user was) must not fail the others
       on conflict do nothing
       returning 1
     ), finished as (
@@ -79,7 +123,7 @@ function flushQuery(
       where t.id = f.id and t.status = 'running'
       returning t.id
     )
-    select (select count(*) from written)::int as written,
+    select (select count(*) from commit_mode)::int as commit_mode, (select count(*) from written)::int as written,
       array(select id::text from finished) as finished,
       (select count(pg_notify(${TURN_EVENTS_CHANNEL}, p)) from unnest(${rows.payloads}::text[]) p)::int as notified`.compile(db)
 }
@@ -149,29 +193,36 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
   const retryDelay = () => (failures === 0 ? flushMs : Math.min(5_000, flushMs * 2 ** Math.min(failures, 7)))
 
   const append = (turnId: string, event: NumberedEvent, terminal = false): void => {
-    const line = formatEventLines([event])
     const batch = pending.get(turnId)
     if (batch === undefined) {
-      pending.set(turnId, { firstSeq: event.seq, lastSeq: event.seq, text: line })
+      pending.set(turnId, newBatch(event.seq, event.frame))
       if (!terminal) schedule(flushMs)
       return
     }
     batch.lastSeq = event.seq
-    batch.text += line
+    appendBytes(batch, event.frame)
   }
 
-  /** Takes everything queued as one unit per turn. */
+  /**
+   * Takes what is queued as one unit per turn — the turns that end first, then the others while
+   * the flush holds less than FLUSH_BYTES (the rest goes in the next flush, at once): a flush
+   * after a slow one does not copy the whole backlog into one statement.
+   */
   const takeUnits = (): Unit[] => {
-    const ids = new Set([...pending.keys(), ...finishes.keys(), ...announceOnce])
-    const units = [...ids].map((turnId) => ({
-      turnId,
-      batch: pending.get(turnId),
-      finish: finishes.get(turnId),
-      notify: announceOnce.has(turnId) || (pending.has(turnId) && announced.has(turnId)),
-    }))
-    pending = new Map()
-    finishes = new Map()
-    announceOnce = new Set()
+    const ids = [...new Set([...finishes.keys(), ...announceOnce, ...pending.keys()])]
+    const units: Unit[] = []
+    let bytes = 0
+    for (const turnId of ids) {
+      const batch = pending.get(turnId)
+      const finish = finishes.get(turnId)
+      if (units.length > 0 && bytes >= FLUSH_BYTES && finish === undefined) break
+      units.push({ turnId, batch, finish, notify: announceOnce.has(turnId) || (batch !== undefined && announced.has(turnId)) })
+      bytes += batch?.length ?? 0
+      pending.delete(turnId)
+      finishes.delete(turnId)
+      announceOnce.delete(turnId)
+    }
+    if (pending.size > 0 || finishes.size > 0 || announceOnce.size > 0) again = true
     return units
   }
 
@@ -182,7 +233,8 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
         const later = pending.get(unit.turnId)
         if (later) {
           unit.batch.lastSeq = later.lastSeq
-          unit.batch.text += later.text
+          reserve(unit.batch, later.length)
+          unit.batch.length += later.bytes.copy(unit.batch.bytes, unit.batch.length, 0, later.length)
         }
         pending.set(unit.turnId, unit.batch)
       }
@@ -192,16 +244,12 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
   }
 
   const write = async (units: ReadonlyArray<Unit>): Promise<void> => {
-    const batches = { turnIds: [] as string[], firsts: [] as number[], lasts: [] as number[], texts: [] as string[], bytes: [] as number[], terminals: [] as boolean[] }
+    const parts: Buffer[] = []
     const rows = { ids: [] as string[], statuses: [] as string[], reasons: [] as (string | null)[], codes: [] as (string | null)[], messages: [] as (string | null)[], counters: [] as (string | null)[], usages: [] as (string | null)[] }
     for (const { turnId, batch, finish } of units) {
       if (batch) {
-        batches.turnIds.push(turnId)
-        batches.firsts.push(batch.firstSeq)
-        batches.lasts.push(batch.lastSeq)
-        batches.texts.push(batch.text)
-        batches.bytes.push(Buffer.byteLength(batch.text))
-        batches.terminals.push(finish?.terminal.seq === batch.lastSeq)
+        const terminal = finish?.terminal.seq === batch.lastSeq ? 't' : 'f'
+        parts.push(Buffer.from(turnId + FIELD + batch.firstSeq + FIELD + batch.lastSeq + FIELD + terminal + FIELD), batch.bytes.subarray(0, batch.length), RECORD)
       }
       if (finish) {
         const { outcome } = finish
@@ -214,7 +262,7 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
         rows.usages.push(outcome.usage === undefined ? null : JSON.stringify(outcome.usage))
       }
     }
-    const query = flushQuery(db, { batches, finishes: rows, payloads: notifyPayloads(units.filter((unit) => unit.notify).map((unit) => unit.turnId)) })
+    const query = flushQuery(db, { batches: Buffer.concat(parts), finishes: rows, payloads: notifyPayloads(units.filter((unit) => unit.notify).map((unit) => unit.turnId)) })
     if (!flushSqlRegistered) {
       registerNamedStatement(query.sql) // one shape: parsed once per connection
       flushSqlRegistered = true
@@ -250,6 +298,7 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
         written(units)
       } catch (error) {
         failures += 1
+        again = false // retried after the backoff, not at once
         isolate = isDataError(error) && units.length > 1
         if (isDataError(error) && units.length === 1) return void (await refused(units[0]!, error))
         putBack(units)
@@ -270,6 +319,7 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
       }
     }
     failures = failed.length === 0 ? 0 : failures + 1
+    if (failed.length > 0) again = false
     putBack(failed)
   }
 
@@ -333,14 +383,14 @@ export async function storeTerminals(db: Db, { turnIds, code, message }: { turnI
   const stored = await db.selectFrom('turn_event_batches').select(['turn_id', 'first_seq', 'events', 'terminal']).where('turn_id', 'in', turnIds).orderBy('turn_id').orderBy('first_seq').execute()
   const byTurn = new Map<string, NumberedEvent[]>(turnIds.map((id) => [id, []]))
   const ended = new Set(stored.filter((row) => row.terminal).map((row) => row.turn_id))
-  for (const row of stored) byTurn.get(row.turn_id)!.push(...parseEventLines({ firstSeq: row.first_seq, text: row.events }))
+  for (const row of stored) byTurn.get(row.turn_id)!.push(...parseStoredEvents(row.events))
   const rows = [...byTurn]
     .filter(([turnId]) => !ended.has(turnId))
     .map(([turnId, events]) => {
       const partial = partialTextOf(events)
       const json = terminalJson({ type: 'error', code, message, ...(partial === '' ? {} : { partial }), turn_id: turnId })
       const seq = INTERRUPTED_TERMINAL_SEQ // past anything its dead instance may have sent
-      const text = formatEventLines([{ name: 'error', json }])
+      const text = numberedEvent({ seq, name: 'error', json }).frame
       return { turn_id: turnId, first_seq: seq, last_seq: seq, events: text, bytes: Buffer.byteLength(text), terminal: true }
     })
   if (rows.length === 0) return
@@ -352,12 +402,12 @@ export async function storeTerminals(db: Db, { turnIds, code, message }: { turnI
 export async function readTurnEvents(db: Db, { turnId, after }: { turnId: string; after: number }): Promise<NumberedEvent[]> {
   const rows = await db
     .selectFrom('turn_event_batches')
-    .select(['first_seq', 'events'])
+    .select('events')
     .where('turn_id', '=', turnId)
     .where('last_seq', '>', after)
     .orderBy('first_seq')
     .execute()
-  return rows.flatMap((row) => parseEventLines({ firstSeq: row.first_seq, text: row.events })).filter((event) => event.seq > after)
+  return rows.flatMap((row) => parseStoredEvents(row.events)).filter((event) => event.seq > after)
 }
 
 /** The first event number still stored for the turn and the terminal's, if stored (undefined: nothing stored). */

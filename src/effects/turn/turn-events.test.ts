@@ -2,16 +2,20 @@ import { describe, expect, it } from 'vitest'
 import { fc, test } from '@fast-check/vitest'
 import { formatTurnControl, parseTurnControl } from './turn-control.ts'
 import { notifyPayloads } from './turn-event-store.ts'
-import { formatEventLines, parseEventLines, partialTextOf, progressEventOf, progressJson, terminalEventOf } from './turn-events.ts'
+import { numberedEvent, parseStoredEvents, partialTextOf, progressEventOf, progressJson, terminalEventOf } from './turn-events.ts'
 
-describe('stored event lines', () => {
+describe('stored events (SSE frames)', () => {
   test.prop([fc.array(fc.tuple(fc.constantFrom('delta', 'thinking', 'tool', 'context', 'done'), fc.jsonValue()), { maxLength: 20 }), fc.integer({ min: 1, max: 1e6 })])(
-    'read back as written, numbered from the first, whatever the JSON holds (newlines, spaces, any text)',
+    'read back as written, whatever the JSON holds (newlines and blank lines in strings, "event:" or "data:" in text, any code point)',
     (pairs, firstSeq) => {
-      const events = pairs.map(([name, value]) => ({ name, json: JSON.stringify(value) ?? 'null' }))
-      expect(parseEventLines({ firstSeq, text: formatEventLines(events) })).toEqual(events.map((event, index) => ({ seq: firstSeq + index, ...event })))
+      const events = pairs.map(([name, value], index) => numberedEvent({ seq: firstSeq + index, name, json: JSON.stringify(value) ?? 'null' }))
+      expect(parseStoredEvents(events.map((event) => event.frame).join(''))).toEqual(events)
     },
   )
+
+  it('are the JSON stream\'s own frames', () => {
+    expect(numberedEvent({ seq: 7, name: 'delta', json: '{"text":"a\\n\\nb"}' }).frame).toBe('id: 7\nevent: delta\ndata: {"text":"a\\n\\nb"}\n\n')
+  })
 
   it('turn back into the runtime events they were made from', () => {
     const tool = { type: 'tool' as const, phase: 'end' as const, call_id: 'c', name: 'read', arguments: { uri: 'kb://me/a' }, ok: true, summary: 'read' }

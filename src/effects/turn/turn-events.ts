@@ -1,6 +1,7 @@
 // A turn's events as every face and every instance sees them: numbered from 1 (the SSE `id:`),
-// named as on the wire (docs/api.md) and carried as their JSON data, so that the JSON stream, the
-// store (turn-event-store.ts) and a replay on another instance share one serialisation. Pure.
+// named as on the wire (docs/api.md) and carried as their JSON data — and as the JSON stream's own
+// SSE frame, made once: the live JSON stream writes it, the store (turn-event-store.ts) keeps it,
+// and a replay on another instance writes it again as it is. Pure.
 import type { ChatMessage, TurnEmitted, TurnOutput } from '../../machines/index.ts'
 import type { TerminalFields } from '../../client/wire-events.ts'
 
@@ -10,11 +11,17 @@ export type TerminalEmitted = Extract<TurnEmitted, { type: 'done' } | { type: 'e
 /** The one terminal event of a turn: the runtime's done/error plus the turn id and the history to carry on (src/client/wire-events.ts). */
 export type TurnTerminal = TerminalEmitted & TerminalFields
 
-/** One event of a turn: its number (the SSE id), its SSE name and its data as one line of JSON. */
+/** One event of a turn: its number (the SSE id), its SSE name, its data as one line of JSON, and its SSE frame. */
 export interface NumberedEvent {
   readonly seq: number
   readonly name: string
   readonly json: string
+  /** `id: <seq>\nevent: <name>\ndata: <json>\n\n`, as the JSON stream sends it. */
+  readonly frame: string
+}
+
+export function numberedEvent({ seq, name, json }: Pick<NumberedEvent, 'seq' | 'name' | 'json'>): NumberedEvent {
+  return { seq, name, json, frame: `id: ${seq}\nevent: ${name}\ndata: ${json}\n\n` }
 }
 
 /** The data of a progress event as the JSON stream sends it: the event without its `type`. */
@@ -43,22 +50,21 @@ export function terminalEventOf({ name, json }: Pick<NumberedEvent, 'name' | 'js
 
 export const isTerminalName = (name: string): boolean => name === 'done' || name === 'error'
 
-/** Events as stored: one line each, `<name> <data JSON>` (JSON never holds a raw newline). */
-export function formatEventLines(events: ReadonlyArray<Pick<NumberedEvent, 'name' | 'json'>>): string {
-  let text = ''
-  for (const event of events) text += `${event.name} ${event.json}\n`
-  return text
-}
-
-/** The events of one stored batch, numbered from `firstSeq`. */
-export function parseEventLines({ firstSeq, text }: { firstSeq: number; text: string }): NumberedEvent[] {
+/**
+ * Stored events back from their frames (as `numberedEvent` made them, concatenated: JSON never
+ * holds a raw newline, so a frame is three lines and a blank one).
+ */
+export function parseStoredEvents(text: string): NumberedEvent[] {
   const events: NumberedEvent[] = []
-  let seq = firstSeq
-  for (const line of text.split('\n')) {
-    if (line === '') continue
-    const space = line.indexOf(' ')
-    events.push({ seq, name: line.slice(0, space), json: line.slice(space + 1) })
-    seq += 1
+  let at = 0
+  while (at < text.length) {
+    const end = text.indexOf('\n\n', at)
+    if (end < 0) break
+    const frame = text.slice(at, end + 2)
+    const eventAt = frame.indexOf('\nevent: ')
+    const dataAt = frame.indexOf('\ndata: ', eventAt + 1)
+    events.push({ seq: Number(frame.slice(4, eventAt)), name: frame.slice(eventAt + 8, dataAt), json: frame.slice(dataAt + 7, -2), frame })
+    at = end + 2
   }
   return events
 }
