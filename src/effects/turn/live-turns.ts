@@ -91,13 +91,14 @@ export interface LiveTurnsOptions {
   readonly retention: { readonly seconds: number; readonly maxBytes: number }
   readonly flushMs?: number | undefined
   readonly pruneIntervalMs?: number | undefined
+  /** Where the events go (default: a writer on `db`; tests pass their own). */
+  readonly writer?: TurnEventWriter | undefined
 }
 
 /** A watch from another instance lapses unless renewed within this time (followers renew every third of it). */
 export const REMOTE_WATCH_TTL_MS = 15_000
 
-export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneIntervalMs = 60_000 }: LiveTurnsOptions): LiveTurns {
-  const writer = createTurnEventWriter({ db, logger, flushMs })
+export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneIntervalMs = 60_000, writer = createTurnEventWriter({ db, logger, flushMs }) }: LiveTurnsOptions): LiveTurns {
   const turns = new Map<string, LiveTurn & { readonly watch: (watcher: string, on: boolean) => void }>()
   let draining = false
   let idleWaiters: Array<() => void> = []
