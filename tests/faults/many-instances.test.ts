@@ -181,7 +181,7 @@ describe('three serve processes on one PostgreSQL behind a round-robin proxy', (
     const dying = [await runningStream(victim.url, 'hang'), await runningStream(victim.url, 'hang')]
     const living = await runningStream(survivor.url, 'hang')
     // The partial text is what the dead instance had stored: wait until its delta is (a flush away).
-    const storedDeltas = `select count(distinct turn_id)::int as n from turn_event_batches where turn_id = any($1) and position(E'\\ndelta ' in E'\\n' || events) > 0`
+    const storedDeltas = `select count(distinct turn_id)::int as n from turn_event_batches where turn_id = any($1) and position(E'\\nevent: delta\\n' in events) > 0`
     await waitUntil(async () => (await query.query<{ n: number }>(storedDeltas, [dying.map((d) => d.turnId)])).rows[0]!.n === 2, 'the deltas stored')
     expect((await victim.stop('SIGKILL')).signal).toBe('SIGKILL')
     proxy.remove(victim.url) // the load balancer's health check
