@@ -10,7 +10,9 @@
 // For every delta the client computes receive time − provider send time (same clock). Per system
 // the bench reports what users feel: time to first delta at 1 and at many concurrent streams,
 // per-delta latency over the whole run, throughput of burst streams, and the memory of the whole
-// process tree (the system + its database); then the start-up of `knowagent serve` itself.
+// process tree (the system + its database); then many instances — three `knowagent serve` on one
+// PostgreSQL, 1,000 streams at once spread over them, every delta verified, the memory of the
+// whole set (bench/lib/instances.ts); then the start-up of `knowagent serve` itself.
 //
 //   npm run bench                 full run
 //   npm run bench -- --quick      smoke run of the whole harness
@@ -43,6 +45,7 @@ import { startBenchProvider, type BenchProvider } from './lib/provider.ts'
 import { report, SYSTEM_LABEL } from './lib/report.ts'
 import type { BenchResults, IdleMemory, PhaseKind, PhaseResult } from './lib/results.ts'
 import { measureServeStart, type StartMeasurement } from './lib/serve-start.ts'
+import { type InstancesResult, runInstancesPhase } from './lib/instances.ts'
 import { SERVER_NODE_FLAGS } from '../bin/server-node-flags.mjs'
 import { serverEntry } from '../bin/server-bundle.mjs'
 import { concatSamples, formatNumber, percentileSorted, sortedCopy } from './lib/stats.ts'
@@ -72,6 +75,12 @@ const HELP = `usage: npm run bench -- [options]
   --variants a,b          text,tools
   --database-url URL      knowagent on an external PostgreSQL (admin URL; a database is created
                           in it) instead of the embedded PostgreSQL its process starts
+  --instances N           the many-instances phase: N \`knowagent serve\` processes on one PostgreSQL
+                          (default 3; 0 skips it; needs knowagent among --systems)
+  --instances-streams N   its streams, all at once, spread over the instances in turn
+                          (default 1000; quick 60)
+  --instances-deltas N    deltas per stream of that phase (default 100; quick 20)
+  --instances-interval-ms MS  their pace (default 50)
   --start-runs N          warm starts of \`knowagent serve\` after the cold one (default 3; quick 1)
   --skip-start            do not measure the start-up of \`knowagent serve\`
   --serve-node-args "…"   Node flags for the measured \`knowagent serve\`
@@ -112,6 +121,7 @@ interface Options {
   readonly quietWaitMs: number
   readonly noiseBudgetMs: number
   readonly childNodeOptions: ReadonlyArray<string>
+  readonly instances: { readonly count: number; readonly streams: number; readonly deltas: number; readonly intervalMs: number }
 }
 
 /** Options whose value is Node flags: `--node-options "--x"` is read as `--node-options=--x` (parseArgs would refuse a value that starts with a dash). */
@@ -156,6 +166,10 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
       'quiet-wait-s': { type: 'string' },
       'noise-budget-s': { type: 'string' },
       'node-options': { type: 'string', default: '' },
+      instances: { type: 'string' },
+      'instances-streams': { type: 'string' },
+      'instances-deltas': { type: 'string' },
+      'instances-interval-ms': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -209,6 +223,12 @@ function parseOptions(argv: ReadonlyArray<string>): Options {
     quietWaitMs: numbers(values['quiet-wait-s'], [quick ? 0 : 60], 'quiet-wait-s')[0]! * 1000,
     noiseBudgetMs: numbers(values['noise-budget-s'], [quick ? 0 : 180], 'noise-budget-s')[0]! * 1000,
     childNodeOptions: flags(values['node-options']),
+    instances: {
+      count: Math.floor(numbers(values.instances, [3], 'instances')[0]!),
+      streams: Math.floor(numbers(values['instances-streams'], [quick ? 60 : 1000], 'instances-streams', 1)[0]!),
+      deltas: Math.floor(numbers(values['instances-deltas'], [quick ? 20 : 100], 'instances-deltas', 1)[0]!),
+      intervalMs: numbers(values['instances-interval-ms'], [50], 'instances-interval-ms')[0]!,
+    },
   }
 }
 
@@ -597,6 +617,7 @@ async function main(): Promise<void> {
   const provider = await startBenchProvider()
   const phases: PhaseResult[] = []
   const idle: IdleMemory[] = []
+  let instances: InstancesResult | undefined
   let start: StartMeasurement | undefined
   let startError: string | undefined
   let failure: unknown
@@ -632,6 +653,26 @@ async function main(): Promise<void> {
         }
       }
     }
+    if (options.instances.count > 0 && options.systems.includes('knowagent')) {
+      const { count, streams, deltas, intervalMs } = options.instances
+      console.log(`\nmany instances: ${count} \`knowagent serve\` processes on one PostgreSQL, ${streams} streams at once × ${deltas} deltas paced at ${intervalMs} ms`)
+      instances = await runInstancesPhase({
+        root: ROOT,
+        provider,
+        instances: count,
+        streams,
+        deltas,
+        intervalMs,
+        databaseUrl: options.databaseUrl,
+        nodeArgs: options.serveNodeArgs,
+        nextStreamId: () => nextStreamId++,
+      })
+      console.log(
+        `  every stream verified (${instances.perInstance.join(' / ')} per instance): TTFD p50 ${formatNumber(instances.ttfdP50Ms, 1)} / p99 ${formatNumber(instances.ttfdP99Ms, 1)} ms, ` +
+          `latency p50 ${formatNumber(instances.latencyP50Ms, 2)} / p99 ${formatNumber(instances.latencyP99Ms, 2)} ms, ${formatNumber(instances.deltasPerSecond, 0)} deltas/s, ` +
+          `memory of the set idle ${formatNumber(instances.idle.totalBytes / MB, 0)} MB, peak ${formatNumber(instances.peak.totalBytes / MB, 0)} MB (${formatNumber(instances.wallMs / 1000, 1)} s)`,
+      )
+    }
   } catch (error) {
     failure = error
   } finally {
@@ -649,8 +690,8 @@ async function main(): Promise<void> {
       console.log(`  failed: ${startError}`)
     }
   }
-  const results: BenchResults = { phases, idle, start, startError }
-  if (phases.length > 0 || start) console.log('\n' + report(results, options))
+  const results: BenchResults = { phases, idle, instances, start, startError }
+  if (phases.length > 0 || start || instances) console.log('\n' + report(results, options))
   console.log(`\nload average at the end: ${load()}`)
   if (options.json) {
     writeFileSync(options.json, JSON.stringify({ machine, node: process.version, revision: revision(), options, ...results, failed: failure ? String(failure) : undefined }, null, 2) + '\n')

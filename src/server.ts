@@ -1,7 +1,9 @@
 // `knowagent serve`: build the services from the composition root (src/effects/app-layer.ts) —
 // which opens the database (the embedded PostgreSQL unless DATABASE_URL is set) and migrates it —
-// bootstrap the demo on an empty database, listen, and shut down gracefully: stop accepting, end
-// streams, then release every service in reverse order (the embedded PostgreSQL stops with it).
+// bootstrap the demo on an empty database, listen, and shut down gracefully: drain (no new turn,
+// /readyz 503, running turns finish for up to `shutdown.drainSeconds`, the rest are cancelled),
+// end the other streams, stop accepting, then release every service in reverse order (the
+// embedded PostgreSQL stops with it).
 import { createTokenMemo } from './effects/auth/token-memo.ts'
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
@@ -21,16 +23,17 @@ export interface RunningServer {
   readonly database: DatabaseHandle
   readonly shutdown: (reason?: string) => Promise<void>
   /**
-   * Cuts the connections a shutdown under way is still waiting for, instead of after its grace
-   * period (a second Ctrl-C); the rest of the shutdown, the database's stop included, goes on.
+   * Ends the drain of a shutdown under way (its running turns are cancelled now) and cuts the
+   * connections it is still waiting for, instead of after its grace period (a second Ctrl-C); the
+   * rest of the shutdown, the database's stop included, goes on.
    */
   readonly hurry: () => void
 }
 
 /** The routes' context from the runtime's services. */
 export function appContextOf(services: CoreServiceValues, shutdownSignal: AbortSignal): AppContext {
-  const { config, logger, metrics, secret, database, feed, models, modelConnections, tools, preStep, parser, retrieval, compile } = services
-  return { db: database.db, ping: database.ping, config, secret, logger, metrics, models, modelConnections, tools, preStep, parser, retrieval, compile: compile?.feature, feed, shutdownSignal, tokenMemo: createTokenMemo() }
+  const { config, logger, metrics, secret, database, feed, models, modelConnections, tools, preStep, parser, retrieval, compile, turns } = services
+  return { db: database.db, ping: database.ping, config, secret, logger, metrics, models, modelConnections, tools, preStep, parser, retrieval, compile: compile?.feature, feed, shutdownSignal, turns, tokenMemo: createTokenMemo() }
 }
 
 function listen(app: ReturnType<typeof createApp>, config: AppConfig): Promise<Server> {
@@ -56,7 +59,7 @@ export async function startServer({
   let instance: InstanceRegistration | undefined
   try {
     // Closes the turns that dead processes left running (ours stay ours while we live).
-    instance = await registerInstance({ db: database.db, connection: database.connection, logger })
+    instance = await registerInstance({ db: database.db, connection: database.connection, logger, leaseSeconds: config.turns.leaseSeconds })
     const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser: services.parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 
@@ -86,13 +89,23 @@ export async function startServer({
 
     let closing: Promise<void> | undefined
     const runningServer = server
+    const { turns } = services
+    const drainCut = new AbortController()
     const cutConnections = () => {
       for (const socket of sockets) socket.destroy()
     }
     const shutdown = (reason = 'shutdown') =>
       (closing ??= (async () => {
-        logger.info('shutting down', { reason })
-        shutdownController.abort(new Error(reason)) // ends SSE streams and running turns
+        // Drain: no new turn (503 draining, /readyz 503; /healthz stays ok), running ones finish.
+        turns.drain()
+        logger.info('shutting down', { reason, runningTurns: turns.running(), drainSeconds: config.drainSeconds })
+        if (turns.running() > 0 && config.drainSeconds > 0) {
+          const deadline = AbortSignal.any([AbortSignal.timeout(config.drainSeconds * 1000), drainCut.signal])
+          await Promise.race([turns.idle(), new Promise<void>((resolve) => deadline.addEventListener('abort', () => resolve(), { once: true }))])
+        }
+        if (turns.running() > 0) logger.info('drain over: cancelling the turns still running', { turns: turns.running() })
+        await turns.stopAll('shutdown') // each ends with its terminal event (cancelled, the server stopped), stored
+        shutdownController.abort(new Error(reason)) // ends the other streams (job streams, resumed turn streams: their clients resume elsewhere)
         await new Promise<void>((resolve) => {
           runningServer.close(() => resolve())
           runningServer.closeIdleConnections()
@@ -105,7 +118,9 @@ export async function startServer({
         logger.info('stopped')
       })())
     const hurry = () => {
-      if (closing) cutConnections()
+      if (!closing) return
+      drainCut.abort()
+      cutConnections()
     }
     return { url, server, database, shutdown, hurry }
   } catch (error) {

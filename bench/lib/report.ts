@@ -116,6 +116,24 @@ export function report(bench: BenchResults, options: ReportOptions): string {
   }
   if (verdicts.length > 0) lines.push('', 'Targets (issue 10; ratios to the raw pass-through of this run):', markdownTable(['variant', 'what', 'target', 'measured', 'verdict'], verdicts))
 
+  // ── many instances ──
+  const many = bench.instances
+  if (many) {
+    const part = (memory: { servesBytes: number; databaseBytes: number | undefined; totalBytes: number }) =>
+      `${mb(memory.totalBytes)} (serves ${mb(memory.servesBytes)} + PostgreSQL ${memory.databaseBytes === undefined ? 'not counted' : mb(memory.databaseBytes)})`
+    lines.push(
+      '',
+      `Many instances (issue 38): ${many.instances} \`knowagent serve\` processes on one PostgreSQL (${many.database}), ${many.streams} streams at once spread over them in turn (${many.perInstance.join(' / ')}), ${many.deltasPerStream} deltas each paced at ${many.intervalMs} ms — every stream verified:`,
+      markdownTable(
+        ['TTFD p50 / p99 ms', 'latency p50 / p99 ms', 'deltas/s', 'wall s', 'memory of the set idle MB', 'memory of the set peak MB'],
+        [[`${ms(many.ttfdP50Ms)} / ${ms(many.ttfdP99Ms)}`, `${ms(many.latencyP50Ms, 2)} / ${ms(many.latencyP99Ms, 2)}`, formatNumber(many.deltasPerSecond, 0), formatNumber(many.wallMs / 1000, 1), part(many.idle), part(many.peak)]],
+        [true, true, true, true, false, false],
+      ),
+      '',
+      'Memory of the set = every serve process tree (RSS, and its children by PSS) + the PostgreSQL processes (PSS), sampled together every 250 ms; peak = the largest total sampled.',
+    )
+  }
+
   // ── start-up ──
   if (bench.start) {
     const startRows = bench.start.runs.map((run) => [

@@ -1,4 +1,5 @@
 // The numbers one phase of the benchmark produces, shared by the orchestrator and the report.
+import type { InstancesResult } from './instances.ts'
 import type { SystemName, Variant } from './protocol.ts'
 import type { StartMeasurement } from './serve-start.ts'
 import type { TreeMemory } from './process-memory.ts'
@@ -94,6 +95,8 @@ export interface IdleMemory {
 export interface BenchResults {
   readonly phases: ReadonlyArray<PhaseResult>
   readonly idle: ReadonlyArray<IdleMemory>
+  /** The many-instances phase (several serve processes on one PostgreSQL), when it ran. */
+  readonly instances?: InstancesResult | undefined
   readonly start: StartMeasurement | undefined
   readonly startError: string | undefined
 }

@@ -30,18 +30,32 @@ import { CALL_CANCEL_CHANNEL } from './tools/running-calls.ts'
 import { FILE_VERSIONS_CHANNEL } from './workspace/file-subscriptions.ts'
 import { ScheduledBackupsService, startScheduledBackups } from './backup/scheduled-backups.ts'
 import { composePreStepHooks, type PreStepHook } from './turn/pre-step-hooks.ts'
+import { type LiveTurns, LiveTurnsService } from './turn/live-turns.ts'
+import { TURN_CONTROL_CHANNEL } from './turn/turn-control.ts'
+import { TURN_EVENTS_CHANNEL } from './turn/turn-event-store.ts'
 import { type DocumentParser, DocumentParserService } from './workspace/parse/document-parser.ts'
 import { MetricsService } from './observability/metrics-service.ts'
 import type { ServiceMetrics } from './observability/metrics.ts'
 
 /**
  * Every channel of the process's one change feed: the retrieval catalog and settings, compile jobs,
- * ended sessions and tokens (which the live job streams follow), and the stored model connections
- * (the model registry), and for the MCP face: cancels of tool calls running in another process and
+ * ended sessions and tokens (which the live job streams follow), the stored model connections
+ * (the model registry), the turns' commands and stored events (a Stop or a resumed stream from
+ * another instance), and for the MCP face: cancels of tool calls running in another process and
  * new file versions (for subscriptions). A channel no running feature follows costs almost nothing
- * (a notification nobody reads).
+ * (a rare notification nobody reads).
  */
-export const FEED_CHANNELS = [CATALOG_CHANNEL, SETTINGS_CHANNEL, JOBS_CHANNEL, CREDENTIALS_CHANNEL, MODEL_CONNECTIONS_CHANNEL, CALL_CANCEL_CHANNEL, FILE_VERSIONS_CHANNEL] as const
+export const FEED_CHANNELS = [
+  CATALOG_CHANNEL,
+  SETTINGS_CHANNEL,
+  JOBS_CHANNEL,
+  CREDENTIALS_CHANNEL,
+  MODEL_CONNECTIONS_CHANNEL,
+  TURN_CONTROL_CHANNEL,
+  TURN_EVENTS_CHANNEL,
+  CALL_CANCEL_CHANNEL,
+  FILE_VERSIONS_CHANNEL,
+] as const
 
 /** Hooks that run before every model step (features add theirs here). */
 export class PreStepHooks extends Context.Service<PreStepHooks, PreStepHook>()('knowagent/turn/PreStepHooks') {
@@ -91,6 +105,7 @@ export type CoreServices =
   | RetrievalFeatureService
   | CompileFeatureService
   | ScheduledBackupsService
+  | LiveTurnsService
 
 /** Configuration, logger, secret and database: what every CLI command needs. */
 export function databaseLayer(options: Pick<CoreLayerOptions, 'config' | 'logger' | 'exclusiveDatabase' | 'migrate'>) {
@@ -170,7 +185,7 @@ export function coreLayer(options: CoreLayerOptions): Layer.Layer<CoreServices, 
   const followed =
     Boolean(options.features?.compile) || Boolean(options.features?.modelConnections) || (Boolean(retrievalOption) && options.config.retrievalBailian.enabled)
   const feed = followed ? ChangeFeedService.layer(FEED_CHANNELS) : ChangeFeedService.none
-  const services = Layer.mergeAll(models, parser, registries).pipe(
+  const services = Layer.mergeAll(models, parser, registries, LiveTurnsService.layer).pipe(
     Layer.provideMerge(retrieval),
     Layer.provideMerge(feed),
     Layer.provideMerge(MetricsService.layer(options.config.metrics.enabled)),
@@ -225,6 +240,8 @@ export interface CoreServiceValues {
   readonly retrieval: RetrievalFeature | undefined
   /** The compile feature (queue, job events, worker), when the runtime runs it. */
   readonly compile: RunningCompileFeature | undefined
+  /** The turns this process runs (their events stored, their clients attached). */
+  readonly turns: LiveTurns
 }
 
 const serviceValuesBeforeFeatures = Effect.gen(function* () {
@@ -241,6 +258,7 @@ const serviceValuesBeforeFeatures = Effect.gen(function* () {
     preStep: yield* PreStepHooks,
     parser: yield* DocumentParserService,
     retrieval: yield* RetrievalFeatureService,
+    turns: yield* LiveTurnsService,
   } satisfies Omit<CoreServiceValues, 'compile'>
 })
 

@@ -13,6 +13,7 @@ import type { ChangeFeed } from '../effects/db/change-feed.ts'
 import type { RetrievalFeature } from '../effects/retrieval/retrieval-feature.ts'
 import type { ServiceMetrics } from '../effects/observability/metrics.ts'
 import type { DocumentParser } from '../effects/workspace/parse/document-parser.ts'
+import type { LiveTurns } from '../effects/turn/live-turns.ts'
 
 /** Everything a route needs, built once at start-up. */
 export interface AppContext {
@@ -42,8 +43,10 @@ export interface AppContext {
   readonly credentialRecheckMs?: number | undefined
   /** The process's change feed (LISTEN), when it follows one (serve). */
   readonly feed?: ChangeFeed | undefined
-  /** Aborted when the server shuts down: long-lived responses (SSE) end on it. */
+  /** Aborted when the server shuts down: long-lived responses (SSE) end on it, and the turns still running. */
   readonly shutdownSignal: AbortSignal
+  /** The turns this process runs: started by the stream routes, stopped by a command, followed after a reconnect. */
+  readonly turns: LiveTurns
   /** This process's id in the instance registry, recorded on every turn it runs. */
   readonly instanceId?: string | undefined
   /** Users of bearer tokens verified a moment ago (token-memo.ts); without it every request looks its token up. */

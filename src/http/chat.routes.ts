@@ -2,6 +2,8 @@
 //   POST /workspace/chat/stream        a turn as SSE: HTML fragments, then one named `done`/`error`
 //   POST /workspace/chat/command       an explicit ls/read/search/status as a result card
 //   GET  /workspace/chat/welcome       the welcome area for a directory (a new conversation)
+//   GET  /workspace/chat/turns/:id/events?message_key=   a turn's stream picked up again after a
+//                                      blip (Last-Event-ID), from any instance: the same fragments
 // Cookie session + CSRF (the X-CSRF-Token header htmx sends from the page's body attribute).
 // The conversation's history comes from the page with each request; nothing is kept here.
 import { Router, urlencoded } from 'express'
@@ -16,7 +18,8 @@ import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf } from './authenticate.ts'
 import { runExplicitCommand } from './explicit-command.ts'
 import { fragmentErrorHandler, redirectHtmxToSignIn } from './fragment-errors.ts'
-import { htmlTurnProjector } from './html-turn-projector.tsx'
+import { htmlTurnProjector, resumedHtmlProjector } from './html-turn-projector.tsx'
+import { resumeTurnStream } from './turn-resume.ts'
 import { badRequest } from './http-errors.ts'
 import { decodeBody, decodeQuery, QueryInt } from './decode-request.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
@@ -76,6 +79,7 @@ async function directoryEntries(ctx: AppContext, user: User, uri: string) {
 }
 
 const DirectoryQuery = Schema.Struct({ uri: FormString.check(Schema.isMinLength(1)) })
+const ResumeQuery = Schema.Struct({ message_key: MessageKey })
 
 export function chatRoutes(ctx: AppContext): Router {
   const router = Router()
@@ -89,6 +93,19 @@ export function chatRoutes(ctx: AppContext): Router {
     const input = { uri: request.uri, modelId: request.model_id, message: request.message, history }
     const admitted = await admitTurnStream(ctx, { user, input, modelsHint: 'pick one from the model list' })
     await streamTurn(ctx, { res, user, admitted, input, project: (sse) => htmlTurnProjector({ sse, key: form.message_key, login: user.login }) })
+  })
+
+  router.get(`${CHAT_PREFIX}/turns/:id/events`, async (req, res) => {
+    const { message_key: key } = decodeQuery(ResumeQuery, req)
+    const user = req.auth!.user
+    await resumeTurnStream(ctx, {
+      req,
+      res,
+      user,
+      turnId: String(req.params.id),
+      replayFromStart: true,
+      project: (sse, { after }) => resumedHtmlProjector({ sse, key, login: user.login, after }),
+    })
   })
 
   router.post(`${CHAT_PREFIX}/command`, async (req, res) => {

@@ -1,17 +1,22 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { htmlTurnProjector } from './html-turn-projector.tsx'
+import { type NumberedEvent, numberedEvent, type TurnProgressEvent } from '../effects/turn/turn-events.ts'
+import { htmlTurnProjector, resumedHtmlProjector } from './html-turn-projector.tsx'
 
 function recordingSse() {
-  const sent: Array<{ text?: string; event?: string; data?: unknown }> = []
+  const sent: Array<{ text?: string; event?: string; data?: unknown; id?: number | undefined }> = []
   return {
     sent,
     texts: () => sent.filter((s) => s.text !== undefined).map((s) => s.text!),
     sse: {
-      sendText: (text: string) => sent.push({ text }) > 0,
-      send: (event: string, data: unknown) => sent.push({ event, data }) > 0,
+      sendText: (text: string, id?: number) => sent.push({ text, id }) > 0,
+      send: (event: string, data: unknown, id?: number) => sent.push({ event, data, id }) > 0,
     },
   }
 }
+
+/** Events numbered from 1, as a turn stores them. */
+const numbered = (events: TurnProgressEvent[]): Array<[TurnProgressEvent, NumberedEvent]> =>
+  events.map((event, index) => [event, numberedEvent({ seq: index + 1, name: event.type, json: JSON.stringify(event) })])
 
 describe('htmlTurnProjector', () => {
   beforeEach(() => vi.useFakeTimers())
@@ -108,5 +113,45 @@ describe('htmlTurnProjector thinking', () => {
     projector.progress({ type: 'thinking', text: 'Reading <b>.' })
     projector.finish({ type: 'done', finish_reason: 'stop', turn_id: 't', history: [] })
     expect(out.texts().at(-1)).toContain('<hx-partial hx-target="#a-k6-thinking-text" hx-swap="innerHTML">Searching.\nReading &lt;b&gt;.</hx-partial>')
+  })
+})
+
+describe('resumedHtmlProjector (a page picking its stream up again, issue 38)', () => {
+  beforeEach(() => vi.useFakeTimers())
+  afterEach(() => vi.useRealTimers())
+
+  const events = numbered([
+    { type: 'delta', text: 'One ' },
+    { type: 'tool', phase: 'start', call_id: 'c1', name: 'ls', arguments: {} },
+    { type: 'tool', phase: 'end', call_id: 'c1', name: 'ls', arguments: {}, ok: true, summary: '2 entries' },
+    { type: 'delta', text: 'Two ' },
+    { type: 'delta', text: 'three' },
+  ])
+  const terminal = { type: 'done' as const, finish_reason: 'stop' as const, turn_id: 't', history: [] }
+
+  it('each live message carries the number of the last event it reflects; the fragments of the end carry the one before the terminal', () => {
+    const out = recordingSse()
+    const projector = htmlTurnProjector({ sse: out.sse, key: 'k', throttleMs: 50 })
+    for (const [event, number] of events) projector.progress(event, number)
+    projector.finish(terminal, undefined, numberedEvent({ seq: 6, name: 'done', json: '{}' }))
+    expect(out.sent.map((sent) => sent.id)).toEqual([1, 2, 3, 4, 5, 6])
+    expect(out.sent.at(-1)).toMatchObject({ event: 'done', id: 6 })
+  })
+
+  it('sends nothing for the events the page has, then its status, then the rest as updates of the parts it already shows', () => {
+    const out = recordingSse()
+    const projector = resumedHtmlProjector({ sse: out.sse, key: 'k', after: 4 })
+    for (const [event, number] of events.slice(0, 4)) projector.progress(event, number)
+    vi.advanceTimersByTime(1000)
+    expect(out.sent).toEqual([])
+    projector.caughtUp?.()
+    expect(out.texts()).toEqual(['<hx-partial hx-target="#a-k-status" hx-swap="innerHTML">Writing…</hx-partial>'])
+    projector.progress(...events[4]!)
+    vi.advanceTimersByTime(50)
+    // The segment the page opened at event 4 is re-rendered whole (outerHTML), never appended again.
+    expect(out.texts().at(-1)).toContain('<hx-partial hx-target="#a-k-s2" hx-swap="outerHTML"><div class="answer markdown" id="a-k-s2" data-md="Two three">')
+    expect(out.texts().join('')).not.toContain('beforeend')
+    projector.finish(terminal, undefined, numberedEvent({ seq: 6, name: 'done', json: '{}' }))
+    expect(out.sent.at(-1)).toMatchObject({ event: 'done', id: 6 })
   })
 })

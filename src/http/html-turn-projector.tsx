@@ -2,7 +2,10 @@
 // extension swaps each unnamed message). The answer is re-rendered as sanitised markdown on the
 // server and sent whole, per text segment, at most once per `throttleMs` (the first piece of a
 // segment at once); tool cards are appended as they start and completed in place; the terminal
-// `done` / `error` is a named event whose JSON carries the history the page keeps.
+// `done` / `error` is a named event whose JSON carries the history the page keeps. Every message
+// carries as `id:` the number of the last event it reflects: the page state after message N is
+// that of events 1…N, so a page that reconnects with Last-Event-ID N gets the rest from a
+// projector that replayed 1…N silently (`resumedHtmlProjector`), and never a delta twice.
 import type { JSX } from 'hono/jsx/jsx-runtime'
 import { raw } from 'hono/html'
 import { answerRenderer } from '../../views/render-markdown.ts'
@@ -27,6 +30,12 @@ import {
 import type { FinishReason } from '../machines/index.ts'
 import type { SseWriter } from './sse.ts'
 import type { TurnProgressEvent, TurnProjector, TurnTerminal } from './turn-stream.ts'
+
+/** The HTML projection, and what a resumed stream asks of it: the page's parts as they are now. */
+export interface HtmlTurnProjector extends TurnProjector {
+  /** Sends the status as the events so far left it (a resumed page shows "Reconnecting…" until then). */
+  readonly resync: () => void
+}
 
 export const DEFAULT_ANSWER_THROTTLE_MS = 50
 
@@ -63,8 +72,9 @@ export function htmlTurnProjector({
   /** The caller: citations of files this turn read (`read`, ok) become links to the passage. */
   login?: string | undefined
   throttleMs?: number
-}): TurnProjector {
+}): HtmlTurnProjector {
   const ids = assistantIds(key)
+  let lastSeq: number | undefined // the number of the last event projected: each message's id
   const read = new Set<string>()
   const renderAnswer = answerRenderer((uri) => {
     const canonical = canonicalFileUri(uri, login)
@@ -86,7 +96,7 @@ export function htmlTurnProjector({
   const partial = (target: string, element: JSX.Element, swap: 'innerHTML' | 'outerHTML' | 'beforeend' = 'innerHTML') =>
     renderFragmentSync(<Partial target={target} swap={swap}>{element}</Partial>)
   const send = (parts: string[]) => {
-    if (parts.length > 0) sse.sendText(parts.join(''))
+    if (parts.length > 0) sse.sendText(parts.join(''), lastSeq)
   }
 
   const segmentElement = () => <AnswerSegment id={ids.segment(segments)} html={renderAnswer(segmentText)} source={segmentText} />
@@ -194,7 +204,8 @@ export function htmlTurnProjector({
   }
 
   return {
-    progress: (event) => {
+    progress: (event, numbered) => {
+      if (numbered) lastSeq = numbered.seq
       switch (event.type) {
         case 'delta':
           return onDelta(event.text)
@@ -208,19 +219,57 @@ export function htmlTurnProjector({
           return onWarning(event.message)
       }
     },
-    finish: (terminal: TurnTerminal) => {
+    finish: (terminal: TurnTerminal, _outcome, numbered) => {
+      // The fragments carry the previous event's id: only the named event below reflects the
+      // terminal, and a page cut between the two picks up from before it (the outcome is swapped
+      // into its own slot, so a second time changes nothing).
       const parts = takeDirty()
       if (terminal.type === 'done') {
-        if (segments === 0) parts.push(partial(ids.part('body'), <NoAnswerText />, 'beforeend'))
+        if (segments === 0) parts.push(partial(ids.part('outcome'), <NoAnswerText />))
         parts.push(...statusPartial(doneStatus({ tools: tools.size, finishReason: terminal.finish_reason })))
       } else {
-        parts.push(partial(ids.part('body'), <TurnErrorNotice code={terminal.code} message={terminal.message} />, 'beforeend'))
+        parts.push(partial(ids.part('outcome'), <TurnErrorNotice code={terminal.code} message={terminal.message} />))
         parts.push(...statusPartial(terminal.code === 'cancelled' ? 'Stopped' : 'Failed'))
       }
       send(parts)
+      if (numbered) lastSeq = numbered.seq
       const { type, ...data } = terminal
-      sse.send(type, data)
+      sse.send(type, data, lastSeq)
     },
+    resync: () => {
+      takeDirty() // what is pending was in the page already: it got every message up to the last event replayed
+      send([partial(ids.part('status'), <>{status === '' ? 'Waiting for KnowAgent…' : status}</>)])
+    },
+  }
+}
+
+/**
+ * The HTML projection of a resumed stream: events 1…`after` (what the page has) are projected with
+ * nothing sent, so the projector's state is the page's; then the status is refreshed (its
+ * "Reconnecting…" replaced) and the rest is sent as the live stream would have sent it.
+ */
+export function resumedHtmlProjector({ sse, key, login, after }: { sse: Pick<SseWriter, 'send' | 'sendText'>; key: string; login?: string | undefined; after: number }): TurnProjector {
+  let muted = true
+  const gated: Pick<SseWriter, 'send' | 'sendText'> = {
+    send: (event, data, id) => muted || sse.send(event, data, id),
+    sendText: (text, id) => muted || sse.sendText(text, id),
+  }
+  const projector = htmlTurnProjector({ sse: gated, key, login })
+  const unmute = () => {
+    if (!muted) return
+    muted = false
+    projector.resync()
+  }
+  return {
+    progress: (event, numbered) => {
+      if (numbered === undefined || numbered.seq > after) unmute()
+      projector.progress(event, numbered)
+    },
+    finish: (terminal, outcome, numbered) => {
+      unmute()
+      projector.finish(terminal, outcome, numbered)
+    },
+    caughtUp: unmute,
   }
 }
 

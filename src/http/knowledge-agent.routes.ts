@@ -1,4 +1,5 @@
-// /api/v1/knowledge-agent/: options, command (explicit tools, no model), stream (SSE turn).
+// /api/v1/knowledge-agent/: options, command (explicit tools, no model), stream (SSE turn), and a
+// turn by id from any instance: turns/:id/stop (the Stop command) and turns/:id/events (resume).
 import { Router } from 'express'
 import * as Schema from 'effect/Schema'
 import { DEFAULT_TURN_LIMITS } from '../machines/index.ts'
@@ -10,6 +11,8 @@ import { HttpError } from './http-errors.ts'
 import { runExplicitCommand } from './explicit-command.ts'
 import { checkStreamRequest, StreamRequest } from './stream-request.ts'
 import { admitTurnStream, jsonTurnProjector, streamTurn } from './turn-stream.ts'
+import { resumeTurnStream } from './turn-resume.ts'
+import { stopTurn } from '../effects/turn/turn-commands.ts'
 import { jsonBody } from './json-body.ts'
 
 export const API_PREFIX = '/api/v1/knowledge-agent'
@@ -72,6 +75,16 @@ export function knowledgeAgentRoutes(ctx: AppContext): Router {
     const input = { uri: body.uri, modelId: body.model_id, message: body.message, history }
     const admitted = await admitTurnStream(ctx, { user, input, modelsHint: `GET ${API_PREFIX}/options lists the available models`, uncheckedToken: uncheckedTokenOf(req) })
     await streamTurn(ctx, { res, user, admitted, input, project: jsonTurnProjector })
+  })
+
+  router.post(`${API_PREFIX}/turns/:id/stop`, async (req, res) => {
+    const turnId = String(req.params.id)
+    const { status } = await stopTurn({ db: ctx.db, turns: ctx.turns, caller: req.auth!.user, turnId })
+    res.status(status === 'stopping' ? 202 : 200).json({ turn_id: turnId, status })
+  })
+
+  router.get(`${API_PREFIX}/turns/:id/events`, async (req, res) => {
+    await resumeTurnStream(ctx, { req, res, user: req.auth!.user, turnId: String(req.params.id), project: jsonTurnProjector })
   })
 
   return router

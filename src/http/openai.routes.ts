@@ -82,6 +82,7 @@ export function openAiRoutes(ctx: AppContext): [Router, ErrorRequestHandler] {
     if (request.stream) {
       await streamTurn(ctx, {
         res, user, admitted, input,
+        graceMs: 0, // in the OpenAI protocol a closed connection is how a client cancels
         project: (sse, { turnId }) =>
           openAiTurnProjector({ id: `chatcmpl-${turnId}`, created, model: modelName, includeUsage: request.includeUsage, write: sseFrameWriter(sse) }),
       })

@@ -4,12 +4,17 @@
 import type { Response } from 'express'
 import type { ServiceMetrics } from '../effects/observability/metrics.ts'
 
+/** An event's `id:` (a turn's event number): what a client sends back as Last-Event-ID to resume after it. */
+export type SseId = number | undefined
+
 export interface SseWriter {
-  readonly send: (event: string, data: unknown) => boolean
+  readonly send: (event: string, data: unknown, id?: SseId) => boolean
   /** `send` for data already serialised as JSON (one line): the per-delta path, no object to stringify. */
-  readonly sendJson: (event: string, json: string) => boolean
+  readonly sendJson: (event: string, json: string, id?: SseId) => boolean
   /** An unnamed message whose data is `text` as is (one `data:` line per line; htmx swaps it). */
-  readonly sendText: (text: string) => boolean
+  readonly sendText: (text: string, id?: SseId) => boolean
+  /** A whole frame made elsewhere (a turn's event as numbered and stored: turn-events.ts), written as it is. */
+  readonly sendFrame: (frame: string) => boolean
   readonly comment: (text: string) => void
   readonly close: () => void
   readonly closed: () => boolean
@@ -22,14 +27,16 @@ export const SSE_HEADERS = {
   Connection: 'keep-alive',
 } as const
 
+const idLine = (id: SseId): string => (id === undefined ? '' : `id: ${id}\n`)
+
 /** One SSE frame. JSON never contains a raw newline, so `data` is always one line. */
-export function formatSseEvent(event: string, data: unknown): string {
-  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
+export function formatSseEvent(event: string, data: unknown, id?: SseId): string {
+  return `${idLine(id)}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
 }
 
 /** An unnamed SSE message carrying text (HTML); every line, whatever its ending, becomes a `data:` line. */
-export function formatSseText(text: string): string {
-  return text.split(/\r\n|\r|\n/).map((line) => `data: ${line}\n`).join('') + '\n'
+export function formatSseText(text: string, id?: SseId): string {
+  return idLine(id) + text.split(/\r\n|\r|\n/).map((line) => `data: ${line}\n`).join('') + '\n'
 }
 
 export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?: number } = {}): SseWriter {
@@ -71,9 +78,10 @@ export function openSse(res: Response, { keepAliveMs = 15_000 }: { keepAliveMs?:
     return true
   }
   return {
-    send: (event, data) => write(formatSseEvent(event, data)),
-    sendJson: (event, json) => write(`event: ${event}\ndata: ${json}\n\n`),
-    sendText: (text) => write(formatSseText(text)),
+    send: (event, data, id) => write(formatSseEvent(event, data, id)),
+    sendJson: (event, json, id) => write(`${idLine(id)}event: ${event}\ndata: ${json}\n\n`),
+    sendText: (text, id) => write(formatSseText(text, id)),
+    sendFrame: (frame) => write(frame),
     comment: (text) => void write(`: ${text.replace(/[\r\n]+/g, ' ')}\n\n`),
     close: () => {
       if (closed) return

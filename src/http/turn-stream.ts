@@ -1,8 +1,10 @@
-// One turn streamed over SSE, shared by the JSON API (`POST /api/v1/knowledge-agent/stream`) and
-// the browser chat (`POST /workspace/chat/stream`). Both admit the request the same way (known
-// model, visible URI, rate limit), run the same `runTurn`, stop it the same way (client
-// disconnect, server shutdown), and end every stream with exactly one terminal event. Only the
-// projection of runtime events differs: JSON frames for programs, HTML fragments for htmx.
+// One turn streamed over SSE, shared by the JSON API (`POST /api/v1/knowledge-agent/stream`), the
+// browser chat (`POST /workspace/chat/stream`) and the OpenAI face. They admit the request the same
+// way (known model, visible URI, rate limit, not draining), run the same `runTurn` among the
+// process's live turns (src/effects/turn/live-turns.ts: numbered, stored events; stopped by a
+// command, the server's shutdown, the credential's end, or its clients gone for the grace period),
+// and end every stream with exactly one terminal event. Only the projection of the numbered events
+// differs: JSON frames for programs, HTML fragments for htmx, OpenAI chunks.
 import type { Response } from 'express'
 import * as Effect from 'effect/Effect'
 import { randomUUID } from 'node:crypto'
@@ -12,12 +14,13 @@ import { admitTurn } from '../effects/turn/turn-admission.ts'
 import { recordTurnFinished } from '../effects/turn/turn-records.ts'
 import { buildSystemPrompt } from '../effects/turn/prepare-turn.ts'
 import { runTurn } from '../effects/turn/run-turn.ts'
+import type { LiveTurn } from '../effects/turn/live-turns.ts'
+import { type NumberedEvent, progressJson, terminalJson, type TurnProgressEvent, type TurnTerminal } from '../effects/turn/turn-events.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
 import { NodeNotFound } from '../effects/workspace/workspace-errors.ts'
 import { formatKbUri, parseKbUri, segmentsToPath } from '../effects/workspace/uri.ts'
 import type { WorkspaceNode } from '../effects/workspace/store.ts'
-import type { ChatMessage, TurnEmitted, TurnOutput, Usage } from '../machines/index.ts'
-import type { TerminalFields } from '../client/wire-events.ts'
+import type { ChatMessage, Usage } from '../machines/index.ts'
 import type { AppContext } from './app-context.ts'
 import { whenClientGone } from './client-gone.ts'
 import { credentialStillLive, revokedToken, tokenStillLive, type UncheckedToken } from './authenticate.ts'
@@ -26,22 +29,21 @@ import { badRequest, HttpError } from './http-errors.ts'
 import { openSse, type SseWriter } from './sse.ts'
 import { checkMessageFitsModel } from './stream-request.ts'
 
-export type TurnProgressEvent = Exclude<TurnEmitted, { type: 'done' } | { type: 'error' }>
-type TerminalEmitted = Extract<TurnEmitted, { type: 'done' } | { type: 'error' }>
-
-/** The one terminal event of a stream: the runtime's done/error plus the turn id and the history to carry on (src/client/wire-events.ts). */
-export type TurnTerminal = TerminalEmitted & TerminalFields
+export type { TurnProgressEvent, TurnTerminal } from '../effects/turn/turn-events.ts'
 
 /** What the turn's output adds for a projector that reports it (the OpenAI face's `usage`, also after a failure). */
 export interface TurnOutcome {
   readonly usage: Usage | undefined
 }
 
-/** Turns runtime events into bytes on one SSE stream. */
+/** Turns a turn's numbered events into bytes on one SSE stream. */
 export interface TurnProjector {
-  readonly progress: (event: TurnProgressEvent) => void
+  /** `numbered`: the event as stored, with its number (the SSE id); absent where events are not numbered (unit tests). */
+  readonly progress: (event: TurnProgressEvent, numbered?: NumberedEvent) => void
   /** Called exactly once, last; the stream is closed right after. */
-  readonly finish: (terminal: TurnTerminal, outcome?: TurnOutcome) => void
+  readonly finish: (terminal: TurnTerminal, outcome?: TurnOutcome, numbered?: NumberedEvent) => void
+  /** A resumed stream has replayed what was stored when it began; live events follow. */
+  readonly caughtUp?: (() => void) | undefined
 }
 
 export interface TurnStreamInput {
@@ -90,6 +92,7 @@ export async function admitTurnStream(
     uncheckedToken?: UncheckedToken | undefined
   },
 ): Promise<AdmittedTurn> {
+  if (ctx.turns.draining()) throw drainingError()
   const model = await Effect.runPromise(
     ctx.models.get(input.modelId).pipe(
       Effect.catchTag('UnknownModel', (error) => Effect.fail(badRequest(`${error.reason}; ${modelsHint}`, 'unknown_model'))),
@@ -142,6 +145,10 @@ export async function admitTurnStream(
   return { turnId, model, scope }
 }
 
+/** A process that is shutting down takes no new turn: the load balancer sends the retry elsewhere. */
+export const drainingError = () =>
+  new HttpError(503, 'draining', 'this server is shutting down and takes no new turns; retry (another instance will answer)', { 'Retry-After': '1' })
+
 function rateLimited(ctx: AppContext, waitMs: number): HttpError {
   const seconds = Math.ceil(waitMs / 1000)
   return new HttpError(429, 'rate_limited', `at most ${ctx.config.streamsPerMinute} streams per minute; retry in ${seconds} s`, {
@@ -149,34 +156,8 @@ function rateLimited(ctx: AppContext, waitMs: number): HttpError {
   })
 }
 
-/** Aborts on client disconnect (the response closed before it finished) or server shutdown. */
-/**
- * What stops a running turn: its client leaving (also during admission), the server shutting
- * down, or the end of the session or token the request was authenticated with (signed out,
- * password changed, token revoked — announced by any process, credential-watch.ts).
- */
-function watchForStop(ctx: AppContext, { res, user }: { res: Response; user: User }): { signal: AbortSignal; release: () => void } {
-  const stop = new AbortController()
-  const onShutdown = () => stop.abort('shutdown')
-  const unwatch = whenClientGone(res, () => stop.abort('disconnect'))
-  ctx.shutdownSignal.addEventListener('abort', onShutdown, { once: true })
-  if (ctx.shutdownSignal.aborted) onShutdown()
-  const credential = watchCredential(ctx, { userId: user.id, stillLive: () => credentialStillLive(ctx, res.req), onEnded: () => stop.abort('revoked') })
-  return {
-    signal: stop.signal,
-    release: () => {
-      unwatch()
-      credential.release()
-      ctx.shutdownSignal.removeEventListener('abort', onShutdown)
-    },
-  }
-}
-
-function terminalOf({ held, output }: { held: TerminalEmitted | undefined; output: TurnOutput | undefined }): TerminalEmitted {
-  if (held) return held
-  if (output?.status === 'done') return { type: 'done', finish_reason: output.finishReason ?? 'stop', usage: output.usage }
-  return { type: 'error', code: output?.error?.code ?? 'internal_error', message: output?.error?.message ?? 'the turn ended without a result' }
-}
+/** How long a turn of these faces runs on once its client is gone (`turns.detachedGraceSeconds`). */
+export const detachedGraceMs = (ctx: AppContext): number => ctx.config.turns.detachedGraceSeconds * 1000
 
 /** Opens the SSE response, runs the turn, projects its events and ends with one terminal event. */
 export async function streamTurn(
@@ -187,12 +168,15 @@ export async function streamTurn(
     admitted,
     input,
     project,
+    graceMs = detachedGraceMs(ctx),
   }: {
     res: Response
     user: User
     admitted: AdmittedTurn
     input: TurnStreamInput
     project: (sse: SseWriter, turn: { readonly turnId: string }) => TurnProjector
+    /** How long the turn runs on once the client is gone (the OpenAI face: 0, a closed connection cancels). */
+    graceMs?: number
   },
 ): Promise<void> {
   const { turnId } = admitted
@@ -202,6 +186,7 @@ export async function streamTurn(
     user,
     admitted,
     input,
+    graceMs,
     project: () => {
       res.set('X-Turn-Id', turnId)
       sse = openSse(res, { keepAliveMs: ctx.sseKeepAliveMs ?? 15_000 })
@@ -219,10 +204,63 @@ async function closeUnfinishedTurn(ctx: AppContext, turnId: string): Promise<voi
 }
 
 /**
+ * Starts the admitted turn among the process's live turns. Besides a Stop command and its clients
+ * leaving, what stops it is the server shutting down and the end of the session or token the
+ * request was authenticated with (signed out, password changed, token revoked — announced by any
+ * process, credential-watch.ts): watched for as long as the turn runs, not the request.
+ */
+function startLiveTurn(
+  ctx: AppContext,
+  { res, user, admitted, input, graceMs }: { res: Response; user: User; admitted: AdmittedTurn; input: TurnStreamInput; graceMs: number },
+): LiveTurn {
+  const { turnId } = admitted
+  const logger = ctx.logger.child({ turnId, login: user.login })
+  const turn = ctx.turns.start({
+    turnId,
+    graceMs,
+    logger,
+    run: ({ signal, onEvent, recordOutcome }) =>
+      runTurn({
+        db: ctx.db,
+        caller: user,
+        model: admitted.model,
+        tools: ctx.tools,
+        preStep: ctx.preStep,
+        turnId,
+        recorded: true,
+        uri: input.uri,
+        scope: admitted.scope,
+        question: input.message,
+        history: input.history,
+        preferences: input.preferences,
+        onEvent,
+        signal,
+        turnSeconds: ctx.config.turnSeconds,
+        logger,
+        instanceId: ctx.instanceId,
+        metrics: ctx.metrics,
+        recordOutcome,
+      }),
+  })
+  const onShutdown = () => turn.stop('shutdown')
+  ctx.shutdownSignal.addEventListener('abort', onShutdown, { once: true })
+  if (ctx.shutdownSignal.aborted) onShutdown()
+  const request = res.req
+  const credential = watchCredential(ctx, { userId: user.id, stillLive: () => credentialStillLive(ctx, request), onEnded: () => turn.stop('revoked') })
+  void turn.ended.finally(() => {
+    credential.release()
+    ctx.shutdownSignal.removeEventListener('abort', onShutdown)
+  })
+  return turn
+}
+
+/**
  * Runs the admitted turn of one request and feeds its events to the projector `project` builds,
- * ending with exactly one `finish`; the response closing early (client gone) or server shutdown
- * stops it. The caller owns the response: `streamTurn` opens SSE in `project`, a non-streaming
- * face answers afterwards. If `project` throws, the turn's row is closed as failed.
+ * ending with exactly one `finish` — unless the client leaves first: the request is then done,
+ * and the turn runs on for `graceMs` for a client that reconnects (0: it stops at once). A client
+ * that left before the response began never learned the turn's id: its turn stops at once. The
+ * caller owns the response: `streamTurn` opens SSE in `project`, a non-streaming face answers
+ * afterwards. If `project` throws, the turn's row is closed as failed.
  */
 export async function runProjectedTurn(
   ctx: AppContext,
@@ -232,72 +270,42 @@ export async function runProjectedTurn(
     admitted,
     input,
     project,
-  }: { res: Response; user: User; admitted: AdmittedTurn; input: TurnStreamInput; project: () => TurnProjector },
+    graceMs = 0,
+  }: { res: Response; user: User; admitted: AdmittedTurn; input: TurnStreamInput; project: () => TurnProjector; graceMs?: number },
 ): Promise<void> {
   const { turnId } = admitted
+  const leftEarly = res.closed && !res.writableFinished
   let projector: TurnProjector
+  let turn: LiveTurn
   try {
     projector = project()
+    turn = startLiveTurn(ctx, { res, user, admitted, input, graceMs })
   } catch (error) {
     await closeUnfinishedTurn(ctx, turnId)
     throw error
   }
-  const stop = watchForStop(ctx, { res, user })
-  let held: TerminalEmitted | undefined
-  const forward = (event: TurnEmitted) => {
-    if (held) return
-    if (event.type === 'done' || event.type === 'error') {
-      held = event // sent once the turn's output (its history) is known
-      return
-    }
-    projector.progress(event)
-  }
-  let output: TurnOutput | undefined
-  try {
-    output = await runTurn({
-      db: ctx.db,
-      caller: user,
-      model: admitted.model,
-      tools: ctx.tools,
-      preStep: ctx.preStep,
-      turnId,
-      recorded: true,
-      uri: input.uri,
-      scope: admitted.scope,
-      question: input.message,
-      history: input.history,
-      preferences: input.preferences,
-      onEvent: forward,
-      signal: stop.signal,
-      turnSeconds: ctx.config.turnSeconds,
-      logger: ctx.logger.child({ turnId, login: user.login }),
-      instanceId: ctx.instanceId,
-      metrics: ctx.metrics,
+  await new Promise<void>((resolve) => {
+    let unwatch = (): void => undefined
+    const unsubscribe = turn.subscribe({
+      event: (numbered, event) => projector.progress(event, numbered),
+      end: (numbered, terminal, outcome) => {
+        unwatch()
+        projector.finish(terminal, outcome, numbered)
+        resolve()
+      },
     })
-  } catch (error) {
-    ctx.logger.error('turn crashed', {
-      turnId,
-      error: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error),
+    unwatch = whenClientGone(res, () => {
+      unsubscribe()
+      resolve()
     })
-    held = { type: 'error', code: 'internal_error', message: 'the turn failed unexpectedly' }
-    await closeUnfinishedTurn(ctx, turnId) // runTurn records a crash it sees; not one before it started
-  } finally {
-    stop.release()
-  }
-  projector.finish({ ...terminalOf({ held, output }), turn_id: turnId, ...(output ? { history: output.messages } : {}) }, { usage: output?.usage })
+    if (leftEarly) turn.stop('disconnect')
+  })
 }
 
-/** The JSON projection (the public API): each runtime event is one SSE event of the same name. */
+/** The JSON projection (the public API): each event is one SSE event of the same name, with its number as `id:` — the frame made once for it (and stored). */
 export function jsonTurnProjector(sse: SseWriter): TurnProjector {
   return {
-    progress: (event) => {
-      // The per-delta path: the same bytes as JSON.stringify({ text }), without the object.
-      if (event.type === 'delta' || event.type === 'thinking') sse.sendJson(event.type, `{"text":${JSON.stringify(event.text)}}`)
-      else {
-        const { type, ...data } = event
-        sse.send(type, data)
-      }
-    },
-    finish: ({ type, ...data }) => void sse.send(type, data),
+    progress: (event, numbered) => void (numbered ? sse.sendFrame(numbered.frame) : sse.sendJson(event.type, progressJson(event))),
+    finish: (terminal, _outcome, numbered) => void (numbered ? sse.sendFrame(numbered.frame) : sse.sendJson(terminal.type, terminalJson(terminal))),
   }
 }

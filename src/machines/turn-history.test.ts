@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { closeUnansweredToolCalls, CUT_ANSWER_MARKS, historyForNextTurn, markCutAnswer, toolPairingProblems } from './turn-history.ts'
+import { closeUnansweredToolCalls, CUT_ANSWER_MARKS, historyForNextTurn, keepStoppedAnswer, markCutAnswer, STOPPED_ANSWER_MARKS, toolPairingProblems } from './turn-history.ts'
 import type { ChatMessage } from './turn-types.ts'
 
 const calls: ChatMessage = {
@@ -73,5 +73,16 @@ describe('markCutAnswer', () => {
   it.each(['stop', undefined] as const)('leaves an answer that ended with %s as it is', (finishReason) => {
     const messages: ChatMessage[] = [question, { role: 'assistant', content: 'done' }]
     expect(markCutAnswer({ messages, finishReason })).toEqual(messages)
+  })
+})
+
+describe('keepStoppedAnswer', () => {
+  const question: ChatMessage = { role: 'user', content: 'q' }
+  it.each(Object.entries(STOPPED_ANSWER_MARKS) as Array<[keyof typeof STOPPED_ANSWER_MARKS, string]>)('keeps the text a %s stop cut, with its mark', (reason, mark) => {
+    expect(keepStoppedAnswer({ messages: [question], partial: 'Half of it', reason })).toEqual([question, { role: 'assistant', content: `Half of it\n\n${mark}` }])
+  })
+
+  it.each([undefined, ''])('adds nothing when no text was streamed (%j)', (partial) => {
+    expect(keepStoppedAnswer({ messages: [question], partial, reason: 'user' })).toEqual([question])
   })
 })

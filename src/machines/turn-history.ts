@@ -1,4 +1,5 @@
 // The history a turn hands back: valid to send to a strict provider in the next turn.
+import type { TurnStopReason } from './turn-contract.ts'
 import type { ChatMessage, FinishReason } from './turn-types.ts'
 
 /**
@@ -69,7 +70,7 @@ export function toolPairingProblems(messages: ReadonlyArray<ChatMessage>): strin
 
 /**
  * The note a cut answer carries in the history, as the page marks an answer the person stopped
- * (views/static/js/chat.js `STOPPED_MARK`): the next turn's model must not take it as complete.
+ * (`STOPPED_ANSWER_MARKS` below): the next turn's model must not take it as complete.
  */
 export const CUT_ANSWER_MARKS = {
   length: '[This answer was cut off at the output limit; the text above is incomplete.]',
@@ -91,4 +92,32 @@ export function markCutAnswer({
   const mark = CUT_ANSWER_MARKS[finishReason]
   const text = answer.content ?? ''
   return messages.with(at, { ...answer, content: text === '' ? mark : `${text}\n\n${mark}` })
+}
+
+/**
+ * The note a stopped answer carries in the history, by what stopped it: the next turn's model must
+ * not take the text as complete, and should know why it ends there.
+ */
+export const STOPPED_ANSWER_MARKS = {
+  user: '[This answer was stopped by the user; the text above is incomplete.]',
+  disconnect: '[This answer was cut off: the connection ended before it was complete.]',
+  shutdown: '[This answer was cut off: the server stopped before it was complete.]',
+  revoked: '[This answer was stopped when the sign-in it ran under ended; the text above is incomplete.]',
+} as const satisfies Record<TurnStopReason, string>
+
+/**
+ * The history of a stopped turn keeps the text of the step it stopped in, marked: the person saw
+ * it, so the next turn's model sees it too (the server's history is the page's; issue 38).
+ */
+export function keepStoppedAnswer({
+  messages,
+  partial,
+  reason,
+}: {
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly partial: string | undefined
+  readonly reason: TurnStopReason
+}): ChatMessage[] {
+  if (partial === undefined || partial === '' || messages.length === 0) return [...messages]
+  return [...messages, { role: 'assistant', content: `${partial}\n\n${STOPPED_ANSWER_MARKS[reason]}` }]
 }

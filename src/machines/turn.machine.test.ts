@@ -636,6 +636,9 @@ describe('cancellation', () => {
     const output = await toPromise(turn.actor)
     expect(output.error).toEqual({ code: 'cancelled', message: 'the turn was stopped (disconnect)', partial: 'Partial answer' })
     expect(turn.emitted.at(-1)).toMatchObject({ type: 'error', code: 'cancelled', partial: 'Partial answer' })
+    // issue 38: the history the stopped turn hands back holds what the person saw, marked with why it ends there
+    expect(output.messages.at(-1)).toEqual({ role: 'assistant', content: 'Partial answer\n\n[This answer was cut off: the connection ended before it was complete.]' })
+    expectValidHistory(output)
   })
 
   it('answers every unanswered tool call of a stopped step with {"error":"cancelled"}', async () => {

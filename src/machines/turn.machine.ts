@@ -77,7 +77,7 @@ import {
   turnInputLimit,
   withCounters,
 } from './turn-context.ts'
-import { closeUnansweredToolCalls } from './turn-history.ts'
+import { closeUnansweredToolCalls, keepStoppedAnswer } from './turn-history.ts'
 import { toolErrorContent } from './tool-call-validation.ts'
 
 export type { TurnContext } from './turn-context.ts'
@@ -201,7 +201,11 @@ export const turnMachine = setup({
               message: `the turn was stopped (${event.type === 'user.stop' ? (event.reason ?? 'user') : 'user'})`,
               partial: stoppedPartial(context, event),
             },
-      messages: closeUnansweredToolCalls({ messages: context.messages, content: toolErrorContent('cancelled') }),
+      messages: keepStoppedAnswer({
+        messages: closeUnansweredToolCalls({ messages: context.messages, content: toolErrorContent('cancelled') }),
+        partial: stoppedPartial(context, event),
+        reason: event.type === 'user.stop' ? (event.reason ?? 'user') : 'user',
+      }),
     })),
     emitError: emit(({ context }) => ({
       type: 'error' as const,

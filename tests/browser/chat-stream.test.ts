@@ -1,8 +1,10 @@
 // The chat's stream in a real browser: htmx's SSE extension swaps the server's HTML fragments as
-// they arrive; the page decides how a turn ended (terminal event, Stop, EOF) and keeps history.
+// they arrive; the page decides how a turn ended (terminal event, Stop), picks a cut stream up
+// again (Last-Event-ID) and keeps the server's history.
 import { beforeEach, describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
+import { readTurnEvents } from '../../src/effects/turn/turn-event-store.ts'
 import { ask, assistantMessage, keyPatternOf, screenshot, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace, TEXT_ONLY_MODEL } from '../support/chat-workspace.ts'
 import { chatCompletionSse, splitBytes, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
@@ -23,7 +25,7 @@ describe('chat streaming', () => {
     ui.proxy.reshape(undefined)
   })
 
-  const open = async (options: { viaProxy?: boolean } = {}) => {
+  const open = async (options: { viaProxy?: boolean; allowConsoleErrors?: ReadonlyArray<RegExp> } = {}) => {
     const page = await workspace.open({ uri: DIRECTORY, ...options })
     await page.locator('#chat-model').selectOption(REMOTE_MODEL)
     return page
@@ -94,7 +96,10 @@ describe('chat streaming', () => {
     expect(workspace.problems()).toEqual([])
   })
 
-  it('Stop ends the stream; the server cancels the turn and the provider sees its request closed', async () => {
+  /** The history of the turn's stored terminal event: what the server handed back. */
+  const serverHistory = async (turnId: string) => JSON.parse((await readTurnEvents(ui.app.server.database.db, { turnId, after: 0 })).at(-1)!.json).history as unknown
+
+  it('Stop is a command: the server cancels the turn, the provider sees its request closed, and the page keeps the partial answer and the server’s history', async () => {
     const { provider, server } = ui.app
     provider.enqueue({ kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'Working on it' }]) }], end: 'hang' })
     const page = await open()
@@ -110,30 +115,86 @@ describe('chat streaming', () => {
     await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Stopped')
     await expect(page.getByRole('button', { name: 'Send' }).isVisible()).resolves.toBe(true)
     await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(false)
-    // The stopped answer stays in the conversation as the person saw it, marked (issue 14).
+    await expect(answer.locator('.turn-error strong').textContent()).resolves.toBe('Stopped') // the server's own notice: its terminal arrived
+    // The stopped answer stays in the conversation as the person saw it, marked (issue 14) — as the
+    // server's terminal event says, not rebuilt from the page (issue 38).
     expect(await history(page)).toEqual([
       { role: 'user', content: 'Take your time' },
       { role: 'assistant', content: 'Working on it\n\n[This answer was stopped by the user; the text above is incomplete.]' },
     ])
+    expect(await history(page)).toEqual(await serverHistory(turnId))
     expect(workspace.problems()).toEqual([])
   })
 
-  it('a stream that ends without done or error shows as failed and keeps what arrived', async () => {
+  it('a stream that ends without done or error is picked up again: the terminal arrives, no text twice', async () => {
     ui.app.provider.enqueue(streamScript(textAnswerSse('Partial but useful text.')))
     const page = await open({ viaProxy: true })
     ui.proxy.reshape((body) => [withoutTerminal(body)])
-    await ask(page, 'Tell me')
+    const turnId = await turnIdOf(page, 'Tell me')
+    await waitForAnswer(page)
     const answer = assistantMessage(page)
-    await answer.locator('.turn-error').waitFor()
-    await expect(answer.locator('.turn-error').textContent()).resolves.toContain('The answer was cut off')
-    await expect(answer.locator('.answer').textContent()).resolves.toContain('Partial but useful text.')
-    await expect(answer.getAttribute('class')).resolves.toContain('is-failed')
-    await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Cut off')
-    // No terminal event: the conversation keeps what arrived, marked as cut off (issue 14).
+    await expect(answer.locator('.answer').innerText()).resolves.toBe('Partial but useful text.')
+    await expect(answer.locator('.answer').count()).resolves.toBe(1)
+    await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Answered')
     expect(await history(page)).toEqual([
       { role: 'user', content: 'Tell me' },
-      { role: 'assistant', content: 'Partial but useful text.\n\n[This answer was cut off: the connection ended before it was complete.]' },
+      { role: 'assistant', content: 'Partial but useful text.' },
     ])
+    expect(await history(page)).toEqual(await serverHistory(turnId))
+    expect(workspace.problems()).toEqual([])
+  })
+
+  it('when the stream cannot be picked up again (its events expired), the answer shows as cut off and keeps what arrived', async () => {
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Partial but useful text.')))
+    const page = await open({ viaProxy: true, allowConsoleErrors: [/410/] })
+    ui.proxy.reshape((body) => [withoutTerminal(body)])
+    ui.proxy.refuse({ prefix: '/workspace/chat/turns/', status: 410 })
+    try {
+      await ask(page, 'Tell me')
+      const answer = assistantMessage(page)
+      await answer.locator('.turn-error').waitFor()
+      await expect(answer.locator('.turn-error').textContent()).resolves.toContain('The answer was cut off')
+      await expect(answer.locator('.answer').textContent()).resolves.toContain('Partial but useful text.')
+      await expect(answer.getAttribute('class')).resolves.toContain('is-failed')
+      await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Cut off')
+      // No terminal reached the page: the question stays in the conversation with the mark, not text it cannot vouch for.
+      expect(await history(page)).toEqual([
+        { role: 'user', content: 'Tell me' },
+        { role: 'assistant', content: '[This answer was cut off: the connection ended before it was complete.]' },
+      ])
+      expect(workspace.problems()).toEqual([])
+    } finally {
+      ui.proxy.refuse(undefined)
+    }
+  })
+
+  it('going offline mid-answer shows "Reconnecting…"; back online the answer resumes where it was, no delta twice', async () => {
+    const { provider } = ui.app
+    const rest = Promise.withResolvers<void>()
+    provider.enqueue({
+      kind: 'stream',
+      chunks: [
+        { bytes: chatCompletionSse([{ text: 'First half, ' }]) },
+        { bytes: chatCompletionSse([{ text: 'second half.' }, { finish: 'stop' }, 'done']), after: rest.promise },
+      ],
+    })
+    const page = await open({ viaProxy: true, allowConsoleErrors: [/ERR_INCOMPLETE_CHUNKED_ENCODING|ERR_INTERNET_DISCONNECTED|htmx:sse:error: network error/] })
+    const turnId = await turnIdOf(page, 'Two halves')
+    const answer = assistantMessage(page)
+    await answer.locator('.answer', { hasText: 'First half' }).waitFor()
+    await page.context().setOffline(true)
+    expect(ui.proxy.cut()).toBe(1) // the blip: the stream under way breaks
+    await answer.locator('.msg-status', { hasText: 'Reconnecting…' }).waitFor()
+    await expect(answer.getAttribute('class')).resolves.toContain('is-reconnecting')
+    if (mode.randomUUID) await screenshot(page, 'desktop-reconnecting')
+    rest.resolve() // the turn goes on on the server meanwhile
+    await expect.poll(async () => (await findTurn(ui.app.server.database.db, turnId))?.status, { timeout: 5000 }).toBe('done')
+    await page.context().setOffline(false)
+    await waitForAnswer(page)
+    await expect(answer.locator('.answer').innerText()).resolves.toBe('First half, second half.')
+    await expect(answer.locator('.answer').count()).resolves.toBe(1)
+    await expect(answer.locator('.msg-status').textContent()).resolves.toBe('Answered')
+    expect(await history(page)).toEqual(await serverHistory(turnId))
     expect(workspace.problems()).toEqual([])
   })
 

@@ -1,11 +1,15 @@
-// Turns left running by a dead server process are closed as `interrupted`; a live process's turns
-// are never touched, even by a process starting beside it on the same database.
+// Turns left running by a dead server process are closed as `turn.interrupted`, each with its
+// terminal event stored (issue 38); a live process's turns are never touched, even by a process
+// starting beside it on the same database. An instance whose lease lapsed (a frozen host whose
+// connection PostgreSQL still believes in) counts as dead, and registers again when it wakes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { createUser, type User } from '../../src/effects/auth/users.ts'
 import { registerInstance } from '../../src/effects/turn/instance-registry.ts'
 import { findTurn, INSTANCE_LOCK_CLASS, recordTurnStarted } from '../../src/effects/turn/turn-records.ts'
+import { readTurnEvents } from '../../src/effects/turn/turn-event-store.ts'
+import { INTERRUPTED_TERMINAL_SEQ, numberedEvent } from '../../src/effects/turn/turn-events.ts'
 import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 let database: TestDatabase
@@ -53,8 +57,8 @@ describe('instance registry', () => {
 
     await killLockConnection(b.instanceId) // b crashed
     const c = await register() // a process starting beside a
-    expect(await statusOf(turnOfB)).toBe('failed:interrupted')
-    expect(await statusOf(turnOfNeverSeen)).toBe('failed:interrupted')
+    expect(await statusOf(turnOfB)).toBe('failed:turn.interrupted')
+    expect(await statusOf(turnOfNeverSeen)).toBe('failed:turn.interrupted')
     expect(await statusOf(turnOfA)).toBe('running')
     expect(await statusOf(embeddedTurn)).toBe('running')
     expect(await a.sweep()).toBe(0)
@@ -63,7 +67,7 @@ describe('instance registry', () => {
 
     await a.release() // a stopped: its connection closed
     expect(await c.sweep()).toBe(1)
-    expect(await statusOf(turnOfA)).toBe('failed:interrupted')
+    expect(await statusOf(turnOfA)).toBe('failed:turn.interrupted')
     const turnOfC = await startTurn(c.instanceId)
     expect(await c.sweep()).toBe(0)
     expect(await statusOf(turnOfC)).toBe('running')
@@ -80,6 +84,41 @@ describe('instance registry', () => {
     await a.sweep() // reconnects and locks again before looking at anyone else
     const b = await register()
     expect(await statusOf(turn)).toBe('running')
+    await a.release()
+    await b.release()
+    expect(await lockConnections()).toBe(0)
+  })
+
+  it("an instance whose lease lapsed is dead to the others: its turns end turn.interrupted with the partial text stored; awake again, it registers anew", async () => {
+    const a = await register()
+    const b = await register()
+    const frozen = await startTurn(b.instanceId)
+    const events = [
+      numberedEvent({ seq: 1, name: 'context', json: '{"used":1}' }),
+      numberedEvent({ seq: 2, name: 'delta', json: '{"text":"Half an "}' }),
+      numberedEvent({ seq: 3, name: 'delta', json: '{"text":"answer"}' }),
+    ]
+    const text = events.map((event) => event.frame).join('')
+    await database.db.insertInto('turn_event_batches').values({ turn_id: frozen, first_seq: 1, last_seq: 3, events: text, bytes: text.length }).execute()
+    await database.db.updateTable('instances').set({ heartbeat_at: sql<Date>`now() - interval '1 hour'` }).where('id', '=', b.instanceId).execute() // b froze
+    expect(await a.sweep()).toBe(1)
+    expect(await statusOf(frozen)).toBe('failed:turn.interrupted')
+    const stored = await readTurnEvents(database.db, { turnId: frozen, after: 3 })
+    expect(stored).toHaveLength(1)
+    expect(stored[0]).toMatchObject({ seq: INTERRUPTED_TERMINAL_SEQ, name: 'error' }) // past anything b may have sent unstored
+    expect(JSON.parse(stored[0]!.json)).toEqual({
+      code: 'turn.interrupted',
+      message: 'the server running this turn stopped (or lost its lease) before the turn finished',
+      partial: 'Half an answer',
+      turn_id: frozen,
+    })
+    expect(await a.sweep()).toBe(0) // once
+    expect(await readTurnEvents(database.db, { turnId: frozen, after: 0 })).toHaveLength(4)
+
+    await b.sweep() // b wakes: its row is gone, so it registers again (and locks the new key)
+    const turnOfB = await startTurn(b.instanceId)
+    expect(await a.sweep()).toBe(0)
+    expect(await statusOf(turnOfB)).toBe('running')
     await a.release()
     await b.release()
     expect(await lockConnections()).toBe(0)

@@ -1,9 +1,8 @@
 // Two real `knowagent serve` processes on one PostgreSQL database: the per-user stream limit holds
 // across both; a stream on one is unaffected when the other restarts (SIGTERM, start again); and
-// after a kill -9, the restarted process closes only its own dead turns as `interrupted` and nothing
-// committed is lost. Both survivors answer /healthz after each fault; every process exits.
+// after a kill -9, the restarted process closes only its own dead turns as `turn.interrupted` and
+// nothing committed is lost. Both survivors answer /healthz after each fault; every process exits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -15,6 +14,7 @@ import { decodeSseStream, type SseEvent } from '../../src/sse/sse-decoder.ts'
 import { chatCompletionSse } from '../support/scripted-provider.ts'
 import { readSseEvents } from '../support/sse-frames.ts'
 import { createPostgresDatabase } from '../support/test-database.ts'
+import { type ServeOnDatabase, startServeOnDatabase, stopServeProcesses } from '../support/serve-process.ts'
 
 const SECRET = 'two-processes-secret-0123456789'
 const LIMIT = 5
@@ -52,57 +52,18 @@ async function startHeldProvider() {
   }
 }
 
-interface Serve {
-  readonly url: string
-  readonly child: ChildProcessWithoutNullStreams
-  readonly stop: (signal?: NodeJS.Signals) => Promise<number | null>
-}
-
 describe('two server processes on one database', () => {
   let databaseUrl: string
   let dropDatabase: () => Promise<void>
   let dir: string
   let provider: Awaited<ReturnType<typeof startHeldProvider>>
   let token: string
-  const running = new Set<ChildProcessWithoutNullStreams>()
   let query: pg.Client
 
-  async function startServe(name: string): Promise<Serve> {
-    const child = spawn(process.execPath, ['bin/knowagent.mjs', 'serve'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: databaseUrl,
-        KNOWAGENT_SECRET: SECRET,
-        KNOWAGENT_CONFIG: join(dir, 'config.json'),
-        KNOWAGENT_DATA_DIR: join(dir, name),
-        PORT: '0',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
-    running.add(child)
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-    exited.then(() => running.delete(child))
-    let stderr = ''
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString()
-        const match = /running at (http:\/\/\S+)/.exec(stderr)
-        if (match) resolve(match[1]!)
-      })
-      exited.then((code) => reject(new Error(`serve ${name} exited (${code}) before listening: ${stderr}`)))
-    })
-    return {
-      url,
-      child,
-      stop: (signal = 'SIGTERM') => {
-        child.kill(signal)
-        return exited
-      },
-    }
-  }
+  const startServe = (name: string) =>
+    startServeOnDatabase({ databaseUrl, secret: SECRET, configPath: join(dir, 'config.json'), dataDir: join(dir, name) })
 
-  const stream = (serve: Serve, modelId: string) =>
+  const stream = (serve: ServeOnDatabase, modelId: string) =>
     fetch(`${serve.url}/api/v1/knowledge-agent/stream`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -110,7 +71,7 @@ describe('two server processes on one database', () => {
     })
 
   /** Opens a held stream and reads until its first delta; the rest is read by `rest()`. */
-  async function heldStream(serve: Serve) {
+  async function heldStream(serve: ServeOnDatabase) {
     const res = await stream(serve, 'held')
     expect(res.status).toBe(200)
     const events: SseEvent[] = []
@@ -140,7 +101,8 @@ describe('two server processes on one database', () => {
     dir = mkdtempSync(join(tmpdir(), 'knowagent-two-'))
     provider = await startHeldProvider()
     const model = { profile: 'test', baseUrl: provider.baseUrl, model: 'm', contextWindow: 32768, maxOutputTokens: 1024, supportsNativeToolCalling: true, maxRetries: 0 }
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({ models: [{ id: 'held', name: 'Held', ...model }], limits: { streamsPerMinute: LIMIT } }))
+    // A short drain: B's SIGTERM lets its running stream go on for a second, then cancels it (issue 38).
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ models: [{ id: 'held', name: 'Held', ...model }], limits: { streamsPerMinute: LIMIT }, shutdown: { drainSeconds: 1 } }))
     const env = { DATABASE_URL: databaseUrl, KNOWAGENT_SECRET: SECRET }
     const io = (out: string[]) => ({ out: (line: string) => out.push(line), err: (line: string) => out.push(line), env })
     const out: string[] = []
@@ -152,7 +114,7 @@ describe('two server processes on one database', () => {
   }, 60_000)
 
   afterAll(async () => {
-    for (const child of running) child.kill('SIGKILL')
+    stopServeProcesses()
     await query?.end()
     await provider?.close()
     await dropDatabase?.()
@@ -175,8 +137,8 @@ describe('two server processes on one database', () => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
     expect((await refused.json()).error.code).toBe('rate_limited')
 
-    // B restarts (SIGTERM: its own stream is cancelled), A's stream carries on untouched.
-    expect(await b.stop('SIGTERM')).toBe(0)
+    // B restarts (SIGTERM: its own stream, still held when the drain ends, is cancelled), A's stream carries on untouched.
+    expect((await b.stop('SIGTERM')).code).toBe(0)
     expect((await onB.rest()).at(-1)).toMatchObject({ event: 'error', data: { code: 'cancelled' } })
     const b2 = await startServe('b2')
     expect((await fetch(`${a.url}/healthz`)).status).toBe(200)
@@ -193,16 +155,16 @@ describe('two server processes on one database', () => {
     await query.query('delete from rate_limit_hits') // a new minute
     const dying = await heldStream(a)
     const living = await heldStream(b2)
-    expect(await a.stop('SIGKILL')).toBe(null)
+    expect((await a.stop('SIGKILL')).signal).toBe('SIGKILL')
     const a2 = await startServe('a2')
-    expect(await turnStatus(dying.turnId)).toBe('failed:interrupted')
+    expect(await turnStatus(dying.turnId)).toBe('failed:turn.interrupted')
     expect(await turnStatus(living.turnId)).toBe('running')
     expect(await turnStatus(onA.turnId)).toBe('done') // committed before the kill: kept
     for (const serve of [a2, b2]) expect((await fetch(`${serve.url}/healthz`)).status).toBe(200)
     provider.releaseAll()
     expect((await living.rest()).at(-1)!.event).toBe('done')
 
-    expect(await Promise.all([a2.stop(), b2.stop()])).toEqual([0, 0])
+    expect((await Promise.all([a2.stop(), b2.stop()])).map((exit) => exit.code)).toEqual([0, 0])
     const { rows } = await query.query<{ n: string }>('select count(*) as n from instances')
     expect(rows[0]!.n).toBe('0') // every process forgot itself on the way out, the killed one was swept
   }, 240_000)

@@ -8,7 +8,7 @@ import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { createKnowagentClient } from '../../src/client/index.ts'
 import { addUserWithToken, signIn, startTestServer, type TestServer } from '../support/test-server.ts'
 import { blockedOnALock } from '../support/test-database.ts'
-import { readSseEvents, terminalEvents } from '../support/sse-frames.ts'
+import { readSseEvents, readSseEventsUntil, terminalEvents } from '../support/sse-frames.ts'
 import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse, type ScriptedProvider, scriptedModel } from '../support/scripted-provider.ts'
 import { startScriptedServer } from '../support/scripted-server.ts'
 import { putText } from '../support/text-file.ts'
@@ -150,27 +150,32 @@ describe('POST /api/v1/knowledge-agent/stream', () => {
     expect(events.at(-1)!.event).toBe('done')
   })
 
-  it('a client disconnect cancels the turn: the provider sees its request closed and the turn is recorded cancelled', async () => {
-    provider.enqueue({ kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'streaming…' }]) }], end: 'hang' })
-    const controller = new AbortController()
-    const res = await fetch(streamUrl(), {
-      method: 'POST',
-      signal: controller.signal,
-      headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ uri: 'kb://me/', model_id: 'remote', message: 'q' }),
-    })
-    const turnId = res.headers.get('x-turn-id')!
-    const reader = res.body!.getReader()
-    let seen = ''
-    while (!seen.includes('streaming')) seen += new TextDecoder().decode((await reader.read()).value)
-    const requestIndex = provider.requests.length - 1
-    const abortedAt = performance.now()
-    controller.abort()
-    await reader.cancel().catch(() => undefined)
-    const closed = await provider.waitForClientClose(requestIndex, { timeoutMs: 5000 })
-    expect(closed.clientClosedAt).toBeGreaterThanOrEqual(abortedAt) // closed by this disconnect, not before it
-    await expect.poll(async () => (await findTurn(server.database.db, turnId))?.status, { timeout: 5000 }).toBe('cancelled')
-    expect((await findTurn(server.database.db, turnId))!.error_code).toBe('cancelled')
+  // issue 38: a disconnect no longer cancels at once — the client may reconnect (turns.detachedGraceSeconds)
+  it('a client disconnect cancels the turn once the grace period has passed: the provider sees its request closed and the turn is recorded cancelled', async () => {
+    const { server: local } = await startScriptedServer({ provider, configure: (config) => ({ ...config, turns: { ...config.turns, detachedGraceSeconds: 1 } }) })
+    try {
+      const dave = await addUserWithToken(local, 'dave')
+      provider.enqueue({ kind: 'stream', chunks: [{ bytes: chatCompletionSse([{ text: 'streaming…' }]) }], end: 'hang' })
+      const res = await fetch(`${local.url}/api/v1/knowledge-agent/stream`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${dave.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ uri: 'kb://me/', model_id: 'remote', message: 'q' }),
+      })
+      const turnId = res.headers.get('x-turn-id')!
+      await readSseEventsUntil(res, (event) => event.event === 'delta') // then the client drops
+      const requestIndex = provider.requests.length - 1
+      await vi.waitFor(() => expect(local.ctx.turns.get(turnId)!.clients()).toBe(0)) // the server saw it go
+      expect(provider.requests[requestIndex]!.clientClosedAt).toBeUndefined() // still answering, for a client that may come back
+      expect((await findTurn(local.database.db, turnId))!.status).toBe('running')
+      await provider.waitForClientClose(requestIndex, { timeoutMs: 10_000 })
+      await expect.poll(async () => (await findTurn(local.database.db, turnId))?.status, { timeout: 5000 }).toBe('cancelled')
+      expect(await findTurn(local.database.db, turnId)).toMatchObject({ error_code: 'cancelled', error_message: 'the turn was stopped (disconnect)' })
+      // Its stored events end with that terminal, for a client that comes back later.
+      const { events } = await readSseEvents(await fetch(`${local.url}/api/v1/knowledge-agent/turns/${turnId}/events`, { headers: { authorization: `Bearer ${dave.token}` } }))
+      expect(events.at(-1)).toMatchObject({ event: 'error', data: { code: 'cancelled', partial: 'streaming…' } })
+    } finally {
+      await local.close()
+    }
   })
 
   it('a client that leaves while its turn is being admitted gets the turn cancelled, not run', async () => {

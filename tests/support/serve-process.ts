@@ -1,6 +1,7 @@
-// `knowagent serve` as a real child process on a fresh data dir (the embedded default), for the
-// tests of the embedded PostgreSQL (tests/cli/embedded-postgres*.test.ts): start it, find its
-// postgres processes in /proc, and kill whatever a failed test left running.
+// `knowagent serve` as a real child process: on a fresh data dir (the embedded default), for the
+// tests of the embedded PostgreSQL (tests/cli/embedded-postgres*.test.ts) — start it, find its
+// postgres processes in /proc, and kill whatever a failed test left running — or on a shared
+// PostgreSQL (`startServeOnDatabase`), for the tests of several instances (tests/faults/).
 import { afterEach } from 'vitest'
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -109,4 +110,64 @@ export function stopServeProcessesAfterEach(): void {
       rmSync(dir, { recursive: true, force: true })
     }
   })
+}
+
+export interface ServeOnDatabase extends Serve {
+  /** Sends `signal` and resolves with how the process exited. */
+  readonly stop: (signal?: NodeJS.Signals) => Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+}
+
+/**
+ * `knowagent serve` on a PostgreSQL other processes share (DATABASE_URL), with this configuration
+ * file and secret, waited for until it listens. Killed by `stopServeProcesses` (or the afterEach of
+ * `stopServeProcessesAfterEach`) if the test leaves it running.
+ */
+export async function startServeOnDatabase({
+  databaseUrl,
+  secret,
+  configPath,
+  dataDir,
+}: {
+  databaseUrl: string
+  secret: string
+  configPath: string
+  dataDir: string
+}): Promise<ServeOnDatabase> {
+  const child = spawn(process.execPath, ['bin/knowagent.mjs', 'serve'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, KNOWAGENT_SECRET: secret, KNOWAGENT_CONFIG: configPath, KNOWAGENT_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  children.push(child)
+  let stderr = ''
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${stderr}`)), SERVE_START_DEADLINE_MS)
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString()
+      const match = /running at (http:\/\/\S+)/.exec(stderr)
+      if (match) {
+        clearTimeout(timer)
+        resolve(match[1]!)
+      }
+    })
+    void exited.then(({ code }) => {
+      clearTimeout(timer)
+      reject(new Error(`serve exited (${code}) before listening:\n${stderr}`))
+    })
+  })
+  return {
+    child,
+    url,
+    stderr: () => stderr,
+    exited,
+    stop: (signal = 'SIGTERM') => {
+      child.kill(signal)
+      return exited
+    },
+  }
+}
+
+/** Kills every serve process still running (a test's afterAll). */
+export function stopServeProcesses(): void {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
 }

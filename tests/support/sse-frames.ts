@@ -4,6 +4,8 @@ import { decodeSseStream } from '../../src/sse/sse-decoder.ts'
 export interface ParsedEvent {
   readonly event: string
   readonly data: Record<string, unknown>
+  /** The event's `id:` (a turn's event number; "" when the stream sends none). */
+  readonly id: string
 }
 
 /** `onEvent` and `onComment` see each one as it arrives, so a test can act in the middle of a stream. */
@@ -20,7 +22,7 @@ export async function readSseEvents(
     },
   })
   for await (const event of decoded) {
-    const parsed = { event: event.event, data: JSON.parse(event.data) as Record<string, unknown> }
+    const parsed = { event: event.event, data: JSON.parse(event.data) as Record<string, unknown>, id: event.id }
     events.push(parsed)
     onEvent?.(parsed)
   }
@@ -28,3 +30,17 @@ export async function readSseEvents(
 }
 
 export const terminalEvents = (events: ReadonlyArray<ParsedEvent>) => events.filter((e) => e.event === 'done' || e.event === 'error')
+
+/** Reads events until `until` holds for one (included), then stops reading: the connection closes, as a client that drops does. */
+export async function readSseEventsUntil(response: Response, until: (event: ParsedEvent) => boolean): Promise<ParsedEvent[]> {
+  const events: ParsedEvent[] = []
+  for await (const event of decodeSseStream(response.body!)) {
+    const parsed = { event: event.event, data: JSON.parse(event.data) as Record<string, unknown>, id: event.id }
+    events.push(parsed)
+    if (until(parsed)) break
+  }
+  return events
+}
+
+/** The concatenated text of the delta events. */
+export const deltaText = (events: ReadonlyArray<ParsedEvent>) => events.filter((e) => e.event === 'delta').map((e) => e.data.text).join('')

@@ -1,7 +1,8 @@
 // A reverse proxy in front of the test server that can reshape the chat's SSE body on its way
 // to the browser: re-chunk it at chosen byte offsets (inside a UTF-8 code point, between CR and
 // LF), turn LF into CRLF, deliver several events in one chunk, or end it before the terminal
-// event. Everything else passes through, streaming, and a browser disconnect is passed on.
+// event; cut the streams under way (a network blip); refuse the requests under a path with a
+// status. Everything else passes through, streaming, and a browser disconnect is passed on.
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 
@@ -11,15 +12,28 @@ export interface StreamProxy {
   readonly url: string
   /** Applies to the next POST /workspace/chat/stream responses (undefined = pass through). */
   readonly reshape: (reshaper: StreamReshaper | undefined, options?: { delayMs?: number }) => void
+  /** Destroys the connections of the event streams under way (the browser sees the network fail mid-stream); resolves to how many. */
+  readonly cut: () => number
+  /** Answers the requests whose path starts with `prefix` with `status` instead of passing them on (undefined: pass everything). */
+  readonly refuse: (refusal: { readonly prefix: string; readonly status: number } | undefined) => void
   readonly close: () => Promise<void>
 }
 
 export async function startStreamProxy(targetUrl: string): Promise<StreamProxy> {
   const target = new URL(targetUrl)
   let reshaper: StreamReshaper | undefined
+  let refusal: { readonly prefix: string; readonly status: number } | undefined
   let delayMs = 15
   const sockets = new Set<Socket>()
-  const server: Server = createServer((req, res) => forward({ req, res, target, reshaper: req.url?.startsWith('/workspace/chat/stream') ? reshaper : undefined, delayMs }))
+  const streaming = new Set<ServerResponse>()
+  const server: Server = createServer((req, res) => {
+    if (refusal && req.url?.startsWith(refusal.prefix)) {
+      req.resume()
+      res.writeHead(refusal.status, { 'content-type': 'text/html; charset=utf-8' }).end('<p>refused by the test proxy</p>')
+      return
+    }
+    forward({ req, res, target, reshaper: req.url?.startsWith('/workspace/chat/stream') ? reshaper : undefined, delayMs, streaming })
+  })
   server.on('connection', (socket) => {
     sockets.add(socket)
     socket.on('close', () => sockets.delete(socket))
@@ -31,6 +45,15 @@ export async function startStreamProxy(targetUrl: string): Promise<StreamProxy> 
       reshaper = next
       delayMs = options.delayMs ?? 15
     },
+    cut: () => {
+      const cut = streaming.size
+      for (const res of streaming) res.socket?.destroy()
+      streaming.clear()
+      return cut
+    },
+    refuse: (next) => {
+      refusal = next
+    },
     close: async () => {
       for (const socket of sockets) socket.destroy()
       await new Promise<void>((resolve) => server.close(() => resolve()))
@@ -38,7 +61,21 @@ export async function startStreamProxy(targetUrl: string): Promise<StreamProxy> 
   }
 }
 
-function forward({ req, res, target, reshaper, delayMs }: { req: IncomingMessage; res: ServerResponse; target: URL; reshaper: StreamReshaper | undefined; delayMs: number }) {
+function forward({
+  req,
+  res,
+  target,
+  reshaper,
+  delayMs,
+  streaming,
+}: {
+  req: IncomingMessage
+  res: ServerResponse
+  target: URL
+  reshaper: StreamReshaper | undefined
+  delayMs: number
+  streaming: Set<ServerResponse>
+}) {
   const upstream = httpRequest(
     { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
     (answer) => {
@@ -46,6 +83,10 @@ function forward({ req, res, target, reshaper, delayMs }: { req: IncomingMessage
       if (reshaper) delete headers['content-length']
       res.writeHead(answer.statusCode ?? 502, headers)
       res.flushHeaders()
+      if (String(headers['content-type'] ?? '').includes('text/event-stream')) {
+        streaming.add(res)
+        res.on('close', () => streaming.delete(res))
+      }
       if (!reshaper) {
         answer.pipe(res)
         return

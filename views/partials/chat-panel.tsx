@@ -1,6 +1,7 @@
 // The KnowAgent chat panel: model selector, conversation log (welcome area first), context
 // meter and composer. The composer form posts to /workspace/chat/stream through htmx's SSE
-// extension; chat.js keeps the conversation's history in the form's hidden `history` field.
+// extension; chat.js keeps the conversation's history in the form's hidden `history` field and
+// picks a cut stream up again from `#chat-resume`.
 import { ContextMeter } from './turn-fragments.tsx'
 import type { TreeEntry } from './tree.tsx'
 import { Welcome, type WelcomeEntry } from './welcome.tsx'
@@ -142,6 +143,7 @@ function MessageTemplates() {
             </div>
             <div class="thinking-slot" data-part="thinking"></div>
             <div class="assistant-body" data-part="body"></div>
+            <div class="turn-outcome" data-part="outcome"></div>
             <div class="typing" aria-hidden="true">
               <span></span>
               <span></span>
@@ -254,6 +256,8 @@ export function ChatPanel(props: ChatPanelProps) {
       </div>
       <ContextMeter />
       <Composer directoryUri={props.directoryUri} maxMessageChars={props.maxMessageChars} />
+      {/* The source of the requests that pick a cut stream up again (chat.js): outside the form, whose fields a GET would carry. */}
+      <div id="chat-resume" hidden></div>
       <MessageTemplates />
       <DirectoryDialog directoryUri={props.directoryUri} />
       <CompileDialog />

@@ -7,7 +7,8 @@ export function isMessageKey(value: unknown): value is string {
   return typeof value === 'string' && MESSAGE_KEY_PATTERN.test(value)
 }
 
-export type AssistantPart = 'thinking' | 'body' | 'status'
+/** `outcome`: where the server puts how the answer ended (a notice that a resumed stream may send again: swapped, not appended). */
+export type AssistantPart = 'thinking' | 'body' | 'outcome' | 'status'
 
 export function assistantIds(key: string) {
   const base = `a-${key}`

@@ -126,6 +126,7 @@ export function ToolCard({
 const ERROR_TITLES: Record<string, string> = {
   cancelled: 'Stopped',
   'auth.revoked': 'Stopped: your sign-in ended',
+  'turn.interrupted': 'The server running this answer stopped',
   'provider.incomplete': 'The model’s answer was cut off',
   'limit.model_steps': 'Step limit reached',
   'limit.tool_calls': 'Tool-call limit reached',

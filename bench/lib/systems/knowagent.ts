@@ -15,10 +15,10 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { KyselyPlugin } from 'kysely'
-import pg from 'pg'
 import { serverEntry } from '../../../bin/server-bundle.mjs'
 import type * as ServerEntry from '../../../src/server-entry.ts'
 import { BENCH_MODEL, KNOWAGENT_MODEL_ID, type SystemServer } from '../protocol.ts'
+import { createBenchDatabase } from '../bench-database.ts'
 
 const SECRET = 'bench-secret-0123456789abcdef'
 export const BENCH_LOGIN = 'bench'
@@ -45,7 +45,7 @@ export async function startKnowagentServer({
   const env = {
     KNOWAGENT_DATA_DIR: dataDir,
     KNOWAGENT_SECRET: SECRET,
-    ...(databaseUrl ? { DATABASE_URL: await createDatabase(databaseUrl) } : {}),
+    ...(databaseUrl ? { DATABASE_URL: (await createBenchDatabase(databaseUrl, `bench_${process.pid}`)).url } : {}),
   }
   const base = loadConfig({ env, cwd: '/' }) // cwd '/': no knowagent.config.json of the checkout is read
   const config = {
@@ -122,16 +122,4 @@ export async function startKnowagentServer({
       removeDataDir()
     },
   }
-}
-
-async function createDatabase(adminUrl: string): Promise<string> {
-  const name = `bench_${process.pid}`
-  const admin = new pg.Client({ connectionString: adminUrl })
-  await admin.connect()
-  await admin.query(`drop database if exists ${name} with (force)`)
-  await admin.query(`create database ${name}`)
-  await admin.end()
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  return url.toString()
 }

@@ -45,7 +45,20 @@ describe('loadConfig', () => {
     expect(config.uploadTempDir).toBe(join(cwd, 'spool'))
   })
 
+  it('reads the turns and shutdown keys (issue 38), with their defaults', () => {
+    const defaults = loadConfig({ env: {}, cwd: mkdtempSync(join(tmpdir(), 'knowagent-config-')) })
+    expect(defaults.turns).toEqual({ detachedGraceSeconds: 60, eventRetentionSeconds: 600, eventRetentionMb: 256, leaseSeconds: 15 })
+    expect(defaults.drainSeconds).toBe(30)
+    const cwd = withConfigFile(JSON.stringify({ turns: { detachedGraceSeconds: 5, leaseSeconds: 3 }, shutdown: { drainSeconds: 0 } }))
+    const config = loadConfig({ env: {}, cwd })
+    expect(config.turns).toMatchObject({ detachedGraceSeconds: 5, leaseSeconds: 3, eventRetentionSeconds: 600 })
+    expect(config.drainSeconds).toBe(0)
+  })
+
   it.each([
+    ['{"turns": {"detachedGraceSeconds": 0}}', '["turns"]["detachedGraceSeconds"]'],
+    ['{"turns": {"leaseSeconds": 1}}', '["turns"]["leaseSeconds"]'],
+    ['{"shutdown": {"drainSeconds": -1}}', '["shutdown"]["drainSeconds"]'],
     ['{"server": {"trustProxy": "yes"}}', '["server"]["trustProxy"]'],
     ['{"limits": {"parseMemoryMb": 8}}', '["limits"]["parseMemoryMb"]'],
     ['{"limts": {}}', '["limts"]'],

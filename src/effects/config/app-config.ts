@@ -91,6 +91,25 @@ export const ConfigFileSchema = Schema.Struct({
       retentionDays: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 3650 }))),
     }),
   ),
+  /** Turns across instances: reconnecting, stored events, the owner's lease (docs/configuration.md). */
+  turns: Schema.optional(
+    Schema.Struct({
+      /** How long a turn whose client is gone runs on, waiting for it to reconnect, before it is cancelled. */
+      detachedGraceSeconds: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 3600 }))),
+      /** A turn's events are kept this long after it ended, for a client that reconnects late. */
+      eventRetentionSeconds: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 7 * 24 * 3600 }))),
+      /** The events of ended turns take at most this many MiB in all; the oldest go first. */
+      eventRetentionMb: Schema.optional(PositiveInt),
+      /** A server instance that has not renewed its lease this long is dead: its running turns end `turn.interrupted`. */
+      leaseSeconds: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 2, maximum: 600 }))),
+    }),
+  ),
+  shutdown: Schema.optional(
+    Schema.Struct({
+      /** On SIGTERM, how long running turns may finish before the rest are cancelled (0: cancel at once). */
+      drainSeconds: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 3600 }))),
+    }),
+  ),
   /** Retrieval services (docs/retrieval.md). */
   retrieval: Schema.optional(RetrievalConfigSchema),
   /** GET /metrics in the Prometheus text format (docs/operations.md, "Metrics"). */
@@ -150,6 +169,15 @@ export interface AppConfig {
   readonly maxMessageChars: number
   /** A turn's wall-clock limit (`limits.turnSeconds`, default 600). */
   readonly turnSeconds: number
+  /** `turns.*`: a detached turn's grace, its stored events' retention, the owner instance's lease. */
+  readonly turns: {
+    readonly detachedGraceSeconds: number
+    readonly eventRetentionSeconds: number
+    readonly eventRetentionMb: number
+    readonly leaseSeconds: number
+  }
+  /** `shutdown.drainSeconds` (default 30): how long SIGTERM lets running turns finish. */
+  readonly drainSeconds: number
   readonly maxFileBytes: number
   /** `retrieval.bailian` with defaults (enabled unless switched off). */
   readonly retrievalBailian: BailianConfig
@@ -253,6 +281,13 @@ export function loadConfig({
     compileRequestsPerMinute: file.limits?.compileRequestsPerMinute ?? 20,
     maxMessageChars: file.limits?.maxMessageChars ?? 32_000,
     turnSeconds: file.limits?.turnSeconds ?? DEFAULT_TURN_SECONDS,
+    turns: {
+      detachedGraceSeconds: file.turns?.detachedGraceSeconds ?? 60,
+      eventRetentionSeconds: file.turns?.eventRetentionSeconds ?? 600,
+      eventRetentionMb: file.turns?.eventRetentionMb ?? 256,
+      leaseSeconds: file.turns?.leaseSeconds ?? 15,
+    },
+    drainSeconds: file.shutdown?.drainSeconds ?? 30,
     retrievalBailian: resolveBailianConfig(file.retrieval?.bailian),
     maxFileBytes,
     maxFilesPerUpload: file.limits?.maxFilesPerUpload ?? 32,

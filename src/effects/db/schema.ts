@@ -215,6 +215,21 @@ export interface InstancesTable {
   host: string
   pid: number
   started_at: Generated<Date>
+  /** Refreshed every third of the lease; an instance whose heartbeat is older than its lease is dead. */
+  heartbeat_at: Generated<Date>
+  lease_seconds: Generated<number>
+}
+
+/** A turn's SSE events as one process stored them, a batch per flush (migrations/20261208300000_turn_events.ts). */
+export interface TurnEventBatchesTable {
+  turn_id: string
+  first_seq: number
+  last_seq: number
+  /** The events' SSE frames (`id: n`, `event:`, `data:`), numbered first_seq..last_seq. */
+  events: string
+  bytes: number
+  terminal: Generated<boolean>
+  created_at: Generated<Date>
 }
 
 // Retrieval services (migrations/20261201040000_retrieval.ts)
@@ -340,6 +355,7 @@ export interface DB {
   sign_in_unlocks: SignInUnlocksTable
   layer_sources: LayerSourcesTable
   instances: InstancesTable
+  turn_event_batches: TurnEventBatchesTable
   compile_job_files: CompileJobFilesTable
   compile_cache: CompileCacheTable
 }

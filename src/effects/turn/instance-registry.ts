@@ -1,13 +1,17 @@
 // Which server processes are alive, as PostgreSQL sees it. Each process registers an instance
 // row and holds a session-level advisory lock on its key on a connection of its own; the lock
-// goes when the process (or its connection) dies, with no timeout to tune. At registration and
-// then every `sweepIntervalMs`, the running turns of instances whose lock is free are closed as
-// `interrupted`, so several processes sharing one database only ever close dead processes' turns.
+// goes when the process (or its connection) dies. It also renews a lease (`heartbeat_at`, every
+// third of `leaseSeconds`): a host that froze or was cut off, whose connection PostgreSQL still
+// believes in, is dead once its lease runs out. At registration and then with every heartbeat,
+// the running turns of dead instances are closed as `turn.interrupted` (their clients get that
+// terminal event), so several processes sharing one database only ever close dead ones' turns,
+// within the lease of a death.
 import pg from 'pg'
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
+import { type Kysely, sql } from 'kysely'
 import type { Logger } from '../logging/logger.ts'
-import type { Db } from '../db/schema.ts'
+import type { DB } from '../db/schema.ts'
 import { failTurnsOfDeadInstances, INSTANCE_LOCK_CLASS } from './turn-records.ts'
 
 export interface InstanceRegistration {
@@ -19,14 +23,17 @@ export interface InstanceRegistration {
 }
 
 /** Inserts (or finds again) the instance row and takes its lock, in one transaction on `client`. */
-async function lockInstance(client: pg.Client, { instanceId, host, pid }: { instanceId: string; host: string; pid: number }): Promise<void> {
+async function lockInstance(
+  client: pg.Client,
+  { instanceId, host, pid, leaseSeconds }: { instanceId: string; host: string; pid: number; leaseSeconds: number },
+): Promise<void> {
   // The row becomes visible together with a held lock: no other process can see it unlocked.
   await client.query('begin')
   try {
     const { rows } = await client.query<{ lock_key: number }>(
-      `insert into instances (id, host, pid) values ($1, $2, $3)
-       on conflict (id) do update set host = excluded.host returning lock_key`,
-      [instanceId, host.slice(0, 255), pid],
+      `insert into instances (id, host, pid, lease_seconds) values ($1, $2, $3, $4)
+       on conflict (id) do update set host = excluded.host, lease_seconds = excluded.lease_seconds, heartbeat_at = now() returning lock_key`,
+      [instanceId, host.slice(0, 255), pid, leaseSeconds],
     )
     await client.query('select pg_advisory_lock($1::int, $2::int)', [INSTANCE_LOCK_CLASS, rows[0]!.lock_key])
     await client.query('commit')
@@ -40,15 +47,19 @@ export async function registerInstance({
   db,
   connection,
   logger,
-  sweepIntervalMs = 60_000,
+  leaseSeconds = 15,
+  sweepIntervalMs = Math.floor((leaseSeconds * 1000) / 3),
   instanceId = randomUUID(),
   host = hostname(),
   pid = process.pid,
 }: {
-  db: Db
+  db: Kysely<DB>
   /** Connection settings of the same database as `db` (`DatabaseHandle.connection`): the lock needs a connection outside the pool. */
   connection: pg.ClientConfig
   logger?: Logger | undefined
+  /** `turns.leaseSeconds`: how long this instance counts as alive without a heartbeat. */
+  leaseSeconds?: number
+  /** The heartbeat and the sweep of dead instances' turns (default: a third of the lease). */
   sweepIntervalMs?: number
   instanceId?: string
   host?: string
@@ -68,7 +79,7 @@ export async function registerInstance({
     next.on('end', () => lost('connection ended'))
     await next.connect()
     try {
-      await lockInstance(next, { instanceId, host, pid })
+      await lockInstance(next, { instanceId, host, pid, leaseSeconds })
     } catch (error) {
       await next.end().catch(() => {})
       throw error
@@ -91,7 +102,20 @@ export async function registerInstance({
     if (!released) await connect()
   }
 
+  /** Renews the lease; a row swept meanwhile (this instance was judged dead) is registered again, with a new lock. */
+  const heartbeat = async () => {
+    const current = client
+    if (!current) return
+    const renewed = await db.updateTable('instances').set({ heartbeat_at: sql<Date>`now()` }).where('id', '=', instanceId).executeTakeFirst()
+    if (Number(renewed.numUpdatedRows) > 0 || released) return
+    logger?.warn('instance lease had lapsed; registering again', { instanceId })
+    if (client === current) client = undefined
+    await current.end().catch(() => {})
+  }
+
   const sweep = async () => {
+    await ensureLocked()
+    await heartbeat()
     await ensureLocked()
     const closed = await failTurnsOfDeadInstances(db, { self: instanceId })
     if (closed > 0) logger?.warn('closed turns left running by a stopped process', { turns: closed })

@@ -42,6 +42,7 @@ import { TextBuffer } from '../llm/text-buffer.ts'
 import { callModelEffect, compactEffect, type ModelStreamSink } from './model-actors.ts'
 import { noPreStep, type PreStepHook } from './pre-step-hooks.ts'
 import { prepareTurn } from './prepare-turn.ts'
+import type { TurnFinishRecord } from './turn-event-store.ts'
 import { recordTurnFinished, recordTurnStarted } from './turn-records.ts'
 
 export interface RunTurnOptions {
@@ -71,6 +72,11 @@ export interface RunTurnOptions {
   readonly instanceId?: string | undefined
   /** Counts the turn, its first delta, its tool calls and its outcome (/metrics); none by default. */
   readonly metrics?: ServiceMetrics | undefined
+  /**
+   * Records the outcome instead of `recordTurnFinished` (a host that writes it together with the
+   * turn's terminal event: live-turns.ts). Called exactly once, before `runTurn` settles.
+   */
+  readonly recordOutcome?: ((outcome: TurnFinishRecord) => Promise<void>) | undefined
 }
 
 /** The abort reason of a turn's own clock (never a TurnStopReason: it fails the turn, not cancels it). */
@@ -171,8 +177,8 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutput> {
   const turnSeconds = options.turnSeconds ?? DEFAULT_TURN_SECONDS
   const overTime = new AbortController()
   const clock = setTimeout(() => overTime.abort(TURN_TIME), turnSeconds * 1000)
-  const finish = (outcome: Parameters<typeof recordTurnFinished>[1]) =>
-    recordTurnFinished(db, outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
+  const record = options.recordOutcome ?? ((outcome: TurnFinishRecord) => recordTurnFinished(db, outcome).then(() => undefined))
+  const finish = (outcome: TurnFinishRecord) => record(outcome).catch((error) => options.logger?.error('could not record the turn outcome', { turnId, error }))
   const span = startSpan('turn', { 'knowagent.turn_id': turnId, 'knowagent.model_id': model.info.id })
   const running = withSpan(span, () => runActor({
     logic: hostedTurnMachine,

@@ -1,9 +1,11 @@
 // One row per turn. A turn is recorded `running` when it starts and finished exactly once:
 // the update only applies while it is still running, so a later write can never turn a
 // failed or cancelled turn into a completed one, nor overwrite an earlier turn's error.
-import { sql } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
-import type { Db } from '../db/schema.ts'
+import type { DB, Db } from '../db/schema.ts'
+import { storeTerminals } from './turn-event-store.ts'
+import { TURN_INTERRUPTED } from './turn-events.ts'
 
 /** A turn's row as it starts (compiled once: every turn writes one). */
 export const insertRunningTurnQuery = preparedQuery(
@@ -90,10 +92,12 @@ export async function findTurn(db: Db, id: string) {
 const interrupted = () =>
   ({
     status: 'failed',
-    error_code: 'interrupted',
-    error_message: 'the server stopped while this turn was running',
+    error_code: TURN_INTERRUPTED,
+    error_message: INTERRUPTED_MESSAGE,
     finished_at: sql<Date>`now()`,
   }) as const
+
+const INTERRUPTED_MESSAGE = 'the server running this turn stopped (or lost its lease) before the turn finished'
 
 /**
  * The advisory-lock class every server instance locks its `instances.lock_key` under (session
@@ -101,38 +105,49 @@ const interrupted = () =>
  */
 export const INSTANCE_LOCK_CLASS = 1802399607
 
-/** Ids of the registered instances whose lock is held, i.e. whose process is alive. */
+/**
+ * Ids of the registered instances that are alive: their lock is held (their process and its
+ * connection live) and their heartbeat is younger than their own lease (a frozen or cut-off host
+ * whose connection PostgreSQL still believes in counts as dead once its lease runs out).
+ */
 export const liveInstanceIds = sql`(
   select i.id from instances i
     join pg_locks l on l.locktype = 'advisory' and l.granted and l.objsubid = 2
      and l.classid = ${sql.lit(INSTANCE_LOCK_CLASS)}::oid and l.objid = i.lock_key::oid
-     and l.database = (select oid from pg_database where datname = current_database()))`
+     and l.database = (select oid from pg_database where datname = current_database())
+   where i.heartbeat_at > now() - make_interval(secs => i.lease_seconds))`
 
 /**
- * Closes as failed (`interrupted`) the running turns of every instance but `self` whose process
- * is gone, and forgets those instances. Turns recorded without an instance (embedded use of
- * `runTurn`) are closed once they are an hour old.
+ * Closes as failed (`turn.interrupted`) the running turns of every instance but `self` that is
+ * dead, each with its terminal event stored (code `turn.interrupted`, the partial text of its last
+ * step) and announced, so a client following it from another instance gets that one terminal;
+ * then forgets those instances. All in one transaction. Turns recorded without an instance
+ * (embedded use of `runTurn`) are closed once they are an hour old.
  */
-export async function failTurnsOfDeadInstances(db: Db, { self }: { self: string | undefined }): Promise<number> {
-  const result = await db
-    .updateTable('turns')
-    .set(interrupted())
-    .where('status', '=', 'running')
-    .where((eb) =>
-      eb.or([
-        eb.and([
-          eb('instance_id', 'is not', null),
-          ...(self ? [eb('instance_id', '!=', self)] : []),
-          sql<boolean>`instance_id not in ${liveInstanceIds}`,
+export async function failTurnsOfDeadInstances(db: Kysely<DB>, { self }: { self: string | undefined }): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const closed = await trx
+      .updateTable('turns')
+      .set(interrupted())
+      .where('status', '=', 'running')
+      .where((eb) =>
+        eb.or([
+          eb.and([
+            eb('instance_id', 'is not', null),
+            ...(self ? [eb('instance_id', '!=', self)] : []),
+            sql<boolean>`instance_id not in ${liveInstanceIds}`,
+          ]),
+          eb.and([eb('instance_id', 'is', null), eb('created_at', '<', sql<Date>`now() - interval '1 hour'`)]),
         ]),
-        eb.and([eb('instance_id', 'is', null), eb('created_at', '<', sql<Date>`now() - interval '1 hour'`)]),
-      ]),
-    )
-    .executeTakeFirst()
-  await db
-    .deleteFrom('instances')
-    .where(sql<boolean>`id not in ${liveInstanceIds}`)
-    .$if(self !== undefined, (q) => q.where('id', '!=', self!))
-    .execute()
-  return Number(result.numUpdatedRows)
+      )
+      .returning('id')
+      .execute()
+    if (closed.length > 0) await storeTerminals(trx, { turnIds: closed.map((row) => row.id), code: TURN_INTERRUPTED, message: INTERRUPTED_MESSAGE })
+    await trx
+      .deleteFrom('instances')
+      .where(sql<boolean>`id not in ${liveInstanceIds}`)
+      .$if(self !== undefined, (q) => q.where('id', '!=', self!))
+      .execute()
+    return closed.length
+  })
 }

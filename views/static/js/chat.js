@@ -2,15 +2,17 @@
 // and its SSE extension swaps each HTML fragment as it arrives; this module adds the messages,
 // keeps the conversation's history (from the terminal event) in the form's hidden field, and
 // decides how a turn ended:
-//   named `done` / `error` event     → the server's terminal (history updated)
-//   request ended without a terminal → stopped (Stop pressed) or failed (EOF, HTTP error,
-//                                      network): what arrived stays, with a notice
-// Stop aborts the htmx request (the server sees the disconnect and cancels the turn).
+//   named `done` / `error` event     → the server's terminal (its history becomes the conversation;
+//                                      a Stop ends this way too, with the partial answer in it)
+//   request ended without a terminal → the stream is picked up again (GET …/turns/:id/events with
+//                                      Last-Event-ID, from any instance: "Reconnecting…"), until a
+//                                      terminal arrives or the server says it cannot be had
+// Stop is a command (POST /api/v1/knowledge-agent/turns/:id/stop) that reaches the turn wherever it
+// runs; the stream stays open for its terminal. Only when the command cannot be sent is the
+// request aborted (the server cancels a turn whose client is gone after its grace period).
 // The conversation (the log as shown, the history and the context meter's last figure) is kept in
 // the tab's sessionStorage per directory, so a reload, back/forward or returning to a folder
 // restores it; "New chat" clears it, and it is the signed-in person's only (stored-chats.js).
-// A stopped or cut-off answer goes into the history as the person saw it: its text, marked, and
-// its tool calls paired with their results (or with "stopped" when they had none).
 import { newMessageKey } from './message-key.js'
 import { fetchEventStream } from './sse-line-endings.js'
 import { forgetStoredChats, STORED_CHAT, tabStorage as session } from './stored-chats.js'
@@ -19,43 +21,36 @@ const byId = (id) => document.getElementById(id)
 const STORED_MODEL = 'knowagent.model'
 const STOPPED_MARK = '[This answer was stopped by the user; the text above is incomplete.]'
 const CUT_OFF_MARK = '[This answer was cut off: the connection ended before it was complete.]'
+const SERVER_STOPPED_MARK = '[This answer was cut off: the server stopped before it was complete.]'
 
-/** What a stopped or cut-off answer adds to the history: the text and paired tool calls it showed. */
-function historyOfArticle(article, mark) {
-  const messages = []
-  let text = ''
-  let calls = []
-  const flush = () => {
-    if (text === '' && calls.length === 0) return
-    messages.push({
-      role: 'assistant',
-      content: text === '' ? null : text,
-      ...(calls.length > 0 ? { tool_calls: calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.args } })) } : {}),
+/**
+ * The history of an answer without the server's: the page stopped waiting for the terminal, or
+ * the terminal had none (its server died). The question and the mark — the text only as the
+ * server gave it, never rebuilt from the page.
+ */
+function unansweredHistory({ historyBefore, message, mark }) {
+  return [...historyBefore, { role: 'user', content: message }, { role: 'assistant', content: mark }]
+}
+
+/** After this many attempts in a row without getting the stream back, the answer is shown as cut off. */
+const MAX_RESUME_ATTEMPTS = 8
+const resumeDelayMs = (attempt) => Math.min(8000, 250 * 2 ** (attempt - 1))
+
+const csrfToken = () => document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? ''
+
+/** Sends the Stop command for a turn; true when the server took it (or the turn was already over). */
+async function sendStop(turnId, { keepalive = false } = {}) {
+  if (!turnId) return false
+  try {
+    const response = await fetch(`/api/v1/knowledge-agent/turns/${encodeURIComponent(turnId)}/stop`, {
+      method: 'POST',
+      headers: { 'X-CSRF-Token': csrfToken() },
+      keepalive,
     })
-    for (const call of calls) messages.push({ role: 'tool', tool_call_id: call.id, content: call.result })
-    text = ''
-    calls = []
+    return response.ok
+  } catch {
+    return false
   }
-  const body = article.querySelector('[data-part="body"]')
-  for (const part of body?.children ?? []) {
-    if (part.matches('.answer[data-md]')) {
-      if (calls.length > 0) flush()
-      text += (text === '' ? '' : '\n\n') + part.dataset.md
-    } else if (part.matches('.tool-card[data-call-id]')) {
-      const state = part.querySelector('.tool-summary')
-      const summary = part.querySelector('.tool-result')?.textContent.trim() ?? ''
-      const result = state?.classList.contains('ok')
-        ? { summary }
-        : state?.classList.contains('error')
-          ? { error: { code: 'tool_failed', message: summary.replace(/^Error:\s*/, '') } }
-          : { error: { code: 'cancelled', message: 'the answer ended before this tool finished' } }
-      calls.push({ id: part.dataset.callId, name: part.dataset.tool ?? '', args: part.dataset.args ?? '{}', result: JSON.stringify(result) })
-    }
-  }
-  if (calls.length > 0) flush()
-  text += (text === '' ? '' : '\n\n') + mark
-  flush()
-  return messages
 }
 
 function cloneMessage(templateId, prefix, key) {
@@ -103,8 +98,11 @@ export function initChat() {
   const modelSelect = byId('chat-model')
   const meterSummary = byId('context-summary')
   const meterDetail = byId('context-detail')
+  const resumeSource = byId('chat-resume') // the source of the requests that pick a stream up again
   const initialMeter = { summary: meterSummary.innerHTML, detail: meterDetail.innerHTML }
-  let active = null // the turn in flight: { ctx, article, stopped, message, historyBefore, startedAt }
+  // The turn in flight: { ctx, source, article, key, message, historyBefore, startedAt, turnId,
+  // lastEventId, stopping, aborted, inFlight, attempts, resumeTimer }
+  let active = null
   let lastQuestion = ''
   let saveTimer
   let commandHandler = () => {}
@@ -230,7 +228,22 @@ export function initChat() {
     article.dataset.question = message
     appendMessage(article)
     lastQuestion = message
-    active = { ctx: event.detail.ctx, article, stopped: false, message, historyBefore, startedAt: performance.now() }
+    active = {
+      ctx: event.detail.ctx,
+      source: form,
+      article,
+      key: assistantKey,
+      message,
+      historyBefore,
+      startedAt: performance.now(),
+      turnId: '',
+      lastEventId: '',
+      stopping: false,
+      aborted: false,
+      inFlight: true,
+      attempts: 0,
+      resumeTimer: undefined,
+    }
     clearComposer()
     setStreaming(true)
   }
@@ -238,13 +251,13 @@ export function initChat() {
   /** The turn is over for the person: the message gets its final state and Send comes back. */
   function settle(outcome, failure) {
     const { article, message, historyBefore, startedAt } = active
+    clearTimeout(active.resumeTimer)
     if (failure && failure.partial) {
-      // No terminal from the server: the history gets what the person saw, marked.
-      const added = historyOfArticle(article, failure.kind === 'stopped' ? STOPPED_MARK : CUT_OFF_MARK)
-      historyField.value = JSON.stringify([...historyBefore, { role: 'user', content: message }, ...added])
+      // No terminal from the server will come to this page: the question stays in the history, marked.
+      historyField.value = JSON.stringify(unansweredHistory({ historyBefore, message, mark: failure.kind === 'stopped' ? STOPPED_MARK : CUT_OFF_MARK }))
     }
     active = null
-    article.classList.remove('is-streaming')
+    article.classList.remove('is-streaming', 'is-reconnecting')
     article.removeAttribute('aria-busy')
     article.classList.add(`is-${outcome}`)
     if (failure) {
@@ -314,7 +327,7 @@ export function initChat() {
 
   /** The server's terminal `done` / `error`: its history becomes the conversation. */
   function onTerminal(type, event) {
-    if (!active || typeof event.detail?.data !== 'string') return
+    if (!active || event.detail?.data === undefined || typeof event.detail.data !== 'string') return
     let data
     try {
       data = JSON.parse(event.detail.data)
@@ -322,31 +335,96 @@ export function initChat() {
       return // not a terminal we can read: the end of the request decides
     }
     if (Array.isArray(data.history)) historyField.value = JSON.stringify(data.history)
+    else {
+      // No history (its server died: turn.interrupted): the question, and the text the server says it had, marked.
+      const partial = typeof data.partial === 'string' && data.partial !== '' ? `${data.partial}\n\n` : ''
+      historyField.value = JSON.stringify(unansweredHistory({ historyBefore: active.historyBefore, message: active.message, mark: partial + SERVER_STOPPED_MARK }))
+    }
     if (typeof data.turn_id === 'string') active.article.dataset.turnId = data.turn_id
-    settle(type === 'done' ? 'done' : 'failed')
+    settle(type === 'done' ? 'done' : data.code === 'cancelled' ? 'stopped' : 'failed')
   }
 
-  /** The request ended (EOF, abort, HTTP error, network): only a turn without a terminal is left. */
+  /** The turn's stream (the POST's, or a pick-up's) is open: its response headers name the turn. */
+  function onStreamOpen(event) {
+    const ctx = active?.ctx
+    if (!active || event.target !== active.source || !ctx?.response) return
+    const turnId = ctx.response.headers?.get?.('x-turn-id')
+    if (turnId) active.turnId = turnId
+    active.attempts = 0 // streaming again
+    active.article.classList.remove('is-reconnecting')
+  }
+
+  /** Each message's `id:` is the number of the last event it reflects: where a pick-up continues. */
+  function onMessage(event) {
+    const id = event.detail?.message?.id
+    if (active && event.detail?.connection && typeof id === 'string' && id !== '') active.lastEventId = id
+  }
+
+  /** The request ended (EOF, abort, HTTP error, network) before the terminal: the stream is picked up again if it can be. */
   function onRequestEnd(event) {
     if (!active || event.detail?.ctx !== active.ctx) return
-    if (active.stopped) return settle('stopped', { kind: 'stopped', partial: true, title: 'Stopped', message: 'You stopped this answer; what arrived is kept.' })
-    const failure = failureOf(event.detail.ctx)
-    settle('failed', { kind: 'error', ...failure })
+    active.inFlight = false
+    if (active.aborted) return settle('stopped', { kind: 'stopped', partial: true, title: 'Stopped', message: 'You stopped this answer; what arrived is kept.' })
+    const ctx = event.detail.ctx
+    const status = ctx.response?.status
+    const failure = failureOf(ctx)
+    if (!active.turnId || (status !== undefined && !failure.partial && status < 500)) {
+      // Refused (4xx), or never started: nothing to pick up again. A pick-up refused (404, 410) leaves what arrived.
+      return settle('failed', active.source === resumeSource ? { kind: 'error', ...cutOff() } : { kind: 'error', ...failure })
+    }
+    scheduleResume()
   }
 
-  function stop() {
-    if (!active || active.stopped) return
-    active.stopped = true
-    byId(`${active.article.id}-status`).textContent = 'Stopping…'
-    htmx.trigger(form, 'htmx:abort')
+  const cutOff = () => ({ partial: true, title: 'The answer was cut off', message: 'The connection ended before the answer was complete. What arrived is kept above.' })
+
+  /** "Reconnecting…", then GET the turn's events after the last one shown, backing off, waiting while offline. */
+  function scheduleResume() {
+    const turn = active
+    turn.attempts += 1
+    if (turn.attempts > MAX_RESUME_ATTEMPTS) return settle('failed', { kind: 'error', ...cutOff() })
+    turn.article.classList.add('is-reconnecting')
+    byId(`${turn.article.id}-status`).textContent = 'Reconnecting…'
+    const go = () => {
+      if (active !== turn) return
+      if (navigator.onLine === false) return window.addEventListener('online', go, { once: true })
+      turn.source = resumeSource
+      htmx.ajax('GET', `/workspace/chat/turns/${encodeURIComponent(turn.turnId)}/events?message_key=${encodeURIComponent(turn.key)}`, {
+        source: resumeSource,
+        swap: 'none',
+        fetch: fetchEventStream,
+        headers: turn.lastEventId ? { 'Last-Event-ID': turn.lastEventId } : {},
+      })
+    }
+    turn.resumeTimer = setTimeout(go, resumeDelayMs(turn.attempts))
+  }
+
+  /** Takes the request a pick-up issues as the turn's own (its end is the one that counts now). */
+  function onResumeRequest(event) {
+    if (!active || active.source !== resumeSource) return
+    active.ctx = event.detail.ctx
+    active.inFlight = true
+  }
+
+  /** Stop: the command, and the stream stays open for the server's terminal; the abort only if the command cannot be sent. */
+  async function stop() {
+    if (!active || active.stopping) return
+    const turn = active
+    turn.stopping = true
+    byId(`${turn.article.id}-status`).textContent = 'Stopping…'
+    if (await sendStop(turn.turnId)) return // the terminal comes on the stream, or on its pick-up
+    if (active !== turn) return
+    turn.aborted = true
+    if (turn.inFlight) htmx.trigger(turn.source, 'htmx:abort') // its end settles it
+    else settle('stopped', { kind: 'stopped', partial: true, title: 'Stopped', message: 'You stopped this answer; what arrived is kept.' })
   }
 
   /** Another directory: a running answer is stopped (kept, marked) and that directory's conversation shown. */
   function resetConversation(directoryUri, { fresh = false } = {}) {
     if (active) {
-      active.stopped = true
       const ending = active
-      htmx.trigger(form, 'htmx:abort') // the server sees the disconnect and cancels the turn
+      ending.aborted = true
+      void sendStop(ending.turnId) // the turn ends on the server too (without the command: after its grace period)
+      htmx.trigger(ending.source, 'htmx:abort')
       if (active === ending) settle('stopped', { kind: 'stopped', partial: true, title: 'Stopped', message: 'You left this folder; what arrived is kept.' })
     }
     saveNow()
@@ -395,16 +473,21 @@ export function initChat() {
   }
 
   form.addEventListener('htmx:config:request', startTurn)
-  form.addEventListener('done', (event) => onTerminal('done', event))
-  form.addEventListener('error', (event) => onTerminal('error', event))
-  form.addEventListener('htmx:finally:request', onRequestEnd)
-  stopButton.addEventListener('click', stop)
+  resumeSource.addEventListener('htmx:config:request', onResumeRequest)
+  for (const source of [form, resumeSource]) {
+    source.addEventListener('done', (event) => onTerminal('done', event))
+    source.addEventListener('error', (event) => onTerminal('error', event))
+    source.addEventListener('htmx:sse:after:connection', onStreamOpen)
+    source.addEventListener('htmx:sse:before:message', onMessage)
+    source.addEventListener('htmx:finally:request', onRequestEnd)
+  }
+  stopButton.addEventListener('click', () => void stop())
 
   textarea.addEventListener('keydown', (event) => {
     if (keyInterceptor(event)) return
     if (event.key === 'Escape' && active) {
       event.preventDefault()
-      return stop()
+      return void stop()
     }
     if (event.key === 'ArrowUp' && textarea.value === '' && lastQuestion !== '' && !event.isComposing) {
       event.preventDefault()
@@ -446,10 +529,11 @@ export function initChat() {
 
   byId('chat-new').addEventListener('click', () => resetConversation(uriField.value, { fresh: true }))
   restore(uriField.value)
-  // Leaving the page mid-answer (reload, back): the answer so far is kept as a cut-off one.
+  // Leaving the page mid-answer (reload, back): the turn is stopped on the server, the answer so far is kept here.
   window.addEventListener('pagehide', () => {
     if (!active) return
-    active.stopped = true
+    active.aborted = true
+    void sendStop(active.turnId, { keepalive: true })
     settle('stopped', { kind: 'stopped', partial: true, title: 'Stopped', message: 'The page was left while this answer was arriving; what arrived is kept.' })
   })
 
