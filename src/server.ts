@@ -59,7 +59,13 @@ export async function startServer({
   let instance: InstanceRegistration | undefined
   try {
     // Closes the turns that dead processes left running (ours stay ours while we live).
-    instance = await registerInstance({ db: database.db, connection: database.connection, logger, leaseSeconds: config.turns.leaseSeconds })
+    instance = await registerInstance({
+      db: database.db,
+      connection: database.connection,
+      logger,
+      leaseSeconds: config.turns.leaseSeconds,
+      onInterrupted: (models) => models.forEach((model) => services.metrics.turnInterrupted(model)),
+    })
     const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser: services.parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })
 

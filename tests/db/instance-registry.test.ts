@@ -56,7 +56,9 @@ describe('instance registry', () => {
     const embeddedTurn = await startTurn(undefined) // no instance: closed only once an hour old
 
     await killLockConnection(b.instanceId) // b crashed
-    const c = await register() // a process starting beside a
+    const interrupted: string[] = []
+    const c = await registerInstance({ db: database.db, connection: { connectionString: database.url! }, sweepIntervalMs: 3_600_000, onInterrupted: (models) => interrupted.push(...models) }) // a process starting beside a
+    expect(interrupted).toEqual(['local', 'local']) // what /metrics counts as turns ended `interrupted`, by model
     expect(await statusOf(turnOfB)).toBe('failed:turn.interrupted')
     expect(await statusOf(turnOfNeverSeen)).toBe('failed:turn.interrupted')
     expect(await statusOf(turnOfA)).toBe('running')

@@ -36,6 +36,8 @@ export interface ServiceMetrics {
   readonly turnStarted: (model: string) => void
   readonly firstDelta: (model: string, seconds: number) => void
   readonly turnEnded: (turn: TurnEnded) => void
+  /** A dead instance's turn this one closed as `turn.interrupted` (it has no duration or steps to count here). */
+  readonly turnInterrupted: (model: string) => void
   readonly compaction: (model: string) => void
   readonly toolCall: (tool: string, result: string) => void
   /** One request to a provider (each attempt): `ok` or the failure's code. */
@@ -71,6 +73,7 @@ export const NO_METRICS: ServiceMetrics = {
   turnStarted: noop,
   firstDelta: noop,
   turnEnded: noop,
+  turnInterrupted: noop,
   compaction: noop,
   toolCall: noop,
   providerRequest: noop,
@@ -161,6 +164,7 @@ export function createServiceMetrics({ now = () => Date.now() }: { now?: () => n
       add(modelSteps, { model: turn.model }, turn.modelSteps)
       add(toolCallsPerTurn, { model: turn.model }, turn.toolCalls)
     },
+    turnInterrupted: (model) => add(turnsEnded, { model, outcome: 'interrupted', code: 'turn.interrupted' }),
     compaction: (model) => add(compactions, { model }),
     toolCall: (tool, result) => add(toolCalls, { tool, result }),
     providerRequest: (model, result) => add(providerRequests, { model, result }),

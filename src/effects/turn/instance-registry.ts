@@ -47,6 +47,7 @@ export async function registerInstance({
   db,
   connection,
   logger,
+  onInterrupted,
   leaseSeconds = 15,
   sweepIntervalMs = Math.floor((leaseSeconds * 1000) / 3),
   instanceId = randomUUID(),
@@ -57,6 +58,8 @@ export async function registerInstance({
   /** Connection settings of the same database as `db` (`DatabaseHandle.connection`): the lock needs a connection outside the pool. */
   connection: pg.ClientConfig
   logger?: Logger | undefined
+  /** The model ids of the dead instances' turns this instance closed as `turn.interrupted` (metrics). */
+  onInterrupted?: ((modelIds: ReadonlyArray<string>) => void) | undefined
   /** `turns.leaseSeconds`: how long this instance counts as alive without a heartbeat. */
   leaseSeconds?: number
   /** The heartbeat and the sweep of dead instances' turns (default: a third of the lease). */
@@ -117,7 +120,7 @@ export async function registerInstance({
     await ensureLocked()
     await heartbeat()
     await ensureLocked()
-    const closed = await failTurnsOfDeadInstances(db, { self: instanceId })
+    const closed = await failTurnsOfDeadInstances(db, { self: instanceId, onClosed: onInterrupted })
     if (closed > 0) logger?.warn('closed turns left running by a stopped process', { turns: closed })
     return closed
   }

@@ -124,8 +124,12 @@ export const liveInstanceIds = sql`(
  * then forgets those instances. All in one transaction. Turns recorded without an instance
  * (embedded use of `runTurn`) are closed once they are an hour old.
  */
-export async function failTurnsOfDeadInstances(db: Kysely<DB>, { self }: { self: string | undefined }): Promise<number> {
-  return db.transaction().execute(async (trx) => {
+export async function failTurnsOfDeadInstances(
+  db: Kysely<DB>,
+  { self, onClosed }: { self: string | undefined; /** The closed turns' model ids, once committed (metrics). */ onClosed?: ((modelIds: ReadonlyArray<string>) => void) | undefined },
+): Promise<number> {
+  const closedModels: string[] = []
+  const count = await db.transaction().execute(async (trx) => {
     const closed = await trx
       .updateTable('turns')
       .set(interrupted())
@@ -140,8 +144,9 @@ export async function failTurnsOfDeadInstances(db: Kysely<DB>, { self }: { self:
           eb.and([eb('instance_id', 'is', null), eb('created_at', '<', sql<Date>`now() - interval '1 hour'`)]),
         ]),
       )
-      .returning('id')
+      .returning(['id', 'model_id'])
       .execute()
+    closedModels.push(...closed.map((row) => row.model_id))
     if (closed.length > 0) await storeTerminals(trx, { turnIds: closed.map((row) => row.id), code: TURN_INTERRUPTED, message: INTERRUPTED_MESSAGE })
     await trx
       .deleteFrom('instances')
@@ -150,4 +155,6 @@ export async function failTurnsOfDeadInstances(db: Kysely<DB>, { self }: { self:
       .execute()
     return closed.length
   })
+  if (closedModels.length > 0) onClosed?.(closedModels)
+  return count
 }
