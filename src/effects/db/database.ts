@@ -28,6 +28,11 @@ export interface DatabaseHandle {
 function poolHandle({ connection, kind, max, onClose }: { connection: pg.ClientConfig; kind: DatabaseHandle['kind']; max: number; onClose: () => Promise<void> }): DatabaseHandle {
   const pool = new pg.Pool({ ...connection, max, idleTimeoutMillis: 30_000 })
   pool.on('error', () => {}) // an idle client's error is reported on its next use
+  // A client checked out between two statements (a transaction awaiting other work) has no listener
+  // of the pool's: a backend ended then (PostgreSQL restarting, pg_terminate_backend) would be an
+  // uncaught 'error' that takes the process down. Its next statement fails instead, and the pool
+  // drops it when it is released.
+  pool.on('connect', (client) => void client.on('error', () => {}))
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: namedStatementPool(pool) }) })
   let closing: Promise<void> | undefined
   return {
