@@ -237,6 +237,8 @@ export function createMcpServer(ctx: AppContext, face: McpFace, caller: McpCalle
           }
     try {
       const outcome = await Effect.runPromise(ctx.tools.run({ name, args, context: { db: ctx.db, caller: user, scope, progress } }), { signal: stop })
+      // counted as a turn's tool calls are (/metrics); an unknown name was refused above, never run
+      ctx.metrics?.toolCall(name, outcome.ok ? 'ok' : (outcome.error?.code ?? 'error'))
       return { content: [{ type: 'text', text: outcome.content }], structuredContent: outcome.result as Record<string, unknown>, isError: !outcome.ok }
     } catch (error) {
       if (revoked.signal.aborted) return toolError('unauthorized', REVOKED_TOKEN_MESSAGE)

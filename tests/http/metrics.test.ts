@@ -90,6 +90,21 @@ describe('/metrics with metrics on', () => {
     expect(change('knowagent_http_requests_total{method="POST",route="/api/v1/knowledge-agent/stream",status="200"}')).toBe(1)
   })
 
+  it('counts the tool calls of an MCP client as a turn\'s; a made-up name is refused, never a label', async () => {
+    const call = (id: number, name: string) =>
+      fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: { uri: 'kb://me/notes/' } } }),
+      }).then(async (res) => [res.status, await res.text()] as const)
+    const change = await changesOf(async () => {
+      expect((await call(1, 'ls'))[0]).toBe(200)
+      expect((await call(2, 'made_up_tool_7c1e'))[0]).toBe(200)
+    })
+    expect(change('knowagent_tool_calls_total{tool="ls",result="ok"}')).toBe(1)
+    expect(await scrape()).not.toContain('made_up_tool')
+  })
+
   it('counts a provider failure by its status and the failed turn by its code', async () => {
     const change = await changesOf(async () => {
       provider.enqueue({ kind: 'response', status: 400, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { message: 'bad request' } }) })
