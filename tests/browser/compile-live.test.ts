@@ -84,7 +84,7 @@ describe('the task center says whether it is live', () => {
     } finally {
       programs.abort()
     }
-    await expect.poll(() => compile().events.subscribers()).toBe(before) // every slot given back before the next test
+    await expect.poll(() => compile().events.subscribers(), { timeout: 10_000 }).toBe(before) // every slot given back before the next test
   })
 
   it('says the table is not live once the person signs out in another tab, and stops following', async () => {
@@ -120,16 +120,16 @@ describe('the task center says whether it is live', () => {
     await tasks.goto('/tasks')
     const status = tasks.locator('caption .live-status')
     await status.and(tasks.locator('[data-state="live"]')).waitFor()
-    await expect.poll(() => compile().events.subscribers()).toBe(before + 1)
+    await expect.poll(() => compile().events.subscribers(), { timeout: 10_000 }).toBe(before + 1)
 
     await setHidden(true)
-    await expect.poll(() => compile().events.subscribers()).toBe(before) // paused: the server let go of it
+    await expect.poll(() => compile().events.subscribers(), { timeout: 10_000 }).toBe(before) // paused: the server let go of it
     await setHidden(false)
-    await expect.poll(() => compile().events.subscribers()).toBe(before + 1) // reopened
+    await expect.poll(() => compile().events.subscribers(), { timeout: 10_000 }).toBe(before + 1) // reopened
     await expect(liveStates(tasks)).resolves.toEqual(['live'])
 
     await setHidden(true)
-    await expect.poll(() => compile().events.subscribers()).toBe(before)
+    await expect.poll(() => compile().events.subscribers(), { timeout: 10_000 }).toBe(before)
     await page.getByRole('button', { name: 'Sign out' }).click() // while no stream is open for it to end
     await page.waitForURL(/\/login/)
     const requestsBeforeReturn = streamRequests.length
