@@ -77,6 +77,7 @@ export async function startKnowagentServer({
     // login of whoever runs the bench is imported).
     runtime = await startCoreRuntime({ config, logger, exclusiveDatabase: true, features: { retrieval: { blConfigPath: null }, compile: true } })
   } catch (error) {
+    await tracing?.close()
     removeDataDir()
     throw error
   }

@@ -1,0 +1,60 @@
+// One stem for every form of an English word (terms.ts matches questions to passages on it).
+import { stemmer as porterStem } from 'stemmer'
+
+/**
+ * Word families the Porter stemmer leaves apart because the stem itself changes (retain /
+ * retention, maintain / maintenance): the derived word's stem is mapped to the base word's.
+ */
+const DERIVED_STEMS = new Map([
+  ['retent', 'retain'],
+  ['detent', 'detain'],
+  ['abstent', 'abstain'],
+  ['mainten', 'maintain'],
+  ['susten', 'sustain'],
+  ['decis', 'decid'],
+  ['divis', 'divid'],
+  ['extens', 'extend'],
+  ['intent', 'intend'],
+  ['attent', 'attend'],
+  ['permiss', 'permit'],
+  ['submiss', 'submit'],
+  ['admiss', 'admit'],
+  ['transmiss', 'transmit'],
+  ['omiss', 'omit'],
+  ['conclus', 'conclud'],
+  ['inclus', 'includ'],
+  ['exclus', 'exclud'],
+  ['descript', 'describ'],
+  ['subscript', 'subscrib'],
+  ['prescript', 'prescrib'],
+  ['recept', 'receiv'],
+  ['payment', 'pai'],
+  ['paid', 'pai'],
+  ['daili', 'dai'],
+  ['hourli', 'hour'],
+  ['nightli', 'night'],
+  ['weekli', 'week'],
+  ['monthli', 'month'],
+  ['quarterli', 'quarter'],
+  ['yearli', 'year'],
+  ['expiri', 'expir'],
+  ['applic', 'appli'],
+  ['kept', 'keep'],
+  ['children', 'child'],
+  ['people', 'person'],
+])
+
+/**
+ * English word forms meet at one stem (Porter's algorithm, the `stemmer` package): retain /
+ * retained / retaining, approve / approval, reimburse / reimbursement, policy / policies; derived
+ * words whose stem changes meet through `DERIVED_STEMS` (retention → retain, monthly → month).
+ * Words of three letters or fewer (but for day / pay / key: days, paying, keys), and anything with
+ * a digit, are kept as they are.
+ */
+export function stem(word: string): string {
+  // A short word ending in y meets its plural and -ing forms as Porter spells them (day / days, pay / paying).
+  if (word.length === 3 && /^[a-z]{2}y$/u.test(word)) return porterStem(word)
+  if (word.length <= 3 || /\p{N}/u.test(word) || !/^[a-z]+$/u.test(word)) return word
+  const stemmed = porterStem(word)
+  return DERIVED_STEMS.get(stemmed) ?? stemmed
+}
