@@ -167,7 +167,8 @@ describe('Administration → Retrieval defaults', () => {
     }
     expect(await stored()).toEqual(good)
     expect(auditLines(first)).toHaveLength(logged)
-    expect((await inForce(second, root.user.id)).chatTimeoutMs).toBe(5000)
+    // the second server learns the last good value from the change feed, a moment later
+    await waitUntil(async () => (await inForce(second, root.user.id)).chatTimeoutMs === 5000, 'the last good value in force in the second server')
 
     const unknown = await submit({ key: 'apiKey', action: 'set', value: 'sk-nope' })
     expect(unknown.status).toBe(400)
