@@ -390,6 +390,20 @@ describe('secrets never leave the gateway', () => {
     expectNoSecret(error, [FAKE_KEY])
   })
 
+  test("a connection's credential header, echoed in an error body and streamed in pieces by the model", async () => {
+    const headers = { 'api-key': 'azure-header-secret-77', 'X-Title': 'knowagent' }
+    provider.enqueue(httpResponseScript(401, { error: { message: 'api-key azure-header-secret-77 is not valid for knowagent' } }))
+    const error = await failureOf(modelFor({ headers }).stream({ messages: [USER] }))
+    expect(error.message).toContain('api-key [redacted] is not valid for [redacted]')
+    expectNoSecret(error, ['azure-header-secret-77'])
+
+    provider.enqueue(streamScript(chatCompletionSse([{ text: 'knowagent sent azure-hea' }, { text: 'der-secret-77 as its key' }, { finish: 'stop' }, 'done'])))
+    const deltas: string[] = []
+    const result = await Effect.runPromise(modelFor({ headers }).stream({ messages: [USER], onEvent: (event) => void deltas.push(event.text) }))
+    expect(deltas.join('')).toBe('knowagent sent [redacted] as its key')
+    expect(result.text).toBe('knowagent sent [redacted] as its key')
+  })
+
   test('a result echoing the key', async () => {
     provider.enqueue(streamScript(textAnswerSse(`the key is ${FAKE_KEY}`)))
     const result = await Effect.runPromise(modelFor().stream({ messages: [USER] }))

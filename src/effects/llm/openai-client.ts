@@ -76,7 +76,7 @@ export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatMode
     Effect.suspend(() => {
       const apiKey = options.apiKey !== undefined ? { missing: false as const, value: options.apiKey } : readApiKey({ config, env: options.env })
       if (apiKey.missing) return Effect.fail(apiKey.error)
-      const redactors = createProviderRedactors({ apiKey: apiKey.value, baseUrl: config.baseUrl })
+      const { outputSecrets, ...redactors } = createProviderRedactors({ apiKey: apiKey.value, baseUrl: config.baseUrl, headers: config.headers })
       const attemptInput: AttemptInput = {
         url,
         agent: options.agent,
@@ -86,7 +86,7 @@ export function makeOpenAiChatModel(config: ModelConfig, options: OpenAiChatMode
         onEvent: request.onEvent,
       }
       const attemptFrom = (retryNumber: number): Effect.Effect<ModelResult, ModelError> => {
-        const redacting = redactStreamEvents({ onEvent: request.onEvent, secrets: [apiKey.value] })
+        const redacting = redactStreamEvents({ onEvent: request.onEvent, secrets: outputSecrets })
         return Effect.flatMap(
           Effect.promise((signal) => traced('provider.request', { 'knowagent.model_id': config.id, 'knowagent.retry': retryNumber }, () => runAttempt({ ...attemptInput, onEvent: redacting.onEvent, signal }))),
           (outcome) => {

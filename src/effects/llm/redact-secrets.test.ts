@@ -27,6 +27,17 @@ describe('provider redactors', () => {
     expect(redactOutput('sk-abc-123456 on llm.internal:8443')).toBe('[redacted] on llm.internal:8443')
   })
 
+  test("a connection's extra headers: messages lose every value, output only a credential header's", () => {
+    const withHeaders = createProviderRedactors({
+      apiKey: undefined,
+      baseUrl: 'https://gw.internal/v1',
+      headers: { 'api-key': 'azure-secret-0042', 'X-Gateway-Token': ' gw-token-9 ', 'X-Title': 'knowagent' },
+    })
+    expect(withHeaders.redactMessage('401: api-key azure-secret-0042 / gw-token-9 rejected for knowagent')).toBe('401: api-key [redacted] / [redacted] rejected for [redacted]')
+    expect(withHeaders.redactOutput('azure-secret-0042, gw-token-9 and knowagent')).toBe('[redacted], [redacted] and knowagent')
+    expect(withHeaders.outputSecrets).toEqual([undefined, 'azure-secret-0042', 'gw-token-9'])
+  })
+
   test('redactModelError keeps the tag and the other fields', () => {
     const error = redactModelError({
       error: new ProviderHttpError({ status: 401, code: 'sk-abc-123456', message: 'bad sk-abc-123456', retryAfterMs: 5 }),

@@ -67,14 +67,41 @@ export function createStreamRedactor(secrets: ReadonlyArray<string | undefined>)
   }
 }
 
-/** Secrets of one provider: the key, plus the base URL and its host (endpoints stay server-side). */
-export function createProviderRedactors({ apiKey, baseUrl }: { readonly apiKey: string | undefined; readonly baseUrl: string }): {
+/** A request header that carries a credential by its name (`api-key`, `X-Auth-Token`, `Cookie`…); attribution headers such as `X-Title` do not. */
+export const CREDENTIAL_HEADER = /auth|key|token|secret|password|passwd|credential|signature|cookie|session/i
+
+/** The values of `headers` that are credentials by their header's name. */
+export function credentialHeaderValues(headers: Readonly<Record<string, string>> | undefined): string[] {
+  return Object.entries(headers ?? {})
+    .filter(([name]) => CREDENTIAL_HEADER.test(name))
+    .map(([, value]) => value.trim())
+}
+
+/**
+ * Secrets of one provider. Error messages lose the key, every extra header's value (as the
+ * connection's Test shows them) and the base URL and its host (endpoints stay server-side). A
+ * model's output loses the key and the credential headers' values (Azure's `api-key`, a gateway's
+ * token), not an attribution header's (`X-Title: knowagent` stays a word the model may write).
+ */
+export function createProviderRedactors({
+  apiKey,
+  baseUrl,
+  headers,
+}: {
+  readonly apiKey: string | undefined
+  readonly baseUrl: string
+  readonly headers?: Readonly<Record<string, string>> | undefined
+}): {
   readonly redactMessage: Redact
   readonly redactOutput: Redact
+  /** Everything `redactOutput` removes, for the streamed deltas' redactor. */
+  readonly outputSecrets: ReadonlyArray<string | undefined>
 } {
+  const outputSecrets = [apiKey, ...credentialHeaderValues(headers)]
   return {
-    redactMessage: createRedactor([apiKey, baseUrl, baseUrl.replace(/\/+$/, ''), hostOf(baseUrl)]),
-    redactOutput: createRedactor([apiKey]),
+    redactMessage: createRedactor([apiKey, ...Object.values(headers ?? {}).map((value) => value.trim()), baseUrl, baseUrl.replace(/\/+$/, ''), hostOf(baseUrl)]),
+    redactOutput: createRedactor(outputSecrets),
+    outputSecrets,
   }
 }
 
