@@ -20,6 +20,18 @@ export function safeNext(next: unknown): string {
   return typeof next === 'string' && next.startsWith('/') && !next.startsWith('//') && !next.includes('\\') ? next : '/workspace'
 }
 
+/**
+ * Where a person lands after signing in: `next` when it is one of their own pages. A page of
+ * another person's tree (`?uri=kb://users/<other>/…`, left in the address by whoever signed out
+ * before) would only say "Not yours to see": their own workspace instead.
+ */
+export function nextAfterSignIn(next: unknown, login: string): string {
+  const path = safeNext(next)
+  const uri = new URL(path, 'http://knowagent.invalid').searchParams.get('uri')
+  const owner = uri === null ? undefined : /^kb:\/\/users\/([^/]+)/.exec(uri)?.[1]
+  return owner !== undefined && owner !== login ? '/workspace' : path
+}
+
 /** "45 s", "3 min", "1 h 5 min": how long a sign-in lock-out still lasts. */
 export function formatWait(seconds: number): string {
   if (seconds < 60) return `${seconds} s`
@@ -50,7 +62,7 @@ export function authRoutes(ctx: AppContext): Router {
   const passwordChecks = createConcurrencyGate({ concurrency: ctx.config.concurrentPasswordChecks, maxWaiting: 32 })
 
   router.get('/login', async (req, res) => {
-    if (req.auth) return res.redirect(303, safeNext(req.query.next))
+    if (req.auth) return res.redirect(303, nextAfterSignIn(req.query.next, req.auth.user.login))
     const loginCsrf = generateOpaqueToken()
     setCookie(ctx, req, res, { name: LOGIN_CSRF_COOKIE, value: loginCsrf, maxAgeSeconds: 3600 })
     const notice = req.query.notice === 'signed_out_everywhere' ? SIGNED_OUT_EVERYWHERE : undefined
@@ -116,7 +128,7 @@ export function authRoutes(ctx: AppContext): Router {
     setCookie(ctx, req, res, { name: SESSION_COOKIE, value: session.token, maxAgeSeconds: ctx.config.sessionTtlHours * 3600 })
     res.append('Set-Cookie', `${LOGIN_CSRF_COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax`)
     ctx.logger.info('signed in', { login: user.login })
-    res.redirect(303, safeNext(next))
+    res.redirect(303, nextAfterSignIn(next, user.login))
   })
 
   router.post('/logout', form, requireCsrf(), async (req, res) => {

@@ -9,7 +9,7 @@ import { ask, assistantMessage, screenshot, useBrowserFixture, SECURE_PAGE, wait
 import { REMOTE_MODEL, startChatWorkspace } from '../support/chat-workspace.ts'
 import { chatCompletionSse, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'
 import { addUserWithToken } from '../support/test-server.ts'
-import { chatHistory, contrastRatio, DESKTOP, documentKept, fileDialog, markDocument, nodeAction, PHONE } from '../support/workspace-page.ts'
+import { chatHistory, DESKTOP, documentKept, fileDialog, lowContrastTexts, markDocument, nodeAction, PHONE } from '../support/workspace-page.ts'
 
 
 const ui = useBrowserFixture({ start: startChatWorkspace })
@@ -294,17 +294,28 @@ describe('chatting in the workspace', () => {
     expect(workspace.problems()).toEqual([])
   })
 
-  it('the composer hint and the model name are readable in both colour schemes (contrast ≥ 4.5:1)', async () => {
+  it('every piece of text on the folder page with an answer is readable in both colour schemes (contrast ≥ 4.5:1)', async () => {
     const page = await open({ uri: `${root}docs/` })
     await page.locator('#chat-model').selectOption(REMOTE_MODEL)
     ui.app.provider.enqueue(streamScript(textAnswerSse('Readable.')))
     await ask(page, 'Contrast?')
     await waitForAnswer(page)
+    // the texts the sweep must see: the listing, the composer hint, the answer's model, time and status
+    for (const selector of ['table.entries td.num', '.composer-hint', '#chat-log .model-name', '#chat-log .elapsed', '#chat-log .msg-status']) {
+      await expect(page.locator(selector).first().isVisible(), selector).resolves.toBe(true)
+    }
     for (const colorScheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme })
-      for (const selector of ['.composer-hint', '#chat-log .model-name', '#chat-log .elapsed']) {
-        const ratio = await page.locator(selector).first().evaluate(contrastRatio)
-        expect({ colorScheme, selector, ratio: ratio >= 4.5 ? 'ok' : ratio.toFixed(2) }).toEqual({ colorScheme, selector, ratio: 'ok' })
+      await page.waitForFunction(() => document.getAnimations().every((animation) => animation.playState !== 'running')) // the colours' transitions
+      expect({ colorScheme, low: await page.evaluate(lowContrastTexts, 4.5) }).toEqual({ colorScheme, low: [] })
+    }
+    // and the other pages a member sees
+    for (const path of ['/settings', '/tasks', '/workspace/trash']) {
+      expect((await page.goto(path))?.status(), path).toBe(200)
+      for (const colorScheme of ['light', 'dark'] as const) {
+        await page.emulateMedia({ colorScheme })
+        await page.waitForFunction(() => document.getAnimations().every((animation) => animation.playState !== 'running'))
+        expect({ path, colorScheme, low: await page.evaluate(lowContrastTexts, 4.5) }).toEqual({ path, colorScheme, low: [] })
       }
     }
     expect(workspace.problems()).toEqual([])

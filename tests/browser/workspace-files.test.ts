@@ -191,6 +191,8 @@ describe('living in the workspace', () => {
     await expect(panel.locator('.upload-file').allTextContents()).resolves.toEqual(['one.mdadded', 'seed.mdunchanged (same bytes)'])
     await page.locator('#content .entry-link', { hasText: /^one\.md$/ }).waitFor()
     await screenshot(page, `phone-upload-outcome-${tag}`)
+    // The panel stays until closed, over the page like a notice, but never over "Ask KnowAgent" (it sat under it).
+    await expect(page.getByRole('button', { name: 'Ask KnowAgent' }).evaluate(takesClickAtCentre)).resolves.toBe(true)
     // A file stored without its text is a warning in the panel, not a success.
     const binary = page.waitForEvent('filechooser')
     await action(page, 'Upload files').click()

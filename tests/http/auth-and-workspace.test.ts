@@ -85,6 +85,25 @@ describe('auth and workspace over HTTP', () => {
     expect(session).toMatch(/SameSite=Lax/i)
   })
 
+  it("signing in where someone else signed out lands in one's own workspace, not on their folder", async () => {
+    const signInTo = async (login: string, password: string, next: string) => {
+      const page = await fetch(`${server.url}/login?next=${encodeURIComponent(next)}`)
+      const loginCookie = page.headers.getSetCookie()[0]!.split(';')[0]!
+      const loginCsrf = /name="_login_csrf" value="([^"]+)"/.exec(await page.text())![1]!
+      const done = await fetch(`${server.url}/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: loginCookie },
+        body: new URLSearchParams({ login, password, _login_csrf: loginCsrf, next }),
+      })
+      expect(done.status).toBe(303)
+      return done.headers.get('location')
+    }
+    await expect(signInTo('bob', bob.password, '/workspace?uri=kb%3A%2F%2Fusers%2Falice%2Fnotes%2F')).resolves.toBe('/workspace')
+    await expect(signInTo('alice', alice.password, '/workspace?uri=kb%3A%2F%2Fusers%2Falice%2Fnotes%2F')).resolves.toBe('/workspace?uri=kb%3A%2F%2Fusers%2Falice%2Fnotes%2F')
+    await expect(signInTo('bob', bob.password, '/settings')).resolves.toBe('/settings')
+  })
+
   it('enforces CSRF on cookie-authenticated uploads but not on bearer tokens', async () => {
     const { cookie, csrf } = await signIn(server, 'alice', alice.password)
     const without = await fetch(`${server.url}/api/v1/workspace/upload?uri=kb://me/`, {
