@@ -294,6 +294,41 @@ describe('chatting in the workspace', () => {
     expect(workspace.problems()).toEqual([])
   })
 
+  it("a question asked before another folder's welcome arrives keeps its place: the late welcome is not shown over it", async () => {
+    const page = await open({ uri: `${root}docs/` })
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    await page.route('**/workspace/chat/welcome?*', async (route) => {
+      await held
+      await route.continue()
+    })
+    await page.locator('#tree .node-link', { hasText: /^other$/ }).click()
+    await page.waitForURL((url) => url.searchParams.get('uri') === `${root}other/`)
+    await page.locator('#chat-model').selectOption(REMOTE_MODEL)
+    ui.app.provider.enqueue(streamScript(textAnswerSse('Asked in time.')))
+    await ask(page, 'Before the welcome?')
+    await waitForAnswer(page)
+    // htmx's last word on that request comes after its swap (or the swap's refusal)
+    const welcomeDone = page.evaluate(
+      () =>
+        new Promise<void>((resolve) =>
+          document.addEventListener('htmx:finally:request', (event) => {
+            const action = (event as CustomEvent<{ ctx?: { request?: { action?: string } } }>).detail?.ctx?.request?.action ?? ''
+            if (action.includes('/workspace/chat/welcome')) resolve()
+          }),
+        ),
+    )
+    release()
+    await welcomeDone
+    await expect(page.locator('#chat-welcome').count()).resolves.toBe(0)
+    await expect(history(page)).resolves.toEqual([
+      { role: 'user', content: 'Before the welcome?' },
+      { role: 'assistant', content: 'Asked in time.' },
+    ])
+    await expect(page.locator('#chat-log article.msg').count()).resolves.toBe(2)
+    expect(workspace.problems()).toEqual([])
+  })
+
   it('every piece of text on the folder page with an answer is readable in both colour schemes (contrast ≥ 4.5:1)', async () => {
     const page = await open({ uri: `${root}docs/` })
     await page.locator('#chat-model').selectOption(REMOTE_MODEL)

@@ -89,6 +89,7 @@ function noticeElement({ title, message, kind }) {
 
 export function initChat() {
   const form = byId('chat-form')
+  const WELCOME_PATH = '/workspace/chat/welcome'
   const log = byId('chat-log')
   const textarea = byId('chat-message')
   const sendButton = byId('chat-send')
@@ -439,7 +440,7 @@ export function initChat() {
     meterDetail.innerHTML = initialMeter.detail
     if (fresh) session()?.removeItem(storageKey(directoryUri)) // this folder's conversation only, not those of folders below it
     else if (restore(directoryUri)) return
-    htmx.ajax('GET', `/workspace/chat/welcome?uri=${encodeURIComponent(directoryUri)}`, { source: log, target: '#chat-log', swap: 'innerHTML' })
+    htmx.ajax('GET', `${WELCOME_PATH}?uri=${encodeURIComponent(directoryUri)}`, { source: log, target: '#chat-log', swap: 'innerHTML' })
   }
 
   /** A folder was renamed or moved: conversations kept under it follow it; the chat's own directory too. */
@@ -511,6 +512,15 @@ export function initChat() {
   modelSelect.addEventListener('change', () => {
     localStorage.setItem(STORED_MODEL, modelSelect.value)
     showModelCapability()
+  })
+
+  // A folder's welcome arrives after a moment: a question asked meanwhile (or another folder chosen)
+  // keeps the log as it is — the late welcome would replace the conversation.
+  log.addEventListener('htmx:before:swap', (event) => {
+    const action = event.detail?.ctx?.request?.action ?? ''
+    if (!action.startsWith(WELCOME_PATH)) return
+    const forUri = new URL(action, location.href).searchParams.get('uri')
+    if (log.querySelector('article.msg') || forUri !== uriField.value) event.preventDefault()
   })
 
   log.addEventListener('click', (event) => {
