@@ -1,6 +1,8 @@
 // `knowagent/client`: a small typed client for the JSON + SSE API. It decodes the stream with
-// the project's SSE decoder and follows the same rules as the browser: an EOF without a
-// terminal `done` or `error` event is a failure that keeps the text received so far.
+// the project's SSE decoder and follows the same rules as the browser: a stream cut before its
+// terminal `done` or `error` event is picked up again from the last event received (GET
+// turns/:id/events with Last-Event-ID, on any instance), and when it cannot be, it is a failure
+// that keeps the text received so far.
 import { decodeSseStream } from '../sse/sse-decoder.ts'
 import type { ChatMessage } from '../machines/index.ts'
 import { type ContextEvent, type DeltaEvent, type DoneEvent, type ErrorEvent, readWireEvent, type ThinkingEvent, type ToolEvent, type WarningEvent, type WireEvent } from './wire-events.ts'
@@ -9,6 +11,8 @@ export type { ContextEvent, DeltaEvent, DoneEvent, ErrorEvent, ThinkingEvent, To
 export type { ChatMessage } from '../machines/index.ts'
 
 export interface StreamHandlers {
+  /** The turn was admitted: its id, for `stop` (from anywhere) before the stream ends. */
+  readonly onStart?: (turn: { readonly turnId: string }) => void
   readonly onDelta?: (event: DeltaEvent) => void
   readonly onThinking?: (event: ThinkingEvent) => void
   readonly onTool?: (event: ToolEvent) => void
@@ -27,6 +31,11 @@ export interface ClientOptions {
   /** Extra headers (e.g. a cookie and `X-CSRF-Token` in a browser-like client). */
   readonly headers?: Record<string, string>
   readonly fetch?: typeof fetch
+  /**
+   * A stream cut before its terminal event is picked up again where it stopped, up to this many
+   * times in a row (waiting 250 ms, 500 ms, 1 s… before each); 0: never. Default 3.
+   */
+  readonly resumeAttempts?: number
 }
 
 export interface StreamRequestBody {
@@ -85,12 +94,21 @@ export function createKnowagentClient(options: ClientOptions) {
     return (await response.json()) as { command: string; result: unknown; summary: string }
   }
 
+  /** Stops one of your turns wherever it runs (POST turns/:id/stop): its stream ends with its one terminal event. */
+  async function stop(turnId: string): Promise<{ turn_id: string; status: string }> {
+    const response = await doFetch(`${base}${API}/turns/${encodeURIComponent(turnId)}/stop`, { method: 'POST', headers: headersFor(options) })
+    if (!response.ok) throw await failureOf(response)
+    return (await response.json()) as { turn_id: string; status: string }
+  }
+
   async function stream(body: StreamRequestBody, { signal, handlers = {} }: { signal?: AbortSignal; handlers?: StreamHandlers } = {}): Promise<StreamOutcome> {
     let text = ''
     let thinking = ''
     let turnId: string | undefined
+    let lastEventId = ''
     let response: Response | undefined
     const fail = (error: ErrorEvent): StreamOutcome => ({ ok: false, text, thinking, status: response?.status ?? 0, turnId, error })
+    const cancelled = (): StreamOutcome => fail({ code: 'cancelled', message: 'stopped by the client', partial: text })
     try {
       response = await doFetch(`${base}${API}/stream`, {
         method: 'POST',
@@ -99,54 +117,103 @@ export function createKnowagentClient(options: ClientOptions) {
         ...(signal ? { signal } : {}),
       })
     } catch (error) {
-      const aborted = signal?.aborted === true
-      return fail({ code: aborted ? 'cancelled' : 'network', message: aborted ? 'stopped by the client' : String((error as Error).message) })
+      return signal?.aborted === true ? cancelled() : fail({ code: 'network', message: String((error as Error).message) })
     }
     turnId = response.headers.get('x-turn-id') ?? undefined
     if (!response.ok || !response.body) {
       const failure = await failureOf(response)
       return fail({ code: failure.code, message: failure.message })
     }
-    try {
-      for await (const event of decodeSseStream(response.body)) {
-        let wire: WireEvent | undefined
-        try {
-          wire = readWireEvent(event.event, event.data)
-        } catch {
-          return fail({ code: 'stream.protocol', message: `unreadable ${event.event} event`, partial: text })
+    if (turnId !== undefined) handlers.onStart?.({ turnId })
+
+    /** Reads events until the terminal one (the outcome) or until the stream ends or breaks without it (why). */
+    const follow = async (events: ReadableStream<Uint8Array>): Promise<{ readonly outcome: StreamOutcome } | { readonly cut: ErrorEvent }> => {
+      try {
+        for await (const event of decodeSseStream(events)) {
+          let wire: WireEvent | undefined
+          try {
+            wire = readWireEvent(event.event, event.data)
+          } catch {
+            return { outcome: fail({ code: 'stream.protocol', message: `unreadable ${event.event} event`, partial: text }) }
+          }
+          if (event.id !== '') lastEventId = event.id
+          switch (wire?.event) {
+            case 'delta':
+              text += wire.data.text
+              handlers.onDelta?.(wire.data)
+              break
+            case 'thinking':
+              thinking += wire.data.text
+              handlers.onThinking?.(wire.data)
+              break
+            case 'tool':
+              handlers.onTool?.(wire.data)
+              break
+            case 'context':
+              handlers.onContext?.(wire.data)
+              break
+            case 'warning':
+              handlers.onWarning?.(wire.data)
+              break
+            case 'done':
+              return { outcome: { ok: true, text, thinking, done: wire.data, turnId } }
+            case 'error':
+              return { outcome: fail(wire.data) }
+            case undefined:
+              break // unknown events are ignored: new ones may be added
+          }
         }
-        switch (wire?.event) {
-          case 'delta':
-            text += wire.data.text
-            handlers.onDelta?.(wire.data)
-            break
-          case 'thinking':
-            thinking += wire.data.text
-            handlers.onThinking?.(wire.data)
-            break
-          case 'tool':
-            handlers.onTool?.(wire.data)
-            break
-          case 'context':
-            handlers.onContext?.(wire.data)
-            break
-          case 'warning':
-            handlers.onWarning?.(wire.data)
-            break
-          case 'done':
-            return { ok: true, text, thinking, done: wire.data, turnId }
-          case 'error':
-            return fail(wire.data)
-          case undefined:
-            break // unknown events are ignored: new ones may be added
-        }
+      } catch (error) {
+        if (signal?.aborted === true) return { outcome: cancelled() }
+        return { cut: { code: 'stream.interrupted', message: `the stream broke: ${(error as Error).message}`, partial: text } }
       }
-    } catch (error) {
-      const aborted = signal?.aborted === true
-      return fail({ code: aborted ? 'cancelled' : 'stream.interrupted', message: aborted ? 'stopped by the client' : `the stream broke: ${(error as Error).message}`, partial: text })
+      return { cut: { code: 'stream.incomplete', message: 'the stream ended without a done or error event', partial: text } }
     }
-    return fail({ code: 'stream.incomplete', message: 'the stream ended without a done or error event', partial: text })
+
+    const attempts = options.resumeAttempts ?? 3
+    let events: ReadableStream<Uint8Array> = response.body
+    for (let attempt = 1; ; attempt++) {
+      const before = lastEventId
+      const read = await follow(events)
+      if ('outcome' in read) return read.outcome
+      if (lastEventId !== before) attempt = 1 // it got further: a fresh run of attempts
+      if (turnId === undefined || attempt > attempts) return fail(read.cut)
+      const resumed = await resumeAfter(turnId, lastEventId, 250 * 2 ** (attempt - 1), signal)
+      if (signal?.aborted === true) return cancelled()
+      if (resumed instanceof KnowagentApiError) {
+        // its events are gone (410), it is not yours (404), nothing is left (204): what arrived is all there is;
+        // the network, a busy or draining instance (5xx, 429): another attempt, if any are left
+        const final = resumed.status === 204 || (resumed.status >= 400 && resumed.status < 500 && resumed.status !== 408 && resumed.status !== 429)
+        if (final) return fail({ ...read.cut, message: `${read.cut.message}; picking it up again was refused: ${resumed.code}` })
+        continue
+      }
+      events = resumed
+    }
   }
 
-  return { getOptions, command, stream }
+  /** GET turns/:id/events after `lastEventId`, once `waitMs` has passed: the event stream, or why not (status 0: the network). */
+  async function resumeAfter(turnId: string, lastEventId: string, waitMs: number, signal: AbortSignal | undefined): Promise<ReadableStream<Uint8Array> | KnowagentApiError> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, waitMs)
+      signal?.addEventListener('abort', done, { once: true })
+      function done() {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', done)
+        resolve()
+      }
+    })
+    if (signal?.aborted === true) return new KnowagentApiError(0, 'cancelled', 'stopped by the client')
+    try {
+      const response = await doFetch(`${base}${API}/turns/${encodeURIComponent(turnId)}/events`, {
+        headers: headersFor(options, { accept: 'text/event-stream', ...(lastEventId === '' ? {} : { 'last-event-id': lastEventId }) }),
+        ...(signal ? { signal } : {}),
+      })
+      if (response.ok && response.status !== 204 && response.body) return response.body
+      return response.status === 204 ? new KnowagentApiError(204, 'no_events', 'nothing after the last event') : await failureOf(response)
+    } catch (error) {
+      return new KnowagentApiError(0, 'network', String((error as Error).message))
+    }
+  }
+
+  return { getOptions, command, stream, stop }
 }

@@ -4,10 +4,12 @@
 // The grace period of a turn whose client is gone: tests/http/stream.test.ts; across instances:
 // tests/faults/many-instances.test.ts.
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { createKnowagentClient } from '../../src/client/index.ts'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
 import { deltaText, readSseEvents, readSseEventsUntil, terminalEvents } from '../support/sse-frames.ts'
 import { chatCompletionSse, type ScriptedProvider, streamScript, textAnswerSse } from '../support/scripted-provider.ts'
 import { startScriptedServer } from '../support/scripted-server.ts'
+import { startStreamProxy } from '../support/stream-proxy.ts'
 import { addUserWithToken, signIn, type TestServer } from '../support/test-server.ts'
 
 const API = '/api/v1/knowledge-agent'
@@ -121,6 +123,49 @@ describe('a turn by its id', () => {
     const { events: again } = await readSseEvents(await resume(turnId))
     expect(again).toEqual([...before, ...after])
     expect((await resume(turnId, after.at(-1)!.id)).status).toBe(204)
+  })
+
+  it('the typed client picks a cut stream up again by itself: every delta once, one terminal; it stops a turn by id', async () => {
+    const proxy = await startStreamProxy(server.url)
+    try {
+      const client = createKnowagentClient({ baseUrl: proxy.url, token: alice.token })
+      const release = Promise.withResolvers<void>()
+      provider.enqueue(heldAnswer(release.promise))
+      const deltas: string[] = []
+      const cutDone = Promise.withResolvers<number>()
+      const outcome = client.stream(
+        { uri: 'kb://me/', model_id: 'remote', message: 'q' },
+        {
+          handlers: {
+            onDelta: ({ text }) => {
+              deltas.push(text)
+              if (text === 'two ') cutDone.resolve(proxy.cut()) // the network drops mid-answer
+            },
+          },
+        },
+      )
+      expect(await cutDone.promise).toBe(1)
+      release.resolve()
+      await expect(outcome).resolves.toMatchObject({ ok: true, text: 'one two three four', done: { finish_reason: 'stop' } })
+      expect(deltas).toEqual(['one ', 'two ', 'three ', 'four'])
+
+      // Stop by id from the client: the running turn ends with its one terminal, cancelled
+      const held = Promise.withResolvers<void>()
+      provider.enqueue(heldAnswer(held.promise))
+      const started = Promise.withResolvers<string>()
+      const answering = Promise.withResolvers<void>()
+      const stopped = client.stream(
+        { uri: 'kb://me/', model_id: 'remote', message: 'q' },
+        { handlers: { onStart: ({ turnId }) => started.resolve(turnId), onDelta: ({ text }) => void (text === 'two ' && answering.resolve()) } },
+      )
+      const running = await started.promise
+      await answering.promise
+      await expect(client.stop(running)).resolves.toEqual({ turn_id: running, status: 'stopping' })
+      await expect(stopped).resolves.toMatchObject({ ok: false, text: 'one two ', error: { code: 'cancelled' }, turnId: running })
+      held.resolve()
+    } finally {
+      await proxy.close()
+    }
   })
 
   it.each(['abc', '-1', '1.5', '12345678901', '1 2'])('refuses Last-Event-ID %j (400)', async (header) => {
