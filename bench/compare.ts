@@ -19,6 +19,9 @@ import { fileURLToPath } from 'node:url'
 import { summarisePairs, type Pair } from './lib/compare-stats.ts'
 import type { BenchResults, PhaseResult } from './lib/results.ts'
 import { formatNumber, markdownTable } from './lib/stats.ts'
+import { cpuPerTurnMs } from './lib/report.ts'
+
+const MB = 1024 * 1024
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const DEFAULT_BENCH_ARGS = [
@@ -120,11 +123,23 @@ function figuresFor(results: BenchResults): Figure[] {
         read: (r) => difference(knowagent(r, 'paced', c)?.latencyP99Ms, raw(r, 'paced', c)?.latencyP99Ms),
       })
       figures.push({ name: `${variant}: server CPU µs per delta @${c}`, read: (r) => knowagent(r, 'paced', c)?.childCpuMicrosPerDelta ?? Number.NaN })
+      figures.push({ name: `${variant}: memory peak MB @${c} (server + PostgreSQL)`, read: (r) => (knowagent(r, 'paced', c)?.treePeakBytes ?? Number.NaN) / MB })
+    }
+    // issue 42: against the stateful floor, when the runs have it (`-- --systems raw,floor,knowagent …`)
+    const floor = (r: BenchResults, kind: string, concurrency?: number) => phaseOf(r, variant, 'floor', kind, concurrency)
+    if (ttfd && floor(results, 'ttfd')) {
+      figures.push({ name: `${variant}: CPU per turn @1 / floor (server + PostgreSQL)`, read: (r) => ratio(cpuPerTurnMs(knowagent(r, 'ttfd')), cpuPerTurnMs(floor(r, 'ttfd'))) })
+    }
+    if (paced && floor(results, 'paced', paced.concurrency)) {
+      const c = paced.concurrency
+      figures.push({ name: `${variant}: TTFD p50 @${c} / floor`, read: (r) => ratio(knowagent(r, 'paced', c)?.ttfdP50Ms, floor(r, 'paced', c)?.ttfdP50Ms) })
+      figures.push({ name: `${variant}: added p99 ms @${c} over the floor's`, read: (r) => difference(knowagent(r, 'paced', c)?.latencyP99Ms, floor(r, 'paced', c)?.latencyP99Ms) })
     }
     const burst = knowagent(results, 'burst')
     if (burst) {
       figures.push({ name: `${variant}: burst / raw @${burst.concurrency}`, read: (r) => ratio(knowagent(r, 'burst')?.deltasPerSecond, raw(r, 'burst')?.deltasPerSecond) })
       figures.push({ name: `${variant}: server CPU µs per delta in the burst`, read: (r) => knowagent(r, 'burst')?.childCpuMicrosPerDelta ?? Number.NaN })
+      figures.push({ name: `${variant}: memory peak MB in the burst (server + PostgreSQL)`, read: (r) => (knowagent(r, 'burst')?.treePeakBytes ?? Number.NaN) / MB })
     }
   }
   return figures

@@ -2,9 +2,12 @@
 // method and the recorded results.
 //
 // One local OpenAI-compatible provider (in this process) streams a fixed answer — N deltas of
-// 8 bytes, paced per stream or as fast as possible — optionally after a tool call. Three systems
+// 8 bytes, paced per stream or as fast as possible — optionally after a tool call. Four systems
 // sit between it and the clients (also in this process), each in its own child process:
-//   raw        a minimal Node http proxy piping the provider's bytes (the floor)
+//   raw        a minimal Node http proxy piping the provider's bytes (the stateless floor)
+//   floor      a bare node:http server doing only what the spec makes a turn do at its start and
+//              end (token hash, knowagent's admission statement, its outcome row) on its own
+//              embedded PostgreSQL, the provider's stream re-encoded as knowagent's SSE
 //   knowagent  the real app on a real PostgreSQL it starts itself, POST /api/v1/knowledge-agent/stream
 //   ai-sdk     Vercel AI SDK streamText + createOpenAICompatible, as a UI message stream
 // For every delta the client computes receive time − provider send time (same clock). Per system
@@ -34,6 +37,7 @@ import {
   SYSTEMS,
   ALL_SYSTEMS,
   isKnowagent,
+  speaksKnowagent,
   VARIANTS,
   type ChildMessage,
   type ParentMessage,
@@ -70,7 +74,9 @@ const HELP = `usage: npm run bench -- [options]
                           stream the cost of a turn's start and end)
   --burst-deltas N        deltas per stream of the unpaced burst phase (default: --deltas;
                           0 skips it)
-  --systems a,b           raw,knowagent,ai-sdk (raw is needed for the ratios); knowagent-observed
+  --systems a,b           raw,floor,knowagent,ai-sdk (raw and floor are needed for the ratios;
+                          floor: the stateful floor of issue 42, always on its own embedded
+                          PostgreSQL); knowagent-observed
                           (metrics and tracing on, spans sent to the bench's provider) on request
   --variants a,b          text,tools
   --database-url URL      knowagent on an external PostgreSQL (admin URL; a database is created
@@ -256,8 +262,8 @@ async function startChild({
   databaseUrl: string | undefined
   nodeOptions: ReadonlyArray<string>
 }): Promise<Child> {
-  // knowagent runs with the flags `npm start` gives the server.
-  const execArgv = ['--expose-gc', ...(isKnowagent(system) ? SERVER_NODE_FLAGS : []), ...nodeOptions]
+  // knowagent and the stateful floor run with the flags `npm start` gives the server.
+  const execArgv = ['--expose-gc', ...(speaksKnowagent(system) ? SERVER_NODE_FLAGS : []), ...nodeOptions]
   const child = fork(RUN_TS, [CHILD_TS, system, provider.baseUrl, ...(databaseUrl ? [databaseUrl] : [])], { execPath: process.execPath, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: ROOT })
   const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)))
   const pending = new Map<number, (message: Extract<ChildMessage, { type: 'stats' }>) => void>()

@@ -1,5 +1,5 @@
 // One system under test, alone in its own process (so its RSS is its own):
-//   run-ts.mjs bench/lib/child.ts <raw|knowagent|ai-sdk> <provider base URL> [external PostgreSQL admin URL]
+//   run-ts.mjs bench/lib/child.ts <raw|floor|knowagent|ai-sdk> <provider base URL> [external PostgreSQL admin URL]
 // It listens on 127.0.0.1 (port 0), tells the orchestrator its URL over IPC, and answers
 // `reset-peak` / `read-stats` requests. It exits when the orchestrator disconnects.
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -9,7 +9,7 @@ import type { ChildMessage, ParentMessage, SystemName, SystemServer } from './pr
 
 const [system, providerBaseUrl, databaseUrl] = process.argv.slice(2) as [SystemName | undefined, string | undefined, string | undefined]
 if (!process.send) throw new Error('child.ts must be started by the bench orchestrator (IPC channel)')
-if (!system || !providerBaseUrl) throw new Error('usage: child.ts <raw|knowagent|ai-sdk> <provider base URL> [PostgreSQL admin URL]')
+if (!system || !providerBaseUrl) throw new Error('usage: child.ts <raw|floor|knowagent|ai-sdk> <provider base URL> [PostgreSQL admin URL]')
 const send = (message: ChildMessage) => process.send!(message)
 
 // Peak RSS: the kernel's high-water mark (VmHWM), reset before each measured phase through
@@ -129,6 +129,8 @@ const startedServer: SystemServer & { readonly dbQueries?: () => number; readonl
     ? await (await import('./systems/raw-proxy.ts')).startRawProxy({ providerBaseUrl })
     : system === 'knowagent' || system === 'knowagent-observed'
       ? await (await import('./systems/knowagent.ts')).startKnowagentServer({ providerBaseUrl, databaseUrl, observed: system === 'knowagent-observed' })
+      : system === 'floor'
+        ? await (await import('./systems/floor.ts')).startFloorServer({ providerBaseUrl })
       : system === 'ai-sdk'
         ? await (await import('./systems/ai-sdk.ts')).startAiSdkServer({ providerBaseUrl })
         : (() => {

@@ -4,7 +4,7 @@
 // provider, so both times come from the same `performance.now()` clock.
 import { Agent, request } from 'node:http'
 import { createSseDecoder, type SseEvent } from '../../src/sse/sse-decoder.ts'
-import { DELTA_BYTES, type SystemName, type Variant } from './protocol.ts'
+import { DELTA_BYTES, speaksKnowagent, type SystemName, type Variant } from './protocol.ts'
 
 export interface StreamTarget {
   readonly system: SystemName
@@ -48,7 +48,7 @@ interface Sink {
 
 type EventReader = (event: SseEvent, sink: Sink) => void
 
-const readers: Record<Exclude<SystemName, 'knowagent-observed'>, EventReader> = {
+const readers: Record<Exclude<SystemName, 'knowagent-observed' | 'floor'>, EventReader> = {
   // The provider's own chat-completion chunks, passed through untouched.
   raw: (event, sink) => {
     if (event.data === '[DONE]') return sink.terminal('[DONE]')
@@ -121,7 +121,7 @@ export function runStream({
   const errors: string[] = []
   let bytes = 0
   let receivedAt = 0
-  const read = readers[target.system === 'knowagent-observed' ? 'knowagent' : target.system]
+  const read = readers[speaksKnowagent(target.system) ? 'knowagent' : (target.system as 'raw' | 'ai-sdk')]
   const sink: Sink = {
     text: (piece) => {
       textEvents += 1

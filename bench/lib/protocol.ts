@@ -12,12 +12,14 @@ export const TOOL_ARGUMENTS = JSON.stringify({ uri: TOOL_URI })
 export type Variant = 'text' | 'tools'
 export const VARIANTS: ReadonlyArray<Variant> = ['text', 'tools']
 
-export type SystemName = 'raw' | 'knowagent' | 'knowagent-observed' | 'ai-sdk'
+export type SystemName = 'raw' | 'floor' | 'knowagent' | 'knowagent-observed' | 'ai-sdk'
 /** Run by default; `knowagent-observed` (metrics and tracing on) on request: `--systems raw,knowagent,knowagent-observed`. */
-export const SYSTEMS: ReadonlyArray<SystemName> = ['raw', 'knowagent', 'ai-sdk']
+export const SYSTEMS: ReadonlyArray<SystemName> = ['raw', 'floor', 'knowagent', 'ai-sdk']
 export const ALL_SYSTEMS: ReadonlyArray<SystemName> = [...SYSTEMS, 'knowagent-observed']
 /** knowagent, as it is or observed. */
 export const isKnowagent = (system: SystemName): boolean => system === 'knowagent' || system === 'knowagent-observed'
+/** Speaks knowagent's API (its request body and SSE events): knowagent, and the stateful floor. */
+export const speaksKnowagent = (system: SystemName): boolean => isKnowagent(system) || system === 'floor'
 
 export function deltaText(index: number): string {
   return String(index).padStart(DELTA_BYTES - 1, '0') + ' '
@@ -54,6 +56,7 @@ export function streamRequestBody(system: SystemName, id: number, variant: Varia
   switch (system) {
     case 'knowagent':
     case 'knowagent-observed':
+    case 'floor':
       return JSON.stringify({ uri: TOOL_URI, model_id: KNOWAGENT_MODEL_ID, message: streamPrompt(id) })
     case 'raw':
     case 'ai-sdk':

@@ -1,12 +1,12 @@
 // The benchmark's report: what users feel first (time to first delta, per-delta latency,
 // throughput, memory of the whole service, start-up), then the targets of issue 10 as ratios to
 // the raw pass-through of the same run, then the per-phase details and the run's health.
-import { isKnowagent, type SystemName, type Variant } from './protocol.ts'
+import { speaksKnowagent, type SystemName, type Variant } from './protocol.ts'
 import type { BenchResults, PhaseKind, PhaseResult } from './results.ts'
 import { formatNumber, markdownTable, percentileSorted, sortedCopy } from './stats.ts'
 
 const MB = 1024 * 1024
-export const SYSTEM_LABEL: Record<SystemName, string> = { raw: 'raw pass-through', knowagent: 'knowagent', 'knowagent-observed': 'knowagent, metrics + tracing on', 'ai-sdk': 'AI SDK' }
+export const SYSTEM_LABEL: Record<SystemName, string> = { raw: 'raw pass-through', floor: 'stateful floor', knowagent: 'knowagent', 'knowagent-observed': 'knowagent, metrics + tracing on', 'ai-sdk': 'AI SDK' }
 
 export interface ReportOptions {
   readonly systems: ReadonlyArray<SystemName>
@@ -28,6 +28,22 @@ export const TARGETS = {
   observedThroughputRatio: 0.95,
 } as const
 
+/** The targets of issue 42: knowagent against the stateful floor of the same run. */
+export const FLOOR_TARGETS = {
+  /** CPU of a turn at one stream (the server and its PostgreSQL), as a multiple of the floor's. */
+  cpuPerTurnRatio: 1.5,
+  /** TTFD p50 at the largest concurrency, as a multiple of the floor's. */
+  ttfdP50Ratio: { text: 1.3, tools: 1.6 },
+  /** Added p99 per delta over the whole paced run at the largest concurrency, at most the floor's + this. */
+  addedP99OverFloorMs: 3,
+} as const
+
+/** CPU ms of one turn at one stream (the sequential TTFD phase): the server process and its embedded PostgreSQL. */
+export function cpuPerTurnMs(phase: PhaseResult | undefined): number | undefined {
+  if (phase === undefined) return undefined
+  return (phase.childCpuMicrosPerDelta * phase.deltasPerStream + (phase.descendantsCpuMicrosPerStream ?? 0)) / 1000
+}
+
 function find(results: ReadonlyArray<PhaseResult>, kind: PhaseKind, system: SystemName, variant: Variant, concurrency?: number) {
   return results.find((r) => r.kind === kind && r.system === system && r.variant === variant && (concurrency === undefined || r.concurrency === concurrency))
 }
@@ -35,6 +51,33 @@ function find(results: ReadonlyArray<PhaseResult>, kind: PhaseKind, system: Syst
 const ms = (value: number | undefined, digits = 1) => (value === undefined ? '–' : formatNumber(value, digits))
 const mb = (bytes: number | undefined) => (bytes === undefined ? '–' : formatNumber(bytes / MB, 0))
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? '–' : `${formatNumber(a / b, 2)}×`)
+
+function floorTargets(results: ReadonlyArray<PhaseResult>, variants: ReadonlyArray<Variant>, top: number, verdict: (ok: boolean | undefined) => string): string[][] {
+  const rows: string[][] = []
+  for (const variant of variants) {
+    const k = { ttfd: find(results, 'ttfd', 'knowagent', variant), paced: find(results, 'paced', 'knowagent', variant, top) }
+    const f = { ttfd: find(results, 'ttfd', 'floor', variant), paced: find(results, 'paced', 'floor', variant, top) }
+    const raw = find(results, 'paced', 'raw', variant, top)
+    const kCpu = cpuPerTurnMs(k.ttfd)
+    const fCpu = cpuPerTurnMs(f.ttfd)
+    if (kCpu !== undefined && fCpu !== undefined) {
+      const value = kCpu / fCpu
+      rows.push([variant, `CPU per turn at 1 stream (${k.ttfd!.deltasPerStream} deltas; server + PostgreSQL)`, `≤ ${FLOOR_TARGETS.cpuPerTurnRatio}× floor`, `${ms(kCpu, 2)} ms`, `${ms(fCpu, 2)} ms`, `${formatNumber(value, 2)}×`, verdict(value <= FLOOR_TARGETS.cpuPerTurnRatio)])
+    }
+    if (k.paced && f.paced) {
+      const limit = FLOOR_TARGETS.ttfdP50Ratio[variant]
+      const value = k.paced.ttfdP50Ms / f.paced.ttfdP50Ms
+      rows.push([variant, `TTFD p50, ${top} concurrent`, `≤ ${limit}× floor`, `${ms(k.paced.ttfdP50Ms)} ms`, `${ms(f.paced.ttfdP50Ms)} ms`, `${formatNumber(value, 2)}×`, verdict(value <= limit)])
+      if (raw) {
+        const kAdded = k.paced.latencyP99Ms - raw.latencyP99Ms
+        const fAdded = f.paced.latencyP99Ms - raw.latencyP99Ms
+        const over = kAdded - fAdded
+        rows.push([variant, `added p99 per delta, ${top} streams, whole run`, `≤ floor + ${FLOOR_TARGETS.addedP99OverFloorMs} ms`, `raw + ${formatNumber(kAdded, 2)} ms`, `raw + ${formatNumber(fAdded, 2)} ms`, `floor + ${formatNumber(over, 2)} ms`, verdict(over <= FLOOR_TARGETS.addedP99OverFloorMs)])
+      }
+    }
+  }
+  return rows
+}
 
 export function report(bench: BenchResults, options: ReportOptions): string {
   const results = bench.phases
@@ -115,6 +158,8 @@ export function report(bench: BenchResults, options: ReportOptions): string {
     verdicts.push(['–', `warm start to /readyz (median of ${warm.length})`, `≤ ${TARGETS.warmStartMs / 1000} s`, `${formatNumber(median / 1000, 2)} s`, verdict(median <= TARGETS.warmStartMs)])
   }
   if (verdicts.length > 0) lines.push('', 'Targets (issue 10; ratios to the raw pass-through of this run):', markdownTable(['variant', 'what', 'target', 'measured', 'verdict'], verdicts))
+  const floorVerdicts = floorTargets(results, options.variants, top, verdict)
+  if (floorVerdicts.length > 0) lines.push('', 'Targets (issue 42; against the stateful floor of this run):', markdownTable(['variant', 'what', 'target', 'knowagent', 'floor', 'measured', 'verdict'], floorVerdicts))
 
   // ── many instances ──
   const many = bench.instances
@@ -216,7 +261,7 @@ export function report(bench: BenchResults, options: ReportOptions): string {
     formatNumber(r.childCpuShare * 100, 0) + ' %',
     `${formatNumber(r.childLoopDelayP99Ms, 1)} / ${formatNumber(r.childLoopDelayMaxMs, 0)}`,
     `${r.childGcCount} / ${formatNumber(r.childGcMaxMs, 1)} / ${formatNumber(r.childGcTotalMs, 0)}`,
-    isKnowagent(r.system) ? formatNumber(r.dbQueriesPerStream, 1) : '–',
+    speaksKnowagent(r.system) ? formatNumber(r.dbQueriesPerStream, 1) : '–',
     r.descendantsCpuMicrosPerStream === undefined ? '–' : formatNumber(r.descendantsCpuMicrosPerStream / 1000, 2),
     formatNumber(r.orchestratorCpuShare * 100, 0) + ' %',
     formatNumber(r.orchestratorLoopDelayP99Ms, 2),

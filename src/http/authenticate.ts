@@ -49,9 +49,9 @@ export function resolveAuth(ctx: AppContext): RequestHandler {
         req.auth = { user: remembered, via: 'token', csrfToken: undefined, tokenHash, uncheckedTokenHash: tokenHash }
         return next()
       }
-      const user = await findUserByTokenHash(ctx.db, tokenHash)
+      const load = () => findUserByTokenHash(ctx.db, tokenHash)
+      const user = await (ctx.tokenMemo ? ctx.tokenMemo.lookup(tokenHash, load) : load())
       if (!user) return next(unauthorized(REVOKED_TOKEN_MESSAGE))
-      ctx.tokenMemo?.remember(tokenHash, user)
       req.auth = { user, via: 'token', csrfToken: undefined, tokenHash }
       return next()
     }

@@ -10,15 +10,23 @@ function recordingResponse() {
   const res = {
     writableEnded: false,
     destroyed: false,
+    headersSent: false,
+    /** Times the headers were sent alone (not with a write). */
+    headerFlushes: 0,
     status: () => res,
     set: () => res,
-    flushHeaders: () => undefined,
+    flushHeaders: () => {
+      res.headersSent = true
+      res.headerFlushes += 1
+    },
     socket: { setNoDelay: () => undefined },
     write: (chunk: string) => {
+      res.headersSent = true
       writes.push(chunk)
       return true
     },
     end: () => {
+      res.headersSent = true
       res.writableEnded = true
     },
   }
@@ -32,6 +40,30 @@ afterEach(() => {
 const microtask = () => new Promise<void>((resolve) => queueMicrotask(resolve))
 
 describe('openSse', () => {
+  const nextLoopTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+  test('the headers leave with the events of the same turn of the event loop, not in a write of their own', async () => {
+    const { res, writes, state } = recordingResponse()
+    const sse = openSse(res)
+    await microtask()
+    sse.sendJson('context', '{}')
+    await nextLoopTurn()
+    expect(writes).toEqual(['event: context\ndata: {}\n\n'])
+    expect(state.headerFlushes).toBe(0)
+    sse.close()
+  })
+
+  test('with no event in that turn the headers leave alone, before the next I/O; a stream closed first sends none alone', async () => {
+    const { res, state } = recordingResponse()
+    openSse(res)
+    await nextLoopTurn()
+    expect(state.headerFlushes).toBe(1)
+    const closed = recordingResponse()
+    openSse(closed.res).close()
+    await nextLoopTurn()
+    expect(closed.state.headerFlushes).toBe(0)
+  })
+
   test('sendJson frames exactly as send with the parsed object', async () => {
     const { res, writes } = recordingResponse()
     const sse = openSse(res)

@@ -31,22 +31,24 @@ async function startTurns(count: number): Promise<string[]> {
 }
 const delta = (seq: number, text: string): NumberedEvent => numberedEvent({ seq, name: 'delta', json: JSON.stringify({ text }) })
 const done = (seq: number, turnId: string): NumberedEvent => numberedEvent({ seq, name: 'done', json: JSON.stringify({ finish_reason: 'stop', turn_id: turnId, history: [] }) })
+/** Removes the stored events of turns a test ended (pruneTurnEvents below counts every ended turn's). */
+const forget = (ids: ReadonlyArray<string>) => database.db.deleteFrom('turn_event_batches').where('turn_id', 'in', ids).execute()
 const flushed = (writer: TurnEventWriter) => new Promise<ReadonlySet<string>>((resolve) => { const stop = writer.onFlushed((ids) => { stop(); resolve(ids) }) })
 
 describe('the turn event writer', () => {
-  it('stores 300 turns × 20 events in one flush: one row per turn, every event back in order', async () => {
+  it('stores 300 turns × 10 events in one flush: one row per turn, every event back in order', async () => {
     const writer = createTurnEventWriter({ db: database.db, flushMs: 20 })
     try {
       const ids = await startTurns(300)
       const stored = flushed(writer)
-      for (let seq = 1; seq <= 20; seq++) for (const id of ids) writer.append(id, delta(seq, `${id.slice(0, 4)}:${seq} 知 😀 "\n`))
+      for (let seq = 1; seq <= 10; seq++) for (const id of ids) writer.append(id, delta(seq, `${id.slice(0, 4)}:${seq} 知 😀 "\n`))
       expect((await stored).size).toBe(300) // one flush took every turn
       const rows = await database.db.selectFrom('turn_event_batches').select(['turn_id', 'first_seq', 'last_seq']).where('turn_id', 'in', ids).execute()
       expect(rows).toHaveLength(300)
-      expect(rows.every((row) => row.first_seq === 1 && row.last_seq === 20)).toBe(true)
-      const events = await readTurnEvents(database.db, { turnId: ids[7]!, after: 12 })
-      expect(events.map((event) => event.seq)).toEqual([13, 14, 15, 16, 17, 18, 19, 20])
-      expect(JSON.parse(events[0]!.json)).toEqual({ text: `${ids[7]!.slice(0, 4)}:13 知 😀 "\n` })
+      expect(rows.every((row) => row.first_seq === 1 && row.last_seq === 10)).toBe(true)
+      const events = await readTurnEvents(database.db, { turnId: ids[7]!, after: 6 })
+      expect(events.map((event) => event.seq)).toEqual([7, 8, 9, 10])
+      expect(JSON.parse(events[0]!.json)).toEqual({ text: `${ids[7]!.slice(0, 4)}:7 知 😀 "\n` })
     } finally {
       await writer.close()
     }
@@ -65,6 +67,46 @@ describe('the turn event writer', () => {
       stop()
       expect(flushes.length).toBeGreaterThan(1) // not one 2.4 MB statement
       for (const id of ids) expect((await readTurnEvents(database.db, { turnId: id, after: 0 })).map((event) => JSON.parse(event.json).text)).toEqual([text, 'after'])
+    } finally {
+      await writer.close()
+    }
+  })
+
+  it('writes a storm of turn ends with a backlog past a megabyte in several flushes, each turn finished with its terminal', async () => {
+    const writer = createTurnEventWriter({ db: database.db, flushMs: 20 })
+    try {
+      const ids = await startTurns(4)
+      const flushes: number[] = []
+      const stop = writer.onFlushed((flushedIds) => flushes.push(flushedIds.size))
+      const text = 'y'.repeat(600 * 1024)
+      for (const id of ids) writer.append(id, delta(1, text))
+      const ends = await Promise.all(ids.map((id) => writer.finish(id, done(2, id), { id, status: 'done' })))
+      stop()
+      expect(ends).toEqual([true, true, true, true])
+      expect(flushes.length).toBeGreaterThan(1) // the ends too: not one 2.4 MB statement
+      for (const id of ids) {
+        expect((await findTurn(database.db, id))!.status).toBe('done')
+        expect(await storedRange(database.db, id)).toEqual({ first: 1, terminal: 2 })
+      }
+      await forget(ids)
+    } finally {
+      await writer.close()
+    }
+  })
+
+  it('keeps every byte of events that cross its chunks, multi-byte characters included, flush after flush', async () => {
+    const writer = createTurnEventWriter({ db: database.db, flushMs: 20 })
+    try {
+      const [id] = await startTurns(1)
+      const texts = Array.from({ length: 1500 }, (_, i) => `${i} 知识 😀 `.repeat(1 + (i % 7)))
+      for (const [index, text] of texts.slice(0, 700).entries()) writer.append(id!, delta(index + 1, text))
+      await flushed(writer)
+      for (const [index, text] of texts.slice(700).entries()) writer.append(id!, delta(index + 701, text))
+      expect(await writer.finish(id!, done(1501, id!), { id: id!, status: 'done' })).toBe(true)
+      const events = await readTurnEvents(database.db, { turnId: id!, after: 0 })
+      expect(events.slice(0, -1).map((event) => JSON.parse(event.json).text)).toEqual(texts)
+      expect(events.map((event) => event.seq)).toEqual(Array.from({ length: 1501 }, (_, i) => i + 1))
+      await forget([id!])
     } finally {
       await writer.close()
     }

@@ -53,6 +53,24 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
     }
   })
 
+  it('ls reads its target and the page in one statement (a folder without compiled pages), with the same answer as paging it', async () => {
+    let statements = 0
+    const counted = database.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => ((statements += 1), args.result) })
+    const scope = { ...scopeAt('kb://me/many/'), db: counted }
+    const first = await run(scope, 'ls', { limit: 40 })
+    expect(statements).toBe(1)
+    expect(first.result).toMatchObject({ uri: 'kb://users/tina/many/', offset: 0, next_offset: 40, total: 95 })
+    const names = (result: unknown) => (result as { entries: { name: string }[] }).entries.map((entry) => entry.name)
+    expect(names(first.result)).toEqual(Array.from({ length: 40 }, (_, i) => `f${String(i).padStart(3, '0')}.txt`))
+    const last = await run(scope, 'ls', { offset: 80, limit: 40 })
+    expect(last.result).toMatchObject({ offset: 80, next_offset: null, total: 95 })
+    expect(names(last.result)).toEqual(Array.from({ length: 15 }, (_, i) => `f${String(80 + i).padStart(3, '0')}.txt`))
+    const past = await run(scope, 'ls', { offset: 200 })
+    expect(past.result).toMatchObject({ entries: [], offset: 200, next_offset: null, total: 95 })
+    const file = await run(scope, 'ls', { uri: 'kb://me/many/f007.txt' })
+    expect(file.result).toMatchObject({ uri: 'kb://users/tina/many/f007.txt', entries: [{ name: 'f007.txt', kind: 'file', size: 5 }], total: 1 })
+  })
+
   it('a file scope cannot reach its parent or siblings', async () => {
     const scope = scopeAt('kb://me/docs/guide.md')
     expect((await run(scope, 'read', { uri: 'kb://me/docs/guide.md' })).ok).toBe(true)

@@ -29,4 +29,42 @@ describe('the token memo', () => {
     memo.forget('h1')
     expect(memo.get('h1')).toBeUndefined()
   })
+
+  it('shares one lookup among the requests that ask for a token while it runs, and remembers what it found', async () => {
+    const memo = createTokenMemo()
+    let loads = 0
+    let release!: (found: ReturnType<typeof user> | undefined) => void
+    const load = () => {
+      loads += 1
+      return new Promise<ReturnType<typeof user> | undefined>((resolve) => (release = resolve))
+    }
+    const asked = [memo.lookup('h1', load), memo.lookup('h1', load), memo.lookup('h1', load)]
+    expect(loads).toBe(1)
+    release(user('1'))
+    expect(await Promise.all(asked)).toEqual([user('1'), user('1'), user('1')])
+    expect(memo.get('h1')).toEqual(user('1'))
+    // the next lookup runs anew (the memo is a hint; a lookup is the full check)
+    const again = memo.lookup('h1', load)
+    expect(loads).toBe(2)
+    release(undefined)
+    expect(await again).toBeUndefined()
+  })
+
+  it('neither shares nor remembers a lookup under way once the token is forgotten, and shares no failure after it', async () => {
+    const memo = createTokenMemo()
+    const releases: Array<(found: ReturnType<typeof user> | undefined) => void> = []
+    const load = () => new Promise<ReturnType<typeof user> | undefined>((resolve) => releases.push(resolve))
+    const before = memo.lookup('h1', load)
+    memo.forget('h1') // revoked meanwhile
+    const after = memo.lookup('h1', load)
+    expect(releases).toHaveLength(2)
+    releases[0]!(user('1'))
+    releases[1]!(undefined)
+    expect(await before).toEqual(user('1'))
+    expect(await after).toBeUndefined()
+    expect(memo.get('h1')).toBeUndefined()
+    const failing = memo.lookup('h2', () => Promise.reject(new Error('database down')))
+    await expect(failing).rejects.toThrow('database down')
+    expect(await memo.lookup('h2', async () => user('2'))).toEqual(user('2'))
+  })
 })

@@ -1,11 +1,11 @@
 // `ls {uri?, offset?, limit?}`: the real direct children of a directory in scope (SPEC §4).
 import * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
-import { listChildren, type WorkspaceNode } from '../workspace/store.ts'
+import { listChildren, listingAtPath, type WorkspaceNode } from '../workspace/store.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
 import { ToolOffset, ToolUri } from './tool-arguments.ts'
 import { defineTool } from './tool-definition.ts'
-import { resolveToolTarget } from './tool-scope.ts'
+import { resolveToolTarget, targetWithinScope } from './tool-scope.ts'
 import { type LayerPageInfo, LS_ABSTRACT_MAX_CHARS, type LsAbstract, type LsEntry, type LsResult } from './tool-types.ts'
 import { describeChanges, folderLayers, isStale, type PageFreshness } from '../compile/layer-freshness.ts'
 import { readCurrentBodies } from '../workspace/file-contents.ts'
@@ -59,12 +59,16 @@ export const lsTool = defineTool({
   command: true,
   run: (args, context) =>
     Effect.gen(function* () {
-      const { node } = yield* resolveToolTarget(context, args.uri)
-      if (node.kind === 'file') return { uri: node.uri, entries: [describe(node)], offset: 0, next_offset: null, total: 1 } satisfies LsResult
       const offset = args.offset ?? 0
-      const page = yield* tryWorkspace(() => listChildren(context.db, { owner: context.caller, parent: node, offset, limit: args.limit ?? LS_DEFAULT_LIMIT }))
+      const limit = args.limit ?? LS_DEFAULT_LIMIT
+      // The usual case in one statement: the target (re-read now, as every call does) and its page.
+      const { path } = yield* targetWithinScope(context, args.uri)
+      const listing = yield* tryWorkspace(() => listingAtPath(context.db, { owner: context.caller, segments: path.segments, offset, limit }))
+      const { node } = listing ?? (yield* resolveToolTarget(context, args.uri)) // the exact error, the root made on first use, a page past the end
+      if (node.kind === 'file') return { uri: node.uri, entries: [describe(node)], offset: 0, next_offset: null, total: 1 } satisfies LsResult
+      const page = listing?.page ?? (yield* tryWorkspace(() => listChildren(context.db, { owner: context.caller, parent: node, offset, limit })))
       const end = offset + page.entries.length
-      const layers = offset === 0 ? yield* folderLayerFields(context, node) : {}
+      const layers = offset === 0 && (listing === undefined || listing.hasLayers) ? yield* folderLayerFields(context, node) : {}
       return { uri: node.uri, entries: page.entries.map(describe), offset, next_offset: end < page.total ? end : null, total: page.total, ...layers } satisfies LsResult
     }),
   summarise: (result: LsResult) =>

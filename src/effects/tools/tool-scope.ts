@@ -2,7 +2,7 @@
 // selected node or lie below it (SPEC §4), so a node deleted or moved since is an error, never
 // stale content.
 import type * as Effect from 'effect/Effect'
-import { resolveWithinScope } from '../workspace/resolve.ts'
+import { pathWithinScope, resolveWithinScope } from '../workspace/resolve.ts'
 import type { WorkspaceNode } from '../workspace/store.ts'
 import { formatKbUri, type WorkspacePath } from '../workspace/uri.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
@@ -11,6 +11,11 @@ import type { ToolContext } from './tool-definition.ts'
 
 export function scopeUriOf(scope: WorkspacePath): string {
   return formatKbUri({ login: scope.login, segments: scope.segments, directory: false })
+}
+
+/** The path `uri` names (the selected node when omitted), checked to lie within the scope; nothing read yet. */
+export function targetWithinScope(context: ToolContext, uri: string | undefined): Effect.Effect<{ path: WorkspacePath }, WorkspaceError> {
+  return tryWorkspace(async () => ({ path: pathWithinScope({ caller: context.caller, scope: context.scope, uri: uri ?? scopeUriOf(context.scope) }) }))
 }
 
 /** The node `uri` names (the selected node when omitted), checked to lie within the scope. */

@@ -31,35 +31,75 @@ export interface TurnFinishRecord {
 /**
  * A turn's events waiting for the next flush, as UTF-8 bytes: each frame is copied in as it is
  * appended, so the strings die young (a burst of streams would otherwise hold every frame in the
- * JavaScript heap until its flush, and promote them: measured, +70 MB and seconds of GC).
+ * JavaScript heap until its flush, and promote them: measured, +70 MB and seconds of GC). The
+ * bytes go into fixed-size chunks of the writer's pool, given back once written, rather than a
+ * buffer per batch that doubles as it grows: those live past a flush (so they are promoted) and
+ * only a full GC frees them.
  */
 interface PendingBatch {
   firstSeq: number
   lastSeq: number
-  bytes: Buffer
-  length: number
+  readonly chunks: Buffer[]
+  /** Bytes used in each chunk (every chunk but the last may end short after a put-back). */
+  readonly used: number[]
+  /** Bytes in all. */
+  bytes: number
 }
 
-const INITIAL_BATCH_BYTES = 1024
-/** About how much one flush writes at most (its turns' whole batches: one may be larger). */
-const FLUSH_BYTES = 1024 * 1024
+const CHUNK_BYTES = 16 * 1024
+/** Chunks kept for reuse at most (4 MB); more are left to the garbage collector. */
+const MAX_FREE_CHUNKS = 256
+/**
+ * About how much one flush writes at most (its turns' whole batches: one may be larger). pg copies
+ * the flush's parameter twice more on its way out, into buffers it does not reuse: at 1 MB a
+ * flush, 100 burst streams held 41–46 MB of array buffers at their peak, at 256 KB 23 MB (without
+ * storing events: 8 MB).
+ */
+const FLUSH_BYTES = 256 * 1024
 
-/** Room for `more` bytes after the batch's own. */
-function reserve(batch: PendingBatch, more: number): void {
-  if (batch.length + more <= batch.bytes.length) return
-  const grown = Buffer.allocUnsafe(Math.max(batch.bytes.length * 2, batch.length + more))
-  batch.bytes.copy(grown, 0, 0, batch.length)
-  batch.bytes = grown
+/** The writer's chunks: taken for pending bytes, given back once they are written. */
+class ChunkPool {
+  private readonly free: Buffer[] = []
+  take(): Buffer {
+    return this.free.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES)
+  }
+  give(chunks: ReadonlyArray<Buffer>): void {
+    for (const chunk of chunks) if (this.free.length < MAX_FREE_CHUNKS) this.free.push(chunk)
+  }
 }
 
-function appendBytes(batch: PendingBatch, text: string): void {
-  reserve(batch, text.length * 3) // UTF-8 bytes of a UTF-16 string at most
-  batch.length += batch.bytes.write(text, batch.length)
+function appendBytes(pool: ChunkPool, batch: PendingBatch, text: string): void {
+  const last = batch.chunks.length - 1
+  const room = CHUNK_BYTES - batch.used[last]!
+  if (text.length * 3 <= room) {
+    // UTF-8 bytes of a UTF-16 string at most: it fits
+    const written = batch.chunks[last]!.write(text, batch.used[last]!)
+    batch.used[last]! += written
+    batch.bytes += written
+    return
+  }
+  copyIn(pool, batch, Buffer.from(text, 'utf8')) // a long frame, or one at a chunk's end
 }
 
-function newBatch(seq: number, text: string): PendingBatch {
-  const batch = { firstSeq: seq, lastSeq: seq, bytes: Buffer.allocUnsafe(Math.max(INITIAL_BATCH_BYTES, text.length * 3)), length: 0 }
-  appendBytes(batch, text)
+function copyIn(pool: ChunkPool, batch: PendingBatch, bytes: Buffer): void {
+  for (let at = 0; at < bytes.length; ) {
+    let last = batch.chunks.length - 1
+    if (batch.used[last] === CHUNK_BYTES) {
+      batch.chunks.push(pool.take())
+      batch.used.push(0)
+      last += 1
+    }
+    const count = Math.min(bytes.length - at, CHUNK_BYTES - batch.used[last]!)
+    bytes.copy(batch.chunks[last]!, batch.used[last]!, at, at + count)
+    batch.used[last]! += count
+    batch.bytes += count
+    at += count
+  }
+}
+
+function newBatch(pool: ChunkPool, seq: number, text: string): PendingBatch {
+  const batch: PendingBatch = { firstSeq: seq, lastSeq: seq, chunks: [pool.take()], used: [0], bytes: 0 }
+  appendBytes(pool, batch, text)
   return batch
 }
 
@@ -158,6 +198,9 @@ const isDataError = (error: unknown): boolean => /^2[23]/.test(String((error as 
 
 export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; logger?: Logger | undefined; flushMs?: number }): TurnEventWriter {
   let pending = new Map<string, PendingBatch>()
+  const pool = new ChunkPool()
+  /** The flush's one parameter, reused from flush to flush (one flush at a time). */
+  let flushBuffer = Buffer.allocUnsafe(FLUSH_BYTES + CHUNK_BYTES)
   let finishes = new Map<string, NonNullable<Unit['finish']>>()
   const announced = new Set<string>()
   let announceOnce = new Set<string>()
@@ -195,18 +238,19 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
   const append = (turnId: string, event: NumberedEvent, terminal = false): void => {
     const batch = pending.get(turnId)
     if (batch === undefined) {
-      pending.set(turnId, newBatch(event.seq, event.frame))
+      pending.set(turnId, newBatch(pool, event.seq, event.frame))
       if (!terminal) schedule(flushMs)
       return
     }
     batch.lastSeq = event.seq
-    appendBytes(batch, event.frame)
+    appendBytes(pool, batch, event.frame)
   }
 
   /**
-   * Takes what is queued as one unit per turn — the turns that end first, then the others while
+   * Takes what is queued as one unit per turn — the turns that end first, then the others — while
    * the flush holds less than FLUSH_BYTES (the rest goes in the next flush, at once): a flush
-   * after a slow one does not copy the whole backlog into one statement.
+   * after a slow one does not copy the whole backlog into one statement, nor does a storm of turn
+   * ends (100 burst streams ending together put every turn's backlog in one statement).
    */
   const takeUnits = (): Unit[] => {
     const ids = [...new Set([...finishes.keys(), ...announceOnce, ...pending.keys()])]
@@ -215,9 +259,9 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
     for (const turnId of ids) {
       const batch = pending.get(turnId)
       const finish = finishes.get(turnId)
-      if (units.length > 0 && bytes >= FLUSH_BYTES && finish === undefined) break
+      if (units.length > 0 && bytes >= FLUSH_BYTES) break
       units.push({ turnId, batch, finish, notify: announceOnce.has(turnId) || (batch !== undefined && announced.has(turnId)) })
-      bytes += batch?.length ?? 0
+      bytes += batch?.bytes ?? 0
       pending.delete(turnId)
       finishes.delete(turnId)
       announceOnce.delete(turnId)
@@ -233,8 +277,9 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
         const later = pending.get(unit.turnId)
         if (later) {
           unit.batch.lastSeq = later.lastSeq
-          reserve(unit.batch, later.length)
-          unit.batch.length += later.bytes.copy(unit.batch.bytes, unit.batch.length, 0, later.length)
+          unit.batch.chunks.push(...later.chunks)
+          unit.batch.used.push(...later.used)
+          unit.batch.bytes += later.bytes
         }
         pending.set(unit.turnId, unit.batch)
       }
@@ -244,12 +289,19 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
   }
 
   const write = async (units: ReadonlyArray<Unit>): Promise<void> => {
-    const parts: Buffer[] = []
+    const heads = units.map(({ turnId, batch, finish }) =>
+      batch ? turnId + FIELD + batch.firstSeq + FIELD + batch.lastSeq + FIELD + (finish?.terminal.seq === batch.lastSeq ? 't' : 'f') + FIELD : '',
+    )
+    // Each head is ASCII: its length is its bytes.
+    const size = units.reduce((sum, unit, index) => sum + (unit.batch ? heads[index]!.length + unit.batch.bytes + RECORD.length : 0), 0)
+    if (flushBuffer.length < size) flushBuffer = Buffer.allocUnsafe(size)
+    let at = 0
     const rows = { ids: [] as string[], statuses: [] as string[], reasons: [] as (string | null)[], codes: [] as (string | null)[], messages: [] as (string | null)[], counters: [] as (string | null)[], usages: [] as (string | null)[] }
-    for (const { turnId, batch, finish } of units) {
+    for (const [index, { batch, finish }] of units.entries()) {
       if (batch) {
-        const terminal = finish?.terminal.seq === batch.lastSeq ? 't' : 'f'
-        parts.push(Buffer.from(turnId + FIELD + batch.firstSeq + FIELD + batch.lastSeq + FIELD + terminal + FIELD), batch.bytes.subarray(0, batch.length), RECORD)
+        at += flushBuffer.write(heads[index]!, at, 'latin1')
+        for (const [chunk, part] of batch.chunks.entries()) at += part.copy(flushBuffer, at, 0, batch.used[chunk]!)
+        at += RECORD.copy(flushBuffer, at)
       }
       if (finish) {
         const { outcome } = finish
@@ -262,16 +314,22 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
         rows.usages.push(outcome.usage === undefined ? null : JSON.stringify(outcome.usage))
       }
     }
-    const query = flushQuery(db, { batches: Buffer.concat(parts), finishes: rows, payloads: notifyPayloads(units.filter((unit) => unit.notify).map((unit) => unit.turnId)) })
+    const query = flushQuery(db, { batches: flushBuffer.subarray(0, at), finishes: rows, payloads: notifyPayloads(units.filter((unit) => unit.notify).map((unit) => unit.turnId)) })
     if (!flushSqlRegistered) {
       registerNamedStatement(query.sql) // one shape: parsed once per connection
       flushSqlRegistered = true
     }
-    await db.executeQuery(query)
+    try {
+      await db.executeQuery(query)
+    } finally {
+      // A flush of one huge turn does not keep its buffer for ever.
+      if (flushBuffer.length > 4 * FLUSH_BYTES) flushBuffer = Buffer.allocUnsafe(FLUSH_BYTES + CHUNK_BYTES)
+    }
   }
 
   const written = (units: ReadonlyArray<Unit>) => {
     for (const unit of units) {
+      if (unit.batch) pool.give(unit.batch.chunks)
       for (const done of unit.finish?.done.splice(0) ?? []) done(true)
       if (unit.finish) announced.delete(unit.turnId)
     }
@@ -282,6 +340,7 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
   /** A turn whose rows the database refuses on their own: its events are lost (logged), its outcome is still recorded. */
   const refused = async (unit: Unit, error: unknown) => {
     logger?.error('turn events refused by the database; dropped', { turnId: unit.turnId, error: error instanceof Error ? error.message : String(error) })
+    if (unit.batch) pool.give(unit.batch.chunks)
     if (unit.finish) {
       const ok = await recordOutcome(db, unit.finish.outcome).catch(() => false)
       for (const done of unit.finish.done.splice(0)) done(ok)

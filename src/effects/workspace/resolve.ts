@@ -11,15 +11,21 @@ export async function resolveNode(db: Db, { caller, uri }: { caller: Owner; uri:
   return { path, node }
 }
 
+/** The path `uri` names, checked to lie within `scope` (nothing read): InvalidUri or OutsideScope otherwise. */
+export function pathWithinScope({ caller, scope, uri }: { caller: Owner; scope: WorkspacePath; uri: string }): WorkspacePath {
+  const path = parseKbUri({ uri, callerLogin: caller.login })
+  if (!isWithin({ outer: scope, inner: path })) {
+    throw new OutsideScope({ uri, reason: 'tools may only reach the selected node and what lies below it' })
+  }
+  return path
+}
+
 /** Resolves `uri` and checks that it is the selected scope or lies below it. */
 export async function resolveWithinScope(
   db: Db,
   { caller, scope, uri }: { caller: Owner; scope: WorkspacePath; uri: string },
 ): Promise<{ path: WorkspacePath; node: WorkspaceNode }> {
-  const path = parseKbUri({ uri, callerLogin: caller.login })
-  if (!isWithin({ outer: scope, inner: path })) {
-    throw new OutsideScope({ uri, reason: 'tools may only reach the selected node and what lies below it' })
-  }
+  const path = pathWithinScope({ caller, scope, uri })
   const node = await getNode(db, caller, path.segments)
   return { path, node }
 }

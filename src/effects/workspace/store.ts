@@ -329,6 +329,54 @@ export const childrenPageQuery = preparedQuery(
       .compile(),
 )
 
+/**
+ * The node at `path` and one page of its children in ONE statement (the `ls` tool's, every call of
+ * it re-reading what it lists): the node as `findNode` reads it, its page as `listChildren` lists
+ * it, and whether it holds compiled layer pages (`.overview.md`, `.abstract.md`). Three round
+ * trips had been each `ls` call's share of a turn's work on the event loop.
+ */
+export const listingAtPathQuery = preparedQuery(
+  ['ownerId', 'path', 'offset', 'limit'],
+  (_db, p: { ownerId: string; path: string; offset: number; limit: number }) =>
+    sql<{ target: (NodeRow & { size: unknown; mime: string | null }) | null; has_layers: boolean; children: Array<NodeRow & { size: unknown; mime: string | null; total: unknown }> }>`
+      with target as (
+        select nodes.*, file_versions.size, file_versions.mime from nodes left join file_versions on file_versions.id = nodes.current_version_id
+        where nodes.owner_id = ${p.ownerId}::uuid and nodes.path = ${p.path}::text
+      ), page as (
+        select c.*, file_versions.size, file_versions.mime, count(*) over () as total
+        from (
+          select nodes.*, row_number() over (order by case when nodes.kind = 'directory' then 0 else 1 end, nodes.name collate "C") as n
+          from nodes where nodes.owner_id = ${p.ownerId}::uuid and nodes.parent_id = (select id from target)
+        ) c left join file_versions on file_versions.id = c.current_version_id
+      ), window_of_page as (
+        select * from page order by n offset ${p.offset}::int limit ${p.limit}::int
+      )
+      select (select to_jsonb(target) from target) as target,
+        exists (select 1 from nodes l, target where l.owner_id = ${p.ownerId}::uuid and l.parent_id = target.id and l.kind = 'file' and l.generated in ('overview', 'abstract')) as has_layers,
+        coalesce((select jsonb_agg(w order by w.n) from window_of_page w), '[]'::jsonb) as children`.compile(_db),
+)
+
+export interface ListingAtPath {
+  readonly node: WorkspaceNode
+  readonly page: ListPage
+  /** The folder holds an overview or an abstract page. */
+  readonly hasLayers: boolean
+}
+
+/**
+ * `findNode` and `listChildren` of what it finds, in one statement; undefined when no node is at
+ * the path (resolve it the usual way for the exact error, or the root made on first use) or when
+ * the page is past the end (list it the usual way for the total).
+ */
+export async function listingAtPath(db: Db, { owner, segments, offset, limit }: { owner: Owner; segments: ReadonlyArray<string>; offset: number; limit: number }): Promise<ListingAtPath | undefined> {
+  const { rows } = await listingAtPathQuery.execute(db, { ownerId: owner.id, path: segmentsToPath(segments), offset, limit })
+  const row = rows[0]
+  if (!row?.target) return undefined
+  if (row.children.length === 0 && offset > 0) return undefined
+  const entries = row.children.map((child) => toNode(owner, child))
+  return { node: toNode(owner, row.target), page: { entries, total: Number(row.children[0]?.total ?? 0) }, hasLayers: row.has_layers }
+}
+
 /** Where a child stands in its folder's listing order (folders first, then by name in C order): how many come before it. */
 export async function childPosition(db: Db, { owner, parent, child }: { owner: Owner; parent: WorkspaceNode; child: Pick<WorkspaceNode, 'kind' | 'name'> }): Promise<number> {
   const order = child.kind === 'directory' ? 0 : 1
