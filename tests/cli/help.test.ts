@@ -1,9 +1,10 @@
 // `--help` on every command, `help`, `--version` and unknown flags. Issue 33 item 14: `knowagent
 // <command> --help` exited 2 with "Unknown option '--help'", and `--version` was an unknown command.
-// The top-level help, the version, the long-running commands' help and every refusal go through
-// bin/knowagent.mjs as a real child process (its exit code, its streams); each other command's own
-// `--help` runs the same entry point in this process (`main` with captured output: the parser and
-// the presenter are the same; a child each cost ~0.7 s of node start-up, 20 s of the suite).
+// The top-level help, the version, the long-running commands' help, a refused flag and an unknown
+// command go through bin/knowagent.mjs as a real child process (its exit code, its streams); the
+// other commands' `--help` and refusals run the same entry point in this process (`main` with
+// captured output: the parser and the presenter are the same; a child each cost ~0.7 s of node
+// start-up, 20 s of the suite).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -97,10 +98,10 @@ describe('knowagent --help', () => {
   })
 
   it('a group lists its subcommands; `help <command>` is `<command> --help`', async () => {
-    const token = await knowagent(['token', '--help'])
+    const token = await knowagentHere(['token', '--help'])
     for (const action of ['create', 'list', 'revoke']) expect(token.stdout).toMatch(new RegExp(`^  ${action}\\b`, 'm'))
-    const viaHelp = await knowagent(['help', 'user', 'passwd'])
-    expect(viaHelp).toEqual(await knowagent(['user', 'passwd', '--help']))
+    const viaHelp = await knowagentHere(['help', 'user', 'passwd'])
+    expect(viaHelp).toEqual(await knowagentHere(['user', 'passwd', '--help']))
     expect(viaHelp.code).toBe(0)
   })
 })
@@ -117,7 +118,7 @@ describe('bad arguments', () => {
     [['serve', '--bogus'], '--bogus', 'serve'],
     [['token', 'revoke', 'alice', '--al'], '--al', 'token revoke'],
   ])('%j exits 2 naming the flag, with that command\'s usage, on stderr only', async (args, flag, command) => {
-    const run = await knowagent(args)
+    const run = command === 'serve' ? await knowagent(args) : await knowagentHere(args)
     expect(run.code).toBe(2)
     expect(run.stdout).toBe('')
     expect(run.stderr).toContain(`Unknown option '${flag}'`)
@@ -126,7 +127,7 @@ describe('bad arguments', () => {
   })
 
   it('extra arguments are refused without being repeated (one may be a secret typed in the wrong place)', async () => {
-    const run = await knowagent(['user', 'add', 'alice', 'a-password-in-the-wrong-place'])
+    const run = await knowagentHere(['user', 'add', 'alice', 'a-password-in-the-wrong-place'])
     expect(run.code).toBe(2)
     expect(run.stderr).toContain('knowagent: too many arguments: expected "user add <login>"')
     expect(run.stderr).not.toContain('a-password-in-the-wrong-place')
