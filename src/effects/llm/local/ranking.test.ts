@@ -28,6 +28,14 @@ describe('judgeRelevance', () => {
     expect(results.find((r) => r.text.includes('6000'))?.reason).toMatch(/not about “file”/u)
   })
 
+  test('a passage that does not name the measure gives a figure in its unit: "at most 6000 characters" is no size in bytes', () => {
+    const results = judged('What is the maximum size of a file to read?', [
+      { name: 'tools.md', text: "# Tools\n\nThe read tool returns one page of a file's text, at most 6000 characters.\n\nA file is too large to read when it is over 50 MB.\n" },
+    ])
+    expect(results.find((r) => r.text.includes('6000'))?.reason).toBe('the passage gives no “size” and no figure of one')
+    expect(results.find((r) => r.text.includes('50 MB'))?.relevant).toBe(true)
+  })
+
   test('other questions need no figure', () => {
     const results = judged('How are files parsed?', DOCUMENTS)
     expect(results.find((r) => r.text.includes('L2'))?.relevant).toBe(true)

@@ -93,7 +93,7 @@ export function rankPassages({
   /** What an answer looks like (`answerCue`). */
   readonly cue?: RegExp | undefined
 }): RankedPassage[] {
-  const unigrams = keywords.flatMap((keyword) => keyword.terms)
+  const unigrams = keywords.flatMap((keyword) => [...keyword.terms, ...(keyword.alternatives ?? []).flat()])
   const pairs = pairTerms(keywords.filter((k) => k.terms.length === 1).map((k) => k.text).join(' '))
   const queryTerms = new Set([...unigrams, ...pairs])
   // Only passages that share a term with the question (in text, headings or file name) are ranked: the rest score 0 anyway.
@@ -209,6 +209,26 @@ export function missingKeyTerms({
   return keywords.filter((k) => !isGenericNoun(k.text) && !common(k) && !matched(k))
 }
 
+/** What a figure of a measure is written with: a size in bytes, a price in a currency, a time in its units. */
+const MEASURE_UNITS: ReadonlyArray<readonly [ReadonlySet<string>, RegExp]> = [
+  [new Set(['size']), /\d\s*(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?)\b/iu],
+  [new Set(['cost', 'costs', 'price', 'prices', 'fee', 'fees', 'amount', 'amounts', 'budget', 'budgets']), /[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur|euros?|usd|dollars?|gbp|pounds?|chf|cny|rmb|yuan|元)|\bfree\b|免费/iu],
+  [new Set(['time', 'times', 'duration', 'deadline']), /\d\s*(?:ms|s|sec(?:ond)?s?|min(?:ute)?s?|h|hours?|days?|weeks?|months?|years?|business days|working days)\b|\d{1,2}:\d{2}|[天周月年小时分钟]/iu],
+]
+
+/**
+ * Asked for a measure ("the maximum size of a file"), a passage that does not name the measure
+ * must give a figure in its unit (50 MB): "at most 6000 characters" is not a size in bytes. The
+ * measure keyword it lacks, when there is one.
+ */
+function measureWithoutUnit({ keywords, text, matched }: { keywords: ReadonlyArray<Keyword>; text: string; matched: (k: Keyword) => boolean }): Keyword | undefined {
+  for (const keyword of keywords) {
+    const unit = MEASURE_UNITS.find(([nouns]) => nouns.has(keyword.text))?.[1]
+    if (unit !== undefined && !matched(keyword) && !unit.test(text)) return keyword
+  }
+  return undefined
+}
+
 /** A number standing as a figure ("50 MB", "6000"), not inside a name ("L2", "D1", "utf8"). */
 const FIGURE = /(?<![\p{L}\p{N}_])\p{N}+/u
 
@@ -271,6 +291,8 @@ export function judgeRelevance({
   if (question.asksForMeasure && !FIGURE.test(document.passages[passageIndex]!.text)) {
     return { relevant: false, coverage, reason: 'the passage gives no figure' }
   }
+  const unitless = question.asksForMeasure ? measureWithoutUnit({ keywords, text: document.passages[passageIndex]!.text, matched: (k) => matches(k, around) }) : undefined
+  if (unitless !== undefined) return { relevant: false, coverage, reason: `the passage gives no “${unitless.text}” and no figure of one` }
   if (question.wantsFigure && !NUMBER_IN_TEXT.test(document.passages[passageIndex]!.text)) {
     return { relevant: false, coverage, reason: 'the passage gives no number' }
   }

@@ -5,6 +5,7 @@
 // segmenter cuts differently in the question and in the text still matches.
 
 import { stem } from './stem.ts'
+import { alternativesOf, normaliseQuestionPhrases } from './synonyms.ts'
 
 export { stem }
 
@@ -28,7 +29,7 @@ const ENGLISH_STOP_WORDS = new Set(
     // Words that frame a question rather than name its subject.
     'happen happens happened happening say says said mean means meant many make makes made way ways thing things ' +
     'take takes took long often quickly exactly really actually usually currently still kind sort anything something ' +
-    'someone anyone everything hold holds held idea ideas worth due'
+    'someone anyone everything hold holds held idea ideas worth due needs needed needing'
   ).split(' '),
 )
 
@@ -81,7 +82,9 @@ function isContentWord(word: string): boolean {
 // Matching terms
 
 /** "cats.md" also matches "cats", "node.js" also "node": the whole token and its parts. */
-function latinTerms(token: string): string[] {
+function latinTerms(possessive: string): string[] {
+  // "the doctor's certificate" is about a doctor.
+  const token = possessive.replace(/['’]s$/u, '')
   const parts = token.split(/[._'’-]/u).filter((part) => part !== '' && isContentWord(part))
   const whole = isContentWord(token) ? [stem(token)] : []
   return parts.length > 1 ? [...whole, ...parts.map(stem)] : whole
@@ -178,6 +181,8 @@ export interface Keyword {
   readonly terms: ReadonlyArray<string>
   /** A name the answer must mention (capitalised in the question, an acronym, a file name). */
   readonly proper: boolean
+  /** Other ways of saying a one-term keyword (synonyms.ts), each the terms that must all be there. */
+  readonly alternatives?: ReadonlyArray<ReadonlyArray<string>> | undefined
 }
 
 export interface QuestionTerms {
@@ -210,7 +215,8 @@ export const MAX_QUERY_KEYWORDS = 8
 /** "Which files mention X?": the words that ask which files hold a subject, not the subject. */
 const FILES_THAT = /^\s*(?:which|what)\s+(?:files?|documents?|docs|pages?|notes)\s+(?:mention|mentions|talk about|talks about|refer to|refers to|discuss|discusses|cover|covers|contain|contains|say anything about|are about|is about)\s+/iu
 
-export function analyseQuestion(question: string): QuestionTerms {
+export function analyseQuestion(asked: string): QuestionTerms {
+  const question = normaliseQuestionPhrases(asked)
   const keywords = extractKeywords(question.normalize('NFKC').replace(FILES_THAT, ''))
   const frameVerb = keywords.find((k) => k.text === PARTICIPLE_FRAME.exec(question.normalize('NFKC'))?.[1]?.toLowerCase())?.text
   const phrase = focusPhrase(question)
@@ -248,7 +254,9 @@ export function extractKeywords(question: string): Keyword[] {
     const terms = [...new Set(matchTerms(text))]
     if (terms.length === 0) return
     const existing = keywords.get(text)
-    keywords.set(text, { text, terms, proper: proper || (existing?.proper ?? false) })
+    const isProper = proper || (existing?.proper ?? false)
+    const alternatives = terms.length === 1 && !isProper ? alternativesOf(terms[0]!) : []
+    keywords.set(text, { text, terms, proper: isProper, ...(alternatives.length > 0 ? { alternatives } : {}) })
   }
   const original = question.normalize('NFKC')
   for (const match of original.matchAll(TOKEN)) {
@@ -341,7 +349,8 @@ function phraseAt(text: string): string {
 /** Whether a set of terms holds a keyword: at least half of its terms (all of a one-term keyword). */
 export function keywordTermsMatch(keyword: Keyword, terms: ReadonlySet<string>): boolean {
   const found = keyword.terms.filter((term) => terms.has(term)).length
-  return found >= Math.ceil(keyword.terms.length / 2)
+  if (found >= Math.ceil(keyword.terms.length / 2)) return true
+  return keyword.alternatives?.some((alternative) => alternative.every((term) => terms.has(term))) ?? false
 }
 
 // ---------------------------------------------------------------------------------------------
