@@ -48,8 +48,10 @@ export function readDocument({ uri, page, layer }: { readonly uri: string; reado
     titleTerms: new Set(page.atStart ? matchTerms(blocks.find((block) => block.headings.length > 0)?.headings[0] ?? '') : []),
     terms,
     passageTerms: passages.map((passage) => {
-      const text = matchTerms(passage.label === undefined ? passage.text : `${passage.label} ${passage.text}`)
-      const context = matchTerms(passage.context)
+      // With its pairs of adjacent words, so that "parental leave" is matched as a phrase.
+      const own = passage.label === undefined ? passage.text : `${passage.label} ${passage.text}`
+      const text = [...matchTerms(own), ...pairTerms(own)]
+      const context = [...matchTerms(passage.context), ...pairTerms(passage.context)]
       return { text: new Set(text), context: new Set(context), around: new Set([...text, ...context, ...nameTerms]) }
     }),
   }
@@ -300,6 +302,18 @@ export function judgeRelevance({
   if (coverage < threshold) return { relevant: false, coverage, reason: `coverage ${coverage.toFixed(2)} below ${threshold}` }
   const joinedAround = keywordsMetAsCompound(keywords, around)
   const uncovered = missingKeyTerms({ keywords, weights, matched: (k) => matches(k, around) || joinedAround.has(k.text) || k.text === question.frameVerb })
+  // "The dental insurance" is not the health insurance: a missing word that qualifies a word the passage has names another thing.
+  // The word qualified is in the passage's text, or in a heading that names another kind of it ("## Bereavement leave").
+  const headHere = (head: Keyword) =>
+    matches(head, textTerms) ||
+    (matches(head, around) && head.terms.length === 1 && pairTerms(document.passages[passageIndex]!.context).some((pair) => pair.endsWith(head.terms[0]!) && pair !== head.terms[0]))
+  const otherKind = keywords.find(
+    (k) => question.modifiers.has(k.text) && !matches(k, around) && !joinedAround.has(k.text) && keywords.some((h) => h.text === question.modifiers.get(k.text) && headHere(h)),
+  )
+  if (otherKind !== undefined) return { relevant: false, coverage, reason: `the passage is not about “${otherKind.text} ${question.modifiers.get(otherKind.text)}”` }
+  // A phrase that narrows the question ("for contractors") is not the verb a passage may lack.
+  const narrowed = uncovered.find((k) => question.qualifiers.has(k.text))
+  if (narrowed !== undefined) return { relevant: false, coverage, reason: `the passage does not cover “${narrowed.text}”` }
   // One key term may be missing from a question of three or more: its verb ("write", "use") — unless the verb is known.
   const allowed = question.frameVerb !== undefined ? 0 : keywords.length >= 6 ? 2 : keywords.length >= 3 ? 1 : 0
   // "Summarise what these files are about": the words asking for a summary are no subject.

@@ -38,6 +38,7 @@ const DERIVED_STEMS = new Map([
   ['quarterli', 'quarter'],
   ['yearli', 'year'],
   ['expiri', 'expir'],
+  ['coverag', 'cover'],
   ['applic', 'appli'],
   ['kept', 'keep'],
   ['children', 'child'],

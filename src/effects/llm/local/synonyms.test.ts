@@ -1,12 +1,12 @@
 import { describe, expect, test } from 'vitest'
 import { alternativesOf, normaliseQuestionPhrases } from './synonyms.ts'
-import { analyseQuestion, keywordTermsMatch, matchTerms } from './terms.ts'
+import { analyseQuestion, keywordTermsMatch, matchTerms, pairTerms } from './terms.ts'
 
-/** Whether the question's keyword `word` is found in the text (by its word forms or the words of its group). */
+/** Whether the question's keyword `word` is found in the text (by its word forms or the words of its group), as passages are matched: words and pairs of words. */
 function keywordFound(question: string, word: string, text: string): boolean {
   const keyword = analyseQuestion(question).keywords.find((k) => k.text === word)
   if (keyword === undefined) throw new Error(`no keyword ${word} in ${question}`)
-  return keywordTermsMatch(keyword, new Set(matchTerms(text)))
+  return keywordTermsMatch(keyword, new Set([...matchTerms(text), ...pairTerms(text)]))
 }
 
 describe('synonyms', () => {

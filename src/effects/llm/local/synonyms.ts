@@ -7,6 +7,7 @@
 // workplace sense is the usual one. Multi-word entries ("annual leave") match when all their
 // words are there.
 import { stem } from './stem.ts'
+import { matchTerms, pairTerms } from './terms.ts'
 
 const GROUPS: ReadonlyArray<string> = [
   'keep|retain|store|preserve|archive',
@@ -17,11 +18,11 @@ const GROUPS: ReadonlyArray<string> = [
   'cost|price|fee|charge|pricing',
   'pay|paid|salary|wage|wages|compensation',
   'refund|reimburse|repay|reimbursement|money back',
-  'vacation|holiday|annual leave|time off|pto|days off',
+  'vacation|holiday|annual leave|pto',
   'sick|ill|illness|sickness',
   'doctor|physician|gp',
-  'maternity|parental|birth parent',
-  'paternity|parental|other parent',
+  'maternity|parental leave|birth parent',
+  'paternity|parental leave',
   'employee|staff|worker|personnel|colleague',
   'customer|client',
   'contractor|freelancer|consultant',
@@ -41,12 +42,15 @@ const GROUPS: ReadonlyArray<string> = [
   'decide|decision|agree|agreed|conclude',
   'deadline|due|cut-off|cutoff|by when',
   'receipt|invoice',
+  'note|certificate',
   'laptop|computer|notebook',
   'travel|trip|journey',
   'flight|fly|plane',
   'hotel|accommodation|lodging',
-  'meal|food|dinner|lunch',
-  'car|vehicle|mileage',
+  'meal|dinner',
+  'meal|lunch',
+  'meal|food',
+  'car|vehicle',
   'remote|telework|work from home',
   'hire|recruit|onboard|joiner|new starter',
   'leave|absence',
@@ -77,18 +81,22 @@ const QUESTION_PHRASES: ReadonlyArray<readonly [RegExp, string]> = [
 /** Number words a question may spell out where a document writes digits. */
 const NUMBER_WORDS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve']
 
-const termsOf = (phrase: string): string[] =>
-  phrase
-    .toLowerCase()
-    .split(/[\s]+/u)
-    .filter((word) => word !== '')
-    .map((word) => stem(word.replace(/-/gu, '')))
+/** An entry's terms: its one word's stem, or its words joined pairwise ("annual leave" → annualleav), as passages' pair terms are. */
+function termsOf(entry: string): string[] {
+  const words = matchTerms(entry.replace(/-/gu, ''))
+  // "time off" without its stop-word is "time": an entry that loses a word says something else.
+  if (words.length < entry.trim().split(/\s+/u).length) return []
+  return words.length <= 1 ? words : pairTerms(entry)
+}
 
-/** For each stem: the other entries of its groups, each as the stems all of which must be there. */
-const ALTERNATIVES: ReadonlyMap<string, ReadonlyArray<ReadonlyArray<string>>> = (() => {
+let alternatives: ReadonlyMap<string, ReadonlyArray<ReadonlyArray<string>>> | undefined
+
+/** For each stem: the other entries of its groups, each as the terms all of which must be there. */
+function alternativesTable(): ReadonlyMap<string, ReadonlyArray<ReadonlyArray<string>>> {
+  if (alternatives !== undefined) return alternatives
   const table = new Map<string, Array<ReadonlyArray<string>>>()
   for (const group of GROUPS) {
-    const entries = group.split('|').map(termsOf)
+    const entries = group.split('|').map(termsOf).filter((terms) => terms.length > 0)
     for (const entry of entries) {
       if (entry.length !== 1) continue
       const key = entry[0]!
@@ -99,12 +107,13 @@ const ALTERNATIVES: ReadonlyMap<string, ReadonlyArray<ReadonlyArray<string>>> = 
     }
   }
   NUMBER_WORDS.forEach((word, digit) => table.set(stem(word), [[String(digit)]]))
+  alternatives = table
   return table
-})()
+}
 
 /** The other ways of saying a one-term keyword (its stem), each a list of stems that must all be there. */
 export function alternativesOf(term: string): ReadonlyArray<ReadonlyArray<string>> {
-  return ALTERNATIVES.get(term) ?? []
+  return alternativesTable().get(term) ?? []
 }
 
 /** The question with its phrasal verbs read as one word ("Who signs off on …" → "Who approve …"). */

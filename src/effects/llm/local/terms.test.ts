@@ -187,3 +187,27 @@ describe('stem: word forms of one word meet', () => {
     expect(keywordTermsMatch(keyword, new Set(matchTerms('Invoices are retained for seven years.')))).toBe(true)
   })
 })
+
+describe('analyseQuestion: modifiers and qualifiers', () => {
+  test.each([
+    ['When does the dental insurance start?', [['dental', 'insurance']]],
+    ['How many days of paternity leave can be carried over?', [['paternity', 'leave']]],
+    ['Is a master\'s degree covered?', []],
+    ['Which class may I book for a nine-hour flight?', []],
+    ['Does the company pay the insurance for children?', []],
+    ['Who approves laptop purchases?', []],
+  ])('%j: modifiers %j', (question, modifiers) => {
+    expect([...analyseQuestion(question).modifiers]).toEqual(modifiers)
+  })
+
+  test.each([
+    ['What is the pension match for contractors?', ['contractors']],
+    ['How many vacation days do interns get in their first year?', ['first', 'year']],
+    ['What happens when a stream ends without a done event?', []],
+    ['How many paying workspaces did we have at the end of Q4?', []],
+    ['What is the mileage rate for a 200 km trip?', ['km', 'trip']],
+  ])('%j: qualifiers %j', (question, qualifiers) => {
+    expect([...analyseQuestion(question).qualifiers]).toEqual(qualifiers)
+  })
+})
+

@@ -206,6 +206,13 @@ export interface QuestionTerms {
    * *decided* in …"): a passage may lack it, and then lacks no other key term.
    */
   readonly frameVerb: string | undefined
+  /**
+   * Keywords that qualify the keyword right after them inside a noun phrase ("the *dental*
+   * insurance", "days of *paternity* leave"): each mapped to the keyword it qualifies.
+   */
+  readonly modifiers: ReadonlyMap<string, string>
+  /** Keywords of a phrase that narrows the question ("the pension match *for contractors*", "*in Germany*"). */
+  readonly qualifiers: ReadonlySet<string>
   /** A month that dates what the question asks about ("the *March* ops review"): its terms, and the month. */
   readonly datedSubject: { readonly month: string; readonly subject: ReadonlyArray<string> } | undefined
 }
@@ -229,8 +236,41 @@ export function analyseQuestion(asked: string): QuestionTerms {
     wantsSummary: SUMMARY_INTENT.test(question),
     wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()),
     frameVerb,
+    modifiers: modifiersOf(question.normalize('NFKC'), keywords),
+    qualifiers: qualifiersOf(question.normalize('NFKC'), keywords),
     datedSubject: datedSubjectOf(question),
   }
+}
+
+/** See `QuestionTerms.qualifiers`: the keywords of the noun phrase after a preposition that narrows to a group, a place or a case. */
+function qualifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Set<string> {
+  const texts = new Set(keywords.map((k) => k.text))
+  const qualifiers = new Set<string>()
+  for (const match of question.matchAll(/\b(?:for|in|during|under|outside)\s+(?:(?:the|a|an|my|our|your|their|all|each|every|new|other)\s+)*/giu)) {
+    const rest = question.slice((match.index ?? 0) + match[0].length)
+    for (const keyword of extractKeywords(phraseAt(rest))) if (texts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text) && !NUMBER_IN_TEXT.test(keyword.text)) qualifiers.add(keyword.text)
+  }
+  return qualifiers
+}
+
+/** Words after which a noun phrase starts: "the dental insurance", "days of paternity leave", "how many vacation days". */
+const NOUN_PHRASE_START = /^(?:the|a|an|of|for|my|our|your|their|his|her|its|many|much|any|each|every|per|on|in|at|to|from|with|about|this|that|these|those|no)$/iu
+
+/** See `QuestionTerms.modifiers`: the first word of two adjacent keywords after a determiner or a preposition. */
+function modifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Map<string, string> {
+  const byText = new Map(keywords.map((k) => [k.text, k]))
+  const tokens = [...question.matchAll(TOKEN)].map((m) => ({ text: m[0].toLowerCase().replace(/’/gu, "'"), start: m.index ?? 0, end: (m.index ?? 0) + m[0].length, latin: m[2] !== undefined }))
+  const modifiers = new Map<string, string>()
+  for (let i = 1; i + 1 < tokens.length; i += 1) {
+    const [before, word, next, after] = [tokens[i - 1]!, tokens[i]!, tokens[i + 1]!, tokens[i + 2]]
+    if (!word.latin || !next.latin || !NOUN_PHRASE_START.test(before.text) || /\S/u.test(question.slice(word.end, next.start))) continue
+    // Not a kind of the next word: an owner ("a master's degree"), a measure ("a nine-hour flight"),
+    // or a subject whose verb is next ("does the company pay the …").
+    if (/['’]s$/u.test(word.text) || NUMBER_IN_TEXT.test(word.text) || (after !== undefined && NOUN_PHRASE_START.test(after.text) && !/^of$/iu.test(after.text))) continue
+    const [modifier, head] = [byText.get(word.text), byText.get(next.text)]
+    if (modifier !== undefined && head !== undefined && !modifier.proper) modifiers.set(modifier.text, head.text)
+  }
+  return modifiers
 }
 
 /** "the March ops review", "the February 2026 meeting": a month and the words it dates. */
