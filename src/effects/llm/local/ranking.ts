@@ -5,7 +5,7 @@
 import MiniSearch from 'minisearch'
 import { splitBlocks, type Block, type Page } from './blocks.ts'
 import { isEvidence, passagesOf, type Passage } from './passages.ts'
-import { fileNameMonths, fileNameTerms, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
+import { fileNameMonths, fileNameTerms, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type AnswerType, type Keyword, type QuestionTerms } from './terms.ts'
 
 export interface ReadDocument {
   readonly uri: string
@@ -211,6 +211,25 @@ export function missingKeyTerms({
   return keywords.filter((k) => !isGenericNoun(k.text) && !common(k) && !matched(k))
 }
 
+/** Whether two keywords stand next to each other in the question's keyword order (a verb in -ing or -ed does not make a phrase with its neighbour). */
+function adjacentInQuestion(keywords: ReadonlyArray<Keyword>, a: Keyword, b: Keyword): boolean {
+  return Math.abs(keywords.indexOf(a) - keywords.indexOf(b)) === 1
+}
+
+const DURATION = /\d\s*(?:-|–|to\s+\d+\s*)?\s*(?:ms|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|business days|working days|quarters?)\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|a|an)\s+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b|\b(?:daily|weekly|monthly|yearly|annually|quarterly|indefinitely|permanently|forever|until|unlimited)\b|[天周月年]|小时|分钟/iu
+const MONEY = /[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur\b|euros?\b|usd\b|dollars?\b|gbp\b|pounds?\b|chf\b|cny\b|rmb\b|yuan\b|元)|\bfree\b|\bno\s+(?:charge|cost)\b|\d\s*%|免费/iu
+const WEEKDAY_OR_DATE = /\b(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?|daily|every\s+day)\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}\s+(?:january|february|march|april|may|june|july|august|september|october|november|december)\b|\b(?:first|last|final)\s+(?:working\s+|business\s+)?day\b|\d{4}-\d{2}-\d{2}|[周星期][一二三四五六日天]|\d+[日号]/iu
+const DATE_OR_TIME = /\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|daily|weekly|monthly|quarterly|yearly|annually|today|tomorrow|yesterday|before|after|within|until|once|when|during|end|start|beginning|immediately|never|morning|afternoon|evening|night|week|month|quarter|year)\b|[日月周年]|之前|之后/iu
+/** A person (a capitalised name inside a sentence) or a role. */
+const PERSON_OR_ROLE = /(?<=\p{L}[\s,(]+|[:：]\s*)\p{Lu}\p{Ll}+|\b(?:manager|managers|lead|leads|head|director|owner|owners|team|officer|admin|administrator|engineer|agent|desk|committee|board|controller|chair|approver|vp|cfo|ceo|cto|ciso|cro|coo|hr|finance|legal|security|procurement|support|sales|on-call|person|employee|employees|staff|requester|supervisor|you|your|they|he|she|member|members|someone|anyone|nobody|everyone|customer|user|users|department|group|council|partner)\b|[A-Z]{2,}|负责人|经理|主管|团队|部门/u
+const ANSWER_TYPES: Record<AnswerType, { readonly name: string; readonly pattern: RegExp; readonly header?: RegExp }> = {
+  duration: { name: 'duration', pattern: DURATION, header: /(?:^|[^\p{L}])(?:ms|seconds?|minutes?|hours?|days?|weeks?|months?|years?|duration|period|retention)(?:[^\p{L}]|$)/iu },
+  money: { name: 'amount of money', pattern: MONEY, header: /(?:^|[^\p{L}])(?:eur|usd|gbp|chf|price|cost|fee|amount|stipend|allowance)(?:[^\p{L}]|$)|[€$£]/iu },
+  day: { name: 'day', pattern: WEEKDAY_OR_DATE },
+  date: { name: 'date or time', pattern: DATE_OR_TIME },
+  person: { name: 'person or role', pattern: PERSON_OR_ROLE },
+}
+
 /** What a figure of a measure is written with: a size in bytes, a price in a currency, a time in its units. */
 const MEASURE_UNITS: ReadonlyArray<readonly [ReadonlySet<string>, RegExp]> = [
   [new Set(['size']), /\d\s*(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?)\b/iu],
@@ -298,6 +317,14 @@ export function judgeRelevance({
   if (question.wantsFigure && !NUMBER_IN_TEXT.test(document.passages[passageIndex]!.text)) {
     return { relevant: false, coverage, reason: 'the passage gives no number' }
   }
+  const answerType = question.answerType === undefined ? undefined : ANSWER_TYPES[question.answerType]
+  const passage = document.passages[passageIndex]!
+  // A table or CSV row gives its unit in the header row ("| environment | days kept |", "price_eur_per_seat").
+  const rowWithUnit = (type: { readonly header?: RegExp | undefined }) =>
+    document.blocks[passage.block]!.kind === 'row' && type.header !== undefined && type.header.test(passage.context) && /\d/u.test(passage.text)
+  if (answerType !== undefined && !answerType.pattern.test(`${passage.label ?? ''}\n${passage.text}`) && !rowWithUnit(answerType)) {
+    return { relevant: false, coverage, reason: `the passage gives no ${answerType.name}` }
+  }
   const threshold = focus.length > 0 && focusFound === focus.length ? MIN_COVERAGE_WITH_FOCUS : MIN_COVERAGE
   if (coverage < threshold) return { relevant: false, coverage, reason: `coverage ${coverage.toFixed(2)} below ${threshold}` }
   const joinedAround = keywordsMetAsCompound(keywords, around)
@@ -312,8 +339,12 @@ export function judgeRelevance({
   )
   if (otherKind !== undefined) return { relevant: false, coverage, reason: `the passage is not about “${otherKind.text} ${question.modifiers.get(otherKind.text)}”` }
   // A phrase that narrows the question ("for contractors") is not the verb a passage may lack.
-  const narrowed = uncovered.find((k) => question.qualifiers.has(k.text))
+  // Nor is the thing a "which …" question asks for ("Which companies are on the list?").
+  const narrowed = uncovered.find((k) => question.qualifiers.has(k.text) || k.text === question.asksWhich)
   if (narrowed !== undefined) return { relevant: false, coverage, reason: `the passage does not cover “${narrowed.text}”` }
+  // Two key terms side by side in the question ("a different *bank account*") are one thing: both missing, the thing is.
+  const phraseMissing = uncovered.find((k, i) => uncovered.slice(i + 1).some((other) => adjacentInQuestion(keywords, k, other) && ![k, other].some((w) => /(?:ing|ed)$/u.test(w.text))))
+  if (phraseMissing !== undefined && uncovered.length >= 2) return { relevant: false, coverage, reason: `the passage does not cover ${uncovered.map((k) => `“${k.text}”`).join(', ')}` }
   // One key term may be missing from a question of three or more: its verb ("write", "use") — unless the verb is known.
   const allowed = question.frameVerb !== undefined ? 0 : keywords.length >= 6 ? 2 : keywords.length >= 3 ? 1 : 0
   // "Summarise what these files are about": the words asking for a summary are no subject.

@@ -70,7 +70,14 @@ export function containsCjk(text: string): boolean {
 }
 
 function normalise(text: string): string {
-  return text.normalize('NFKC').toLowerCase()
+  return normaliseNumbers(text.normalize('NFKC').toLowerCase())
+}
+
+/** "15,000" and "15k" are the number 15000 (a question and a document may write it either way). */
+export function normaliseNumbers(text: string): string {
+  return text
+    .replace(/(?<![\p{L}\p{N}.,])\d{1,3}(?:,\d{3})+(?![\p{N}]|,\d)/gu, (number) => number.replace(/,/gu, ''))
+    .replace(/(?<![\p{L}\p{N}.,])(\d{1,3})k\b/giu, '$1000')
 }
 
 function isContentWord(word: string): boolean {
@@ -149,7 +156,7 @@ export function pairTerms(text: string): string[] {
 /** What an answer to the question looks like: a cause for "why", a number for "how many", a date for "when". */
 export function answerCue(question: string): RegExp | undefined {
   const text = question.normalize('NFKC').trim()
-  if (/^(why\b|为什么|为何)/iu.test(text)) return /\b(because|reason|so that|since|due to|cause[sd]?|why)\b|因为|原因|由于|所以/iu
+  if (/^(why\b|what\s+(?:caused|causes|led\s+to)\b|为什么|为何)/iu.test(text)) return /\b(because|reason|so that|since|due to|cause[sd]?|why)\b|因为|原因|由于|所以/iu
   if (FIGURE_QUESTION.test(text)) return NUMBER_IN_TEXT
   if (/^(when\b|by when\b)|什么时候|何时/iu.test(text)) return /\d|\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|daily|weekly|monthly)\b|[日月周]/iu
   return undefined
@@ -211,6 +218,10 @@ export interface QuestionTerms {
    * insurance", "days of *paternity* leave"): each mapped to the keyword it qualifies.
    */
   readonly modifiers: ReadonlyMap<string, string>
+  /** The kind of answer the question's form asks for (`answerTypeOf`): the passage must hold one. */
+  readonly answerType: AnswerType | undefined
+  /** The noun of "which X" / "what X" ("*Which companies* are …"): what the answer names, so a passage must have it. */
+  readonly asksWhich: string | undefined
   /** Keywords of a phrase that narrows the question ("the pension match *for contractors*", "*in Germany*"). */
   readonly qualifiers: ReadonlySet<string>
   /** A month that dates what the question asks about ("the *March* ops review"): its terms, and the month. */
@@ -238,6 +249,8 @@ export function analyseQuestion(asked: string): QuestionTerms {
     frameVerb,
     modifiers: modifiersOf(question.normalize('NFKC'), keywords),
     qualifiers: qualifiersOf(question.normalize('NFKC'), keywords),
+    answerType: answerTypeOf(question.normalize('NFKC'), keywords),
+    asksWhich: asksWhichOf(question.normalize('NFKC'), keywords),
     datedSubject: datedSubjectOf(question),
   }
 }
@@ -251,6 +264,31 @@ function qualifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Set<s
     for (const keyword of extractKeywords(phraseAt(rest))) if (texts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text) && !NUMBER_IN_TEXT.test(keyword.text)) qualifiers.add(keyword.text)
   }
   return qualifiers
+}
+
+export type AnswerType = 'duration' | 'money' | 'day' | 'date' | 'person'
+
+const MONEY_WORDS = new Set('cost costs charge charges price prices fee fees spend spent earn earns pay paid worth budget salary'.split(' '))
+
+/**
+ * What the question's form asks for: a duration ("how long"), an amount of money ("how much …
+ * cost"), a day ("which days", "what day of the month"), a date or time ("when"), a person or a
+ * role ("who"). Undefined for other questions.
+ */
+function answerTypeOf(question: string, keywords: ReadonlyArray<Keyword>): AnswerType | undefined {
+  const text = question.trim()
+  if (/^how\s+long\b/iu.test(text)) return 'duration'
+  if (/^how\s+much\b/iu.test(text) && keywords.some((k) => MONEY_WORDS.has(k.text))) return 'money'
+  if (/^(?:which|what)\s+(?:days?|weekdays?)\b|^on\s+(?:which|what)\s+days?\b|\bwhat\s+day\s+of\s+the\b/iu.test(text)) return 'day'
+  if (/^(?:when|by\s+when|what\s+time)\b/iu.test(text)) return 'date'
+  if (/^who(?:m|se)?\b/iu.test(text)) return 'person'
+  return undefined
+}
+
+/** See `QuestionTerms.asksWhich`: the keyword right after a leading which/what, when it is not a generic noun. */
+function asksWhichOf(question: string, keywords: ReadonlyArray<Keyword>): string | undefined {
+  const noun = /^\s*(?:which|what)\s+([\p{L}-]+)\s+(?:is|are|was|were|do|does|did|can|may|should|must|will|has|have)\b/iu.exec(question)?.[1]?.toLowerCase()
+  return noun !== undefined && !GENERIC_NOUNS.has(noun) && keywords.some((k) => k.text === noun) ? noun : undefined
 }
 
 /** Words after which a noun phrase starts: "the dental insurance", "days of paternity leave", "how many vacation days". */
@@ -298,12 +336,18 @@ export function extractKeywords(question: string): Keyword[] {
     const alternatives = terms.length === 1 && !isProper ? alternativesOf(terms[0]!) : []
     keywords.set(text, { text, terms, proper: isProper, ...(alternatives.length > 0 ? { alternatives } : {}) })
   }
-  const original = question.normalize('NFKC')
+  const original = normaliseNumbers(question.normalize('NFKC'))
+  let previousProper = false
   for (const match of original.matchAll(TOKEN)) {
     if (match[1] !== undefined) for (const word of cjkWords(match[1])) add(word.toLowerCase(), false)
     else if (match[2] !== undefined && isContentWord(match[2].toLowerCase())) {
-      add(match[2].toLowerCase().replace(/’/gu, "'"), isProperName(match[2], match.index ?? 0, original))
+      // A number right after a name is part of it ("PostgreSQL 17" is not PostgreSQL 12).
+      const proper: boolean = isProperName(match[2], match.index ?? 0, original) || (previousProper && /^\p{N}+(?:\.\p{N}+)*$/u.test(match[2]))
+      add(match[2].toLowerCase().replace(/’/gu, "'"), proper)
+      previousProper = proper
+      continue
     }
+    previousProper = false
   }
   return [...keywords.values()].slice(0, MAX_QUERY_KEYWORDS)
 }
@@ -311,6 +355,8 @@ export function extractKeywords(question: string): Keyword[] {
 /** Capitalised other than at the start of the question, an acronym (SAML, SEV1), or a file name. */
 function isProperName(word: string, index: number, question: string): boolean {
   if (/\.[a-z0-9]{1,5}$/iu.test(word) && /[a-z]/iu.test(word)) return true
+  // An identifier of letters and digits: p99, v2, fy2026.
+  if (/^(?=.*\p{L})(?=.*\p{N})[\p{L}\p{N}]+$/u.test(word) && !/^\p{N}+(?:st|nd|rd|th|s)$/iu.test(word)) return true
   if (/^\p{Lu}[\p{Lu}\p{N}]+$/u.test(word)) return true
   const atStart = /^[\s"'“‘(¿¡]*$/u.test(question.slice(0, index))
   return !atStart && /^\p{Lu}/u.test(word)
@@ -340,7 +386,7 @@ const QUESTION_FRAME =
   /^\s*(?:(?:what|which|who|where)(?:\s+(?:is|are|was|were|does|do|did))?|when\s+(?:is|are|was|were)|how\s+(?:many|much)(?:\s+(?:is|are|was|were))?|how\s+(?:do|does|can|should)\s+(?:i|we|you))\s+(?:the\s+|a\s+|an\s+)?/iu
 const PHRASE_END = /\s(?:at|in|on|for|of|to|from|with|by|during|when|if|after|before|per|do|does|did|is|are|can|may|must|should|will|would|be|being|that|which|while)\b|[?？!.,;:]/iu
 /** "How is the input limit computed?" asks about "input limit". */
-const PASSIVE_FRAME = /^\s*(?:how|when|where)\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.+?)\s+\p{L}+(?:ed|en|id|lt|pt|nt|wn|ne)\s*[?？.!]*\s*$/iu
+const PASSIVE_FRAME = /^\s*(?:how(?:\s+(?:long|often|soon|quickly|fast))?|when|where)\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.+?)\s+\p{L}+(?:ed|en|id|lt|pt|nt|wn|ne)\s*[?？.!]*\s*$/iu
 /** 值班补贴是多少？: the question words at the end follow the subject asked about. */
 const CHINESE_ASKS_ABOUT_SUBJECT = /(?:是什么|是多少|是哪些|有哪些|有多少|是多久|有多长)[？?。]*$/u
 const CHINESE_QUESTION_TAIL = /(?:是什么|是多少|是哪些|有哪些|有多少|多少|多长|多久|怎么样|怎么|如何|吗|呢|[？?。])+.*$/u
@@ -397,9 +443,16 @@ export function keywordTermsMatch(keyword: Keyword, terms: ReadonlySet<string>):
 // A summary of a folder ("Summarise what these files are about", "give me an overview of this folder")
 
 /** Words for the files in scope as a whole. */
-const COLLECTION = String.raw`(?:files?|documents?|docs|folders?|director(?:y|ies)|notes|pages|workspace|scope|corpus|everything)`
+const COLLECTION = String.raw`(?:files?|documents?|docs|folders?|director(?:y|ies)|notes|pages|workspace|scope|corpus|everything|wikis?|spaces?|knowledge\s+base)`
 /** "these files", "this folder", "all the documents", "the engineering folder" (its name captured). */
-const COLLECTIVE = new RegExp(String.raw`\b(?:(?:all\s+(?:of\s+)?)?(?:these|this|the|my|our|those)\s+(?:([\p{L}\p{N}._-]+)\s+)?${COLLECTION}|everything(?:\s+here)?|all\s+(?:of\s+)?(?:them|it))\b`, 'giu')
+const COLLECTIVE = new RegExp(
+  String.raw`\b(?:(?:all\s+(?:of\s+)?)?(?:these|this|the|my|our|those)\s+(?:[\p{L}\p{N}._-]+\s+)??(?:([\p{L}\p{N}._-]+)\s+)?${COLLECTION}|everything(?:\s+here)?|all\s+(?:of\s+)?(?:them|it)` +
+    // "these ADRs", "all the runbooks": a plural after these/those/all names the files in scope.
+    String.raw`|(?:these|those|all\s+(?:of\s+)?(?:the|these|our|my))\s+(?:[\p{L}\p{N}._-]+\s+)?\p{L}[\p{L}\p{N}-]*s)\b`,
+  'giu',
+)
+/** "What docs does finance have?": which files a team or a folder has. */
+const WHAT_FILES_FORM = new RegExp(String.raw`^\s*what\s+(?:kinds?\s+of\s+)?(?:${COLLECTION})\s+(?:do|does)\s+(?:we|you|i|the\s+)?([\p{L}\p{N}._-]+(?:\s+[\p{L}\p{N}._-]+)?)?\s*(?:have|hold|keep|contain)\s*[?？.!]*\s*$`, 'iu')
 /** Asks for the gist: summarise, sum up, an overview, the gist, tl;dr. */
 const SUMMARY_VERB = /\b(?:summar(?:y|ies|ise|ize|ising|izing)|sum\s+up|overview|gist|tl;?dr|key\s+points|main\s+points|rundown)\b/iu
 /** "What are these files about?", "what is this folder about" — about at the end, the collection its subject. */
@@ -434,6 +487,8 @@ export function folderSummaryRequest(question: string): { readonly folder: strin
   const text = question.normalize('NFKC')
   if (containsCjk(text)) return CHINESE_FOLDER_SUMMARY.test(text) ? { folder: undefined } : undefined
   const lower = text.toLowerCase()
+  const whatFiles = WHAT_FILES_FORM.exec(lower)
+  if (whatFiles !== null) return { folder: whatFiles[1] === undefined || ['we', 'you', 'i'].includes(whatFiles[1]) ? undefined : whatFiles[1] }
   if (!SUMMARY_VERB.test(lower) && !ABOUT_FORM.test(lower)) return undefined
   let folder: string | undefined
   const rest = lower.replace(COLLECTIVE, (whole, name: string | undefined) => {
