@@ -44,7 +44,7 @@ describe('judgeRelevance', () => {
 
 describe('judgeRelevance: the key terms of the question', () => {
   const PURCHASING = [
-    { name: 'equipment.md', text: '# Equipment\n\nLaptop purchases need a receipt and the asset tag.\n\nMonitors are ordered through the office team.\n' },
+    { name: 'equipment.md', text: '# Equipment\n\nLaptop purchases need a receipt and the asset tag from the office team.\n\nMonitors are ordered through the office team.\n' },
   ]
 
   test('a near-topic passage that lacks two key terms is not an answer, even at half the coverage', () => {
@@ -139,6 +139,28 @@ describe('judgeRelevance: another kind of the thing asked about (issue 41)', () 
     expect(judged('What is the pension match for employees?', [
       { name: 'pension.md', text: '# Pension\n\nThe company matches pension contributions of employees up to 6 % of the salary.\n' },
     ]).some((r) => r.relevant)).toBe(true)
+  })
+})
+
+describe('judgeRelevance: the kind of answer the question asks for', () => {
+  const FINANCE = [
+    { name: 'payments.md', text: '# Payments\n\nIf an invoice is wrong, tell AP within 10 business days.\n\nThe payment run is on Tuesdays and Thursdays; suppliers are paid on the next run.\n' },
+    { name: 'contacts.md', text: '# Contacts\n\nIncident response retainer: Blackline Forensics, contract number BF-2291.\n' },
+    { name: 'backups.csv', text: 'environment,days kept\nstaging,7\nproduction,35\n' },
+  ]
+
+  test('"which days" is answered by a day, not by a passage that counts days', () => {
+    const results = judged('Which days are suppliers paid?', FINANCE)
+    expect(results.filter((r) => r.relevant).map((r) => r.text)).toEqual(['The payment run is on Tuesdays and Thursdays; suppliers are paid on the next run.'])
+    expect(results.find((r) => r.text.startsWith('If an invoice'))?.reason).toBe('the passage gives no day')
+  })
+
+  test('"how much … cost" needs an amount of money: a contract number is none', () => {
+    expect(judged('How much does the Blackline Forensics retainer cost?', FINANCE).find((r) => r.text.includes('BF-2291'))?.reason).toBe('the passage gives no amount of money')
+  })
+
+  test('"how long" is answered by a row whose header gives the unit', () => {
+    expect(judged('How long are staging backups kept?', FINANCE).find((r) => r.text.startsWith('staging'))?.relevant).toBe(true)
   })
 })
 

@@ -211,3 +211,36 @@ describe('analyseQuestion: modifiers and qualifiers', () => {
   })
 })
 
+describe('analyseQuestion: the kind of answer asked for', () => {
+  test.each([
+    ['How long are staging backups retained?', 'duration'],
+    ['How much does the Team plan cost per month?', 'money'],
+    ['How much RAM does the server have?', undefined],
+    ['Which days do suppliers get paid?', 'day'],
+    ['What day of the month is salary paid?', 'day'],
+    ['When does the flash P&L go out?', 'date'],
+    ['Who approves a refund?', 'person'],
+    ['What is the refund policy?', undefined],
+  ])('%j → %s', (question, type) => {
+    expect(analyseQuestion(question).answerType).toBe(type)
+  })
+
+  test('"which X" names what the answer is about', () => {
+    expect(analyseQuestion('Which companies are on the preferred supplier list?').asksWhich).toBe('companies')
+    expect(analyseQuestion('What rate is charged?').asksWhich).toBeUndefined()
+  })
+
+  test('15,000 and 15k are one number, in questions and in texts', () => {
+    expect(texts('How many quotes for a 15,000 dollar purchase?')).toEqual(['quotes', '15000', 'dollar', 'purchase'])
+    expect(texts('Who signs a $30k contract?')).toEqual(['signs', '30000', 'contract'])
+    expect(matchTerms('Purchases from 10,000 to 50,000 USD')).toEqual(['purchas', '10000', '50000', 'usd'])
+  })
+
+  test('identifiers and a number after a name are names', () => {
+    const proper = (question: string) => extractKeywords(question).filter((k) => k.proper).map((k) => k.text)
+    expect(proper("What's the p99 latency SLO?")).toEqual(['p99', 'slo'])
+    expect(proper('When are we upgrading to PostgreSQL 17?')).toEqual(['postgresql', '17'])
+    expect(proper('How many days are there in 2026?')).toEqual([])
+  })
+})
+

@@ -238,19 +238,21 @@ export function analyseQuestion(asked: string): QuestionTerms {
   const keywords = extractKeywords(question.normalize('NFKC').replace(FILES_THAT, ''))
   const frameVerb = keywords.find((k) => k.text === PARTICIPLE_FRAME.exec(question.normalize('NFKC'))?.[1]?.toLowerCase())?.text
   const phrase = focusPhrase(question)
+  const answerType = answerTypeOf(question.normalize('NFKC'), keywords)
   const focusTexts = new Set(phrase.text === undefined ? [] : extractKeywords(phrase.text).map((k) => k.text).filter((text) => text !== frameVerb))
   return {
     keywords,
     focusIsAction: phrase.action,
     asksForMeasure: phrase.measure,
-    focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text)),
+    // "Which days …" is answered by "Tuesdays": the answer's kind is no word the passage must have.
+    focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text) && !(answerType === 'day' && DAY_WORDS.has(keyword.text))),
     wantsSummary: SUMMARY_INTENT.test(question),
     wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()),
     frameVerb,
     modifiers: modifiersOf(question.normalize('NFKC'), keywords),
     qualifiers: qualifiersOf(question.normalize('NFKC'), keywords),
-    answerType: answerTypeOf(question.normalize('NFKC'), keywords),
-    asksWhich: asksWhichOf(question.normalize('NFKC'), keywords),
+    answerType,
+    asksWhich: answerType === 'day' ? undefined : asksWhichOf(question.normalize('NFKC'), keywords),
     datedSubject: datedSubjectOf(question),
   }
 }
@@ -268,6 +270,7 @@ function qualifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Set<s
 
 export type AnswerType = 'duration' | 'money' | 'day' | 'date' | 'person'
 
+const DAY_WORDS = new Set(['day', 'days', 'weekday', 'weekdays'])
 const MONEY_WORDS = new Set('cost costs charge charges price prices fee fees spend spent earn earns pay paid worth budget salary'.split(' '))
 
 /**
