@@ -211,6 +211,31 @@ export function missingKeyTerms({
   return keywords.filter((k) => !isGenericNoun(k.text) && !common(k) && !matched(k))
 }
 
+/**
+ * Whether a whole list (`Passage.lastBlock`) matches two or more of the question's keywords only
+ * in different items, those keywords not being in its heading, section or file name.
+ */
+function listFactsSpread({
+  document,
+  passageIndex,
+  keywords,
+  matches,
+}: {
+  document: ReadDocument
+  passageIndex: number
+  keywords: ReadonlyArray<Keyword>
+  matches: (k: Keyword, terms: ReadonlySet<string>) => boolean
+}): boolean {
+  const passage = document.passages[passageIndex]!
+  if (passage.lastBlock === undefined) return false
+  const { text, context } = document.passageTerms[passageIndex]!
+  const label = new Set([...matchTerms(passage.label ?? ''), ...pairTerms(passage.label ?? ''), ...context, ...document.nameTerms])
+  const inItems = keywords.filter((k) => matches(k, text) && !matches(k, label))
+  if (inItems.length < 2) return false
+  const items = document.blocks.slice(passage.block, passage.lastBlock + 1).map((block) => new Set([...matchTerms(block.text), ...pairTerms(block.text)]))
+  return !items.some((terms) => inItems.every((k) => matches(k, terms)))
+}
+
 /** Whether two keywords stand next to each other in the question's keyword order (a verb in -ing or -ed does not make a phrase with its neighbour). */
 function adjacentInQuestion(keywords: ReadonlyArray<Keyword>, a: Keyword, b: Keyword): boolean {
   return Math.abs(keywords.indexOf(a) - keywords.indexOf(b)) === 1
@@ -232,15 +257,16 @@ const ANSWER_TYPES: Record<AnswerType, { readonly name: string; readonly pattern
 
 /** What a figure of a measure is written with: a size in bytes, a price in a currency, a time in its units. */
 const MEASURE_UNITS: ReadonlyArray<readonly [ReadonlySet<string>, RegExp]> = [
-  [new Set(['size']), /\d\s*(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?)\b/iu],
+  [new Set(['size']), /\d\s*(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?|lines?|files?|pages?|words?|rows?)\b/iu],
   [new Set(['cost', 'costs', 'price', 'prices', 'fee', 'fees', 'amount', 'amounts', 'budget', 'budgets']), /[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur|euros?|usd|dollars?|gbp|pounds?|chf|cny|rmb|yuan|元)|\bfree\b|免费/iu],
+  [new Set(['rate', 'rates', 'percentage', 'commission']), /\d\s*%|\bper\s*cent|[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur\b|usd\b|gbp\b)|\d\s*(?:x|times)\b/iu],
   [new Set(['time', 'times', 'duration', 'deadline']), /\d\s*(?:ms|s|sec(?:ond)?s?|min(?:ute)?s?|h|hours?|days?|weeks?|months?|years?|business days|working days)\b|\d{1,2}:\d{2}|[天周月年小时分钟]/iu],
 ]
 
 /**
- * Asked for a measure ("the maximum size of a file"), a passage that does not name the measure
- * must give a figure in its unit (50 MB): "at most 6000 characters" is not a size in bytes. The
- * measure keyword it lacks, when there is one.
+ * Asked about a measure ("the maximum size of a file", "the commission rate"), a passage that does
+ * not name the measure must give a figure in its unit (50 MB, 8 %): "at most 6000 characters" is
+ * not a size in bytes, a date is not a rate. The measure keyword it lacks, when there is one.
  */
 function measureWithoutUnit({ keywords, text, matched }: { keywords: ReadonlyArray<Keyword>; text: string; matched: (k: Keyword) => boolean }): Keyword | undefined {
   for (const keyword of keywords) {
@@ -297,6 +323,9 @@ export function judgeRelevance({
       ? keywords.find((k) => k.text === dated.month)
       : undefined
   if (otherMonth !== undefined) return { relevant: false, coverage, reason: `${document.uri} is dated in another month than “${otherMonth.text}”` }
+  // Asked for a figure, a whole list under a heading does not piece the question's words together from several items: the figure of one item is not the answer to the words of another.
+  const spread = question.wantsFigure && listFactsSpread({ document, passageIndex, keywords, matches })
+  if (spread) return { relevant: false, coverage, reason: 'the list has the question’s words only across several items' }
   // A passage must say something about the question itself — unless its file is named after it.
   const named = keywords.filter((k) => keywordTermsMatch(k, document.nameTerms)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
   if (!keywords.some((k) => matches(k, textTerms)) && named * 2 < total) return { relevant: false, coverage, reason: 'no keyword in the passage itself' }
@@ -312,7 +341,7 @@ export function judgeRelevance({
   if (question.asksForMeasure && !FIGURE.test(document.passages[passageIndex]!.text)) {
     return { relevant: false, coverage, reason: 'the passage gives no figure' }
   }
-  const unitless = question.asksForMeasure ? measureWithoutUnit({ keywords, text: document.passages[passageIndex]!.text, matched: (k) => matches(k, around) }) : undefined
+  const unitless = measureWithoutUnit({ keywords, text: document.passages[passageIndex]!.text, matched: (k) => matches(k, around) })
   if (unitless !== undefined) return { relevant: false, coverage, reason: `the passage gives no “${unitless.text}” and no figure of one` }
   if (question.wantsFigure && !NUMBER_IN_TEXT.test(document.passages[passageIndex]!.text)) {
     return { relevant: false, coverage, reason: 'the passage gives no number' }
