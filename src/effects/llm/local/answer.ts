@@ -108,7 +108,10 @@ function documentAsked({
   // A summary is named after its source: the source wins the tie.
   const best = shares.sort((a, b) => b.share - a.share || Number(a.document.layer !== undefined) - Number(b.document.layer !== undefined))[0]
   if (best === undefined || best.share === 0) return undefined
-  return best.share > 0.999 || question.wantsSummary ? best.document : undefined
+  if (question.wantsSummary) return best.document
+  // "How often …", "When is …", "Who …" ask for a fact, even of a file named after every word of the question.
+  const asksForFact = question.wantsFigure || question.answerType !== undefined || question.asksForMeasure
+  return best.share > 0.999 && !asksForFact ? best.document : undefined
 }
 
 export function answerFromDocuments({

@@ -248,6 +248,7 @@ const DATE_OR_TIME = /\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|
 /** A person (a capitalised name inside a sentence) or a role. */
 const PERSON_OR_ROLE = /(?<=\p{L}[\s,(]+|[:：]\s*)\p{Lu}\p{Ll}+|\b(?:manager|managers|lead|leads|head|director|owner|owners|team|officer|admin|administrator|engineer|agent|desk|committee|board|controller|chair|approver|vp|cfo|ceo|cto|ciso|cro|coo|hr|finance|legal|security|procurement|support|sales|on-call|person|employee|employees|staff|requester|supervisor|you|your|they|he|she|member|members|someone|anyone|nobody|everyone|customer|user|users|department|group|council|partner)\b|[A-Z]{2,}|负责人|经理|主管|团队|部门/u
 const ANSWER_TYPES: Record<AnswerType, { readonly name: string; readonly pattern: RegExp; readonly header?: RegExp }> = {
+  frequency: { name: 'frequency', pattern: /\d+\s*(?:times|x)\b|\b(?:every|each|per|once|twice|daily|weekly|fortnightly|monthly|quarterly|yearly|annually|hourly|nightly|always|never|whenever)\b|每/iu },
   duration: { name: 'duration', pattern: DURATION, header: /(?:^|[^\p{L}])(?:ms|seconds?|minutes?|hours?|days?|weeks?|months?|years?|duration|period|retention)(?:[^\p{L}]|$)/iu },
   money: { name: 'amount of money', pattern: MONEY, header: /(?:^|[^\p{L}])(?:eur|usd|gbp|chf|price|cost|fee|amount|stipend|allowance)(?:[^\p{L}]|$)|[€$£]/iu },
   day: { name: 'day', pattern: WEEKDAY_OR_DATE },

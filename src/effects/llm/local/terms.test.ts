@@ -214,6 +214,8 @@ describe('analyseQuestion: modifiers and qualifiers', () => {
 describe('analyseQuestion: the kind of answer asked for', () => {
   test.each([
     ['How long are staging backups retained?', 'duration'],
+    ['How often do we do access reviews?', 'frequency'],
+    ['How long does my password need to be?', undefined],
     ['How much does the Team plan cost per month?', 'money'],
     ['How much RAM does the server have?', undefined],
     ['Which days do suppliers get paid?', 'day'],
@@ -223,6 +225,11 @@ describe('analyseQuestion: the kind of answer asked for', () => {
     ['What is the refund policy?', undefined],
   ])('%j → %s', (question, type) => {
     expect(analyseQuestion(question).answerType).toBe(type)
+  })
+
+  test('"how long does it need to be" asks for a length: "long" is a keyword, and no duration is needed', () => {
+    expect(analyseQuestion('How long does my password need to be?').keywords.map((k) => k.text)).toEqual(['password', 'long'])
+    expect(analyseQuestion('How often do we do access reviews?').wantsFigure).toBe(false)
   })
 
   test('"which X" names what the answer is about', () => {

@@ -235,7 +235,9 @@ const FILES_THAT = /^\s*(?:which|what)\s+(?:files?|documents?|docs|pages?|notes)
 
 export function analyseQuestion(asked: string): QuestionTerms {
   const question = normaliseQuestionPhrases(asked)
-  const keywords = extractKeywords(question.normalize('NFKC').replace(FILES_THAT, ''))
+  const extracted = extractKeywords(question.normalize('NFKC').replace(FILES_THAT, ''))
+  // "How long does my password need to be?" asks for a length: "long" is what its answer says ("14 characters long").
+  const keywords = LENGTH_QUESTION.test(question.normalize('NFKC').trim()) && extracted.length < MAX_QUERY_KEYWORDS ? [...extracted, ...extractKeywords('length').map((k) => ({ ...k, text: 'long', terms: ['long', 'length'] }))] : extracted
   const frameVerb = keywords.find((k) => k.text === PARTICIPLE_FRAME.exec(question.normalize('NFKC'))?.[1]?.toLowerCase())?.text
   const phrase = focusPhrase(question)
   const answerType = answerTypeOf(question.normalize('NFKC'), keywords)
@@ -247,7 +249,8 @@ export function analyseQuestion(asked: string): QuestionTerms {
     // "Which days …" is answered by "Tuesdays": the answer's kind is no word the passage must have.
     focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text) && !(answerType === 'day' && DAY_WORDS.has(keyword.text))),
     wantsSummary: SUMMARY_INTENT.test(question),
-    wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()),
+    // "How often" is answered by "every quarter" as well as by "twice a year".
+    wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()) && answerType !== 'frequency',
     frameVerb,
     modifiers: modifiersOf(question.normalize('NFKC'), keywords),
     qualifiers: qualifiersOf(question.normalize('NFKC'), keywords),
@@ -268,7 +271,9 @@ function qualifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Set<s
   return qualifiers
 }
 
-export type AnswerType = 'duration' | 'money' | 'day' | 'date' | 'person'
+const LENGTH_QUESTION = /^how\s+long\b.*\bbe\s*[?？.!]*\s*$/iu
+
+export type AnswerType = 'duration' | 'frequency' | 'money' | 'day' | 'date' | 'person'
 
 const DAY_WORDS = new Set(['day', 'days', 'weekday', 'weekdays'])
 const MONEY_WORDS = new Set('cost costs charge charges price prices fee fees spend spent earn earns pay paid worth budget salary'.split(' '))
@@ -280,7 +285,9 @@ const MONEY_WORDS = new Set('cost costs charge charges price prices fee fees spe
  */
 function answerTypeOf(question: string, keywords: ReadonlyArray<Keyword>): AnswerType | undefined {
   const text = question.trim()
-  if (/^how\s+long\b/iu.test(text)) return 'duration'
+  // "How long does my password need to be?" asks for a length, not a time.
+  if (/^how\s+long\b/iu.test(text) && !LENGTH_QUESTION.test(text)) return 'duration'
+  if (/^how\s+often\b/iu.test(text)) return 'frequency'
   if (/^how\s+much\b/iu.test(text) && keywords.some((k) => MONEY_WORDS.has(k.text))) return 'money'
   if (/^(?:which|what)\s+(?:days?|weekdays?)\b|^on\s+(?:which|what)\s+days?\b|\bwhat\s+day\s+of\s+the\b/iu.test(text)) return 'day'
   if (/^(?:when|by\s+when|what\s+time)\b/iu.test(text)) return 'date'
