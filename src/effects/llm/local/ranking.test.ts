@@ -164,3 +164,15 @@ describe('judgeRelevance: the kind of answer the question asks for', () => {
   })
 })
 
+describe('judgeRelevance: numbers of the question', () => {
+  const PLAN = [
+    { name: 'plan.md', text: '# Plan\n\n## 4. When commission is paid\n\n- Commission is paid at the end of the month after it was earned.\n- Statements are in Spiff by the 10th of each month.\n\n## 5. Clawbacks\n\nCommission is clawed back if the customer cancels within the first 6 months.\n' },
+  ]
+
+  test('a number the question gives is never the key term a passage may lack, and a section number is no figure', () => {
+    const results = judged('What happens to my commission if the customer cancels in month 4?', PLAN)
+    expect(results.filter((r) => r.relevant)).toEqual([])
+    expect(results.find((r) => r.text.startsWith('Commission is clawed'))?.reason).toBe('the passage does not cover “4”')
+  })
+})
+

@@ -49,12 +49,18 @@ export function readDocument({ uri, page, layer }: { readonly uri: string; reado
     terms,
     passageTerms: passages.map((passage) => {
       // With its pairs of adjacent words, so that "parental leave" is matched as a phrase.
-      const own = passage.label === undefined ? passage.text : `${passage.label} ${passage.text}`
+      const own = passage.label === undefined ? passage.text : `${withoutSectionNumbers(passage.label)} ${passage.text}`
       const text = [...matchTerms(own), ...pairTerms(own)]
-      const context = [...matchTerms(passage.context), ...pairTerms(passage.context)]
+      const headings = withoutSectionNumbers(passage.context)
+      const context = [...matchTerms(headings), ...pairTerms(headings)]
       return { text: new Set(text), context: new Set(context), around: new Set([...text, ...context, ...nameTerms]) }
     }),
   }
+}
+
+/** A heading's section number ("## 4. Payout", "3.2 Refunds") is no figure of the text; a version ("## 4.3.0 — …") is kept. */
+function withoutSectionNumbers(headings: string): string {
+  return headings.replace(/(^|\n)\s*\d{1,2}(?:\.\d{1,2})?\.?\s+(?=\p{L})/gu, '$1')
 }
 
 export function fileNameOf(uri: string): string {
@@ -370,7 +376,10 @@ export function judgeRelevance({
   if (otherKind !== undefined) return { relevant: false, coverage, reason: `the passage is not about “${otherKind.text} ${question.modifiers.get(otherKind.text)}”` }
   // A phrase that narrows the question ("for contractors") is not the verb a passage may lack.
   // Nor is the thing a "which …" question asks for ("Which companies are on the list?").
-  const narrowed = uncovered.find((k) => question.qualifiers.has(k.text) || k.text === question.asksWhich)
+  // A number the question gives ("above 125 %") is not a verb either.
+  const narrowed =
+    uncovered.find((k) => question.qualifiers.has(k.text) || /^\p{N}+$/u.test(k.text)) ??
+    keywords.find((k) => k.text === question.asksWhich && !matches(k, around) && !joinedAround.has(k.text))
   if (narrowed !== undefined) return { relevant: false, coverage, reason: `the passage does not cover “${narrowed.text}”` }
   // Two key terms side by side in the question ("a different *bank account*") are one thing: both missing, the thing is.
   const phraseMissing = uncovered.find((k, i) => uncovered.slice(i + 1).some((other) => adjacentInQuestion(keywords, k, other) && ![k, other].some((w) => /(?:ing|ed)$/u.test(w.text))))

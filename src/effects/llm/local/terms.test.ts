@@ -127,7 +127,7 @@ describe('matchTerms', () => {
 
   test('dotted and hyphenated tokens also match by their parts', () => {
     expect(matchTerms('cats.md')).toEqual(['cats.md', 'cat', 'md'])
-    expect(matchTerms('wi-fi')).toEqual(['wi-fi', 'wi', 'fi'])
+    expect(matchTerms('wi-fi')).toEqual(['wi-fi', 'wifi', 'wi', 'fi'])
   })
 
   test('CJK text is matched by overlapping character pairs, whatever the segmentation', () => {
@@ -248,6 +248,30 @@ describe('analyseQuestion: the kind of answer asked for', () => {
     expect(proper("What's the p99 latency SLO?")).toEqual(['p99', 'slo'])
     expect(proper('When are we upgrading to PostgreSQL 17?')).toEqual(['postgresql', '17'])
     expect(proper('How many days are there in 2026?')).toEqual([])
+  })
+})
+
+describe('word forms of ordinary writing', () => {
+  test.each([
+    ['capitalised', 'capitalized'],
+    ['licence', 'license'],
+    ['colour', 'color'],
+    ['catalogue', 'catalog'],
+    ['organisation', 'organization'],
+  ])('British and American spellings meet: %s / %s', (british, american) => {
+    expect(stem(british)).toBe(stem(american))
+  })
+
+  test('an acronym\'s plural is the acronym, a hyphenated word also its joined spelling, P&L one word', () => {
+    expect(matchTerms('account executives (AEs)')).toContain('ae')
+    expect(texts('What is the ramp for new AEs?')).toContain('ae')
+    expect(matchTerms('Registered non-profit organisations')).toContain(stem('nonprofit'))
+    expect(texts('When does the flash P&L go out?')).toEqual(['flash', 'p&l'])
+  })
+
+  test('contractions and framing verbs are no keywords', () => {
+    expect(texts("Why didn't we go with DynamoDB?")).toEqual(['dynamodb'])
+    expect(texts("What do I earn once I'm above quota?")).toEqual(['earn', 'quota'])
   })
 })
 

@@ -12,7 +12,7 @@ export { stem }
 const CJK_CLASS = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}'
 const CJK_CHAR = new RegExp(`[${CJK_CLASS}]`, 'u')
 const LATIN = `(?:(?![${CJK_CLASS}])[\\p{L}\\p{N}])`
-const TOKEN = new RegExp(`([${CJK_CLASS}]+)|(${LATIN}+(?:[._'’-]${LATIN}+)*)`, 'gu')
+const TOKEN = new RegExp(`([${CJK_CLASS}]+)|(${LATIN}+(?:[._'’&-]${LATIN}+)*)`, 'gu')
 const WORD_SEGMENTER = new Intl.Segmenter('zh', { granularity: 'word' })
 
 const ENGLISH_STOP_WORDS = new Set(
@@ -29,7 +29,10 @@ const ENGLISH_STOP_WORDS = new Set(
     // Words that frame a question rather than name its subject.
     'happen happens happened happening say says said mean means meant many make makes made way ways thing things ' +
     'take takes took long often quickly exactly really actually usually currently still kind sort anything something ' +
-    'someone anyone everything hold holds held idea ideas worth due needs needed needing'
+    'someone anyone everything hold holds held idea ideas worth due needs needed needing ' +
+    // Contractions (their apostrophe dropped) and the verbs that frame "which … do I use", "when does it go out".
+    'im ive youre youve theyre theyve weve its dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt shouldnt hasnt havent ' +
+    'use uses used using go goes going went gone'
   ).split(' '),
 )
 
@@ -70,7 +73,12 @@ export function containsCjk(text: string): boolean {
 }
 
 function normalise(text: string): string {
-  return normaliseNumbers(text.normalize('NFKC').toLowerCase())
+  return normaliseNumbers(singularAcronyms(text.normalize('NFKC')).toLowerCase())
+}
+
+/** "AEs", "SDRs", "ADRs": an acronym's plural is the acronym. */
+function singularAcronyms(text: string): string {
+  return text.replace(/(?<![\p{L}\p{N}])(\p{Lu}{2,})s(?![\p{L}\p{N}])/gu, '$1')
 }
 
 /** "15,000" and "15k" are the number 15000 (a question and a document may write it either way). */
@@ -94,7 +102,9 @@ function latinTerms(possessive: string): string[] {
   const token = possessive.replace(/['’]s$/u, '')
   const parts = token.split(/[._'’-]/u).filter((part) => part !== '' && isContentWord(part))
   const whole = isContentWord(token) ? [stem(token)] : []
-  return parts.length > 1 ? [...whole, ...parts.map(stem)] : whole
+  // "non-profit" is also "nonprofit", "e-mail" "email".
+  const joined = /^[\p{L}]+(?:-[\p{L}]+)+$/u.test(token) ? [stem(token.replace(/-/gu, ''))] : []
+  return parts.length > 1 ? [...whole, ...joined, ...parts.map(stem)] : whole
 }
 
 function cjkPairs(run: string): string[] {
@@ -301,6 +311,9 @@ function asksWhichOf(question: string, keywords: ReadonlyArray<Keyword>): string
   return noun !== undefined && !GENERIC_NOUNS.has(noun) && keywords.some((k) => k.text === noun) ? noun : undefined
 }
 
+/** Adjectives that say which one or how big, not what kind: "a *different* bank account" is still a bank account. */
+const PLAIN_ADJECTIVES = new Set('new old different same other another current next last first previous small large big whole full main single extra additional existing specific certain own usual normal standard regular'.split(' '))
+
 /** Words after which a noun phrase starts: "the dental insurance", "days of paternity leave", "how many vacation days". */
 const NOUN_PHRASE_START = /^(?:the|a|an|of|for|my|our|your|their|his|her|its|many|much|any|each|every|per|on|in|at|to|from|with|about|this|that|these|those|no)$/iu
 
@@ -314,7 +327,7 @@ function modifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Map<st
     if (!word.latin || !next.latin || !NOUN_PHRASE_START.test(before.text) || /\S/u.test(question.slice(word.end, next.start))) continue
     // Not a kind of the next word: an owner ("a master's degree"), a measure ("a nine-hour flight"),
     // or a subject whose verb is next ("does the company pay the …").
-    if (/['’]s$/u.test(word.text) || NUMBER_IN_TEXT.test(word.text) || (after !== undefined && NOUN_PHRASE_START.test(after.text) && !/^of$/iu.test(after.text))) continue
+    if (/['’]s$/u.test(word.text) || NUMBER_IN_TEXT.test(word.text) || PLAIN_ADJECTIVES.has(word.text) || (after !== undefined && NOUN_PHRASE_START.test(after.text) && !/^of$/iu.test(after.text))) continue
     const [modifier, head] = [byText.get(word.text), byText.get(next.text)]
     if (modifier !== undefined && head !== undefined && !modifier.proper) modifiers.set(modifier.text, head.text)
   }
@@ -346,7 +359,7 @@ export function extractKeywords(question: string): Keyword[] {
     const alternatives = terms.length === 1 && !isProper ? alternativesOf(terms[0]!) : []
     keywords.set(text, { text, terms, proper: isProper, ...(alternatives.length > 0 ? { alternatives } : {}) })
   }
-  const original = normaliseNumbers(question.normalize('NFKC'))
+  const original = normaliseNumbers(singularAcronyms(question.normalize('NFKC')))
   let previousProper = false
   for (const match of original.matchAll(TOKEN)) {
     if (match[1] !== undefined) for (const word of cjkWords(match[1])) add(word.toLowerCase(), false)
@@ -393,7 +406,7 @@ function cjkWords(run: string): string[] {
 }
 
 const QUESTION_FRAME =
-  /^\s*(?:(?:what|which|who|where)(?:\s+(?:is|are|was|were|does|do|did))?|when\s+(?:is|are|was|were)|how\s+(?:many|much)(?:\s+(?:is|are|was|were))?|how\s+(?:do|does|can|should)\s+(?:i|we|you))\s+(?:the\s+|a\s+|an\s+)?/iu
+  /^\s*(?:(?:what|which|who|where)(?:\s+(?:is|are|was|were|does|do|did)|['’]s)?|when\s+(?:is|are|was|were)|how\s+(?:many|much)(?:\s+(?:is|are|was|were))?|how\s+(?:do|does|can|should)\s+(?:i|we|you))\s+(?:the\s+|a\s+|an\s+)?/iu
 const PHRASE_END = /\s(?:at|in|on|for|of|to|from|with|by|during|when|if|after|before|per|do|does|did|is|are|can|may|must|should|will|would|be|being|that|which|while)\b|[?？!.,;:]/iu
 /** "How is the input limit computed?" asks about "input limit". */
 const PASSIVE_FRAME = /^\s*(?:how(?:\s+(?:long|often|soon|quickly|fast))?|when|where)\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.+?)\s+\p{L}+(?:ed|en|id|lt|pt|nt|wn|ne)\s*[?？.!]*\s*$/iu
