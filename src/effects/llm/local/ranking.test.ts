@@ -176,3 +176,15 @@ describe('judgeRelevance: numbers of the question', () => {
   })
 })
 
+describe('judgeRelevance: who', () => {
+  test('"who" is answered by a person or a role other than the question\'s own words', () => {
+    const DISCOUNTS = [
+      { name: 'discounts.md', text: '# Discounts\n\nNon-profits get 25% off without further approval.\n\nA 25% discount needs the approval of the VP Sales.\n\nThe approver of a 25% discount may extend it.\n' },
+    ]
+    const results = judged('Who has to approve a 25% discount?', DISCOUNTS)
+    expect(results.filter((r) => r.relevant).map((r) => r.text)).toEqual(['A 25% discount needs the approval of the VP Sales.'])
+    expect(results.find((r) => r.text.startsWith('Non-profits'))?.reason).toBe('the passage gives no person or role')
+    expect(results.find((r) => r.text.startsWith('The approver'))?.reason).toBe('the passage gives no person or role')
+  })
+})
+

@@ -242,6 +242,14 @@ function listFactsSpread({
   return !items.some((terms) => inItems.every((k) => matches(k, terms)))
 }
 
+/** Terms of a passage's own text, its nearest heading and its lead-in (a table's header row), not of the document's title above them. */
+function nearTerms({ document, passageIndex }: { document: ReadDocument; passageIndex: number }): Set<string> {
+  const passage = document.passages[passageIndex]!
+  const block = document.blocks[passage.block]!
+  const near = withoutSectionNumbers([block.headings.length > 1 ? block.headings.at(-1)! : '', block.lead ?? ''].join('\n'))
+  return new Set([...document.passageTerms[passageIndex]!.text, ...matchTerms(near), ...pairTerms(near)])
+}
+
 /** Whether two keywords stand next to each other in the question's keyword order (a verb in -ing or -ed does not make a phrase with its neighbour). */
 function adjacentInQuestion(keywords: ReadonlyArray<Keyword>, a: Keyword, b: Keyword): boolean {
   return Math.abs(keywords.indexOf(a) - keywords.indexOf(b)) === 1
@@ -251,15 +259,26 @@ const DURATION = /\d\s*(?:-|–|to\s+\d+\s*)?\s*(?:ms|s|secs?|seconds?|mins?|min
 const MONEY = /[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur\b|euros?\b|usd\b|dollars?\b|gbp\b|pounds?\b|chf\b|cny\b|rmb\b|yuan\b|元)|\bfree\b|\bno\s+(?:charge|cost)\b|\d\s*%|免费/iu
 const WEEKDAY_OR_DATE = /\b(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?|daily|every\s+day)\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}\s+(?:january|february|march|april|may|june|july|august|september|october|november|december)\b|\b(?:first|last|final)\s+(?:working\s+|business\s+)?day\b|\d{4}-\d{2}-\d{2}|[周星期][一二三四五六日天]|\d+[日号]/iu
 const DATE_OR_TIME = /\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|daily|weekly|monthly|quarterly|yearly|annually|today|tomorrow|yesterday|before|after|within|until|once|when|during|end|start|beginning|immediately|never|morning|afternoon|evening|night|day|days|week|month|quarter|year)\b|[日月周年]|之前|之后/iu
-/** A person (a capitalised name inside a sentence) or a role. */
-const PERSON_OR_ROLE = /(?<=\p{L}[\s,(]+|[:：]\s*)\p{Lu}\p{Ll}+|\b(?:manager|managers|lead|leads|head|director|owner|owners|team|officer|admin|administrator|engineer|agent|desk|committee|board|controller|chair|approver|vp|cfo|ceo|cto|ciso|cro|coo|hr|finance|legal|security|procurement|support|sales|on-call|person|employee|employees|staff|requester|supervisor|you|your|they|he|she|member|members|someone|anyone|nobody|everyone|customer|user|users|department|group|council|partner)\b|[A-Z]{2,}|负责人|经理|主管|团队|部门/u
+/** A person's name (two capitalised words: "Marcus Lee") or a role ("the team lead", "the CFO"). */
+const PERSON = /\p{Lu}\p{Ll}+\s+\p{Lu}\p{Ll}+/u
+const ROLES = new Set(
+  'manager managers lead leads head director owner owners team officer admin administrator engineer agent desk committee board controller chair approver vp cfo ceo cto ciso cro coo hr finance legal security procurement support sales on-call person employee employees staff requester supervisor you your they he she member members someone anyone nobody everyone customer user users department group council it ap ar'.split(' ').map(stem),
+)
+const CHINESE_ROLE = /负责人|经理|主管|团队|部门/u
+
+/** Whether a text names a person or a role other than the question's own words ("Who is the system *owner*?" is not answered by "a system owner"). */
+function namesPersonOrRole(text: string, keywords: ReadonlyArray<Keyword>): boolean {
+  if (PERSON.test(text) || CHINESE_ROLE.test(text)) return true
+  const asked = new Set(keywords.flatMap((k) => k.terms))
+  return matchTerms(text).some((term) => ROLES.has(term) && !asked.has(term))
+}
 const ANSWER_TYPES: Record<AnswerType, { readonly name: string; readonly pattern: RegExp; readonly header?: RegExp }> = {
   frequency: { name: 'frequency', pattern: /\d+\s*(?:times|x)\b|\b(?:every|each|per|once|twice|daily|weekly|fortnightly|monthly|quarterly|yearly|annually|hourly|nightly|always|never|whenever)\b|每/iu },
   duration: { name: 'duration', pattern: DURATION, header: /(?:^|[^\p{L}])(?:ms|seconds?|minutes?|hours?|days?|weeks?|months?|years?|duration|period|retention)(?:[^\p{L}]|$)/iu },
   money: { name: 'amount of money', pattern: MONEY, header: /(?:^|[^\p{L}])(?:eur|usd|gbp|chf|price|cost|fee|amount|stipend|allowance)(?:[^\p{L}]|$)|[€$£]/iu },
   day: { name: 'day', pattern: WEEKDAY_OR_DATE },
   date: { name: 'date or time', pattern: DATE_OR_TIME },
-  person: { name: 'person or role', pattern: PERSON_OR_ROLE },
+  person: { name: 'person or role', pattern: /(?!)/u },
 }
 
 /** What a figure of a measure is written with: a size in bytes, a price in a currency, a time in its units. */
@@ -358,7 +377,8 @@ export function judgeRelevance({
   // A table or CSV row gives its unit in the header row ("| environment | days kept |", "price_eur_per_seat").
   const rowWithUnit = (type: { readonly header?: RegExp | undefined }) =>
     document.blocks[passage.block]!.kind === 'row' && type.header !== undefined && type.header.test(passage.context) && /\d/u.test(passage.text)
-  if (answerType !== undefined && !answerType.pattern.test(`${passage.label ?? ''}\n${passage.text}`) && !rowWithUnit(answerType)) {
+  const typed = question.answerType === 'person' ? namesPersonOrRole(`${passage.label ?? ''}\n${passage.text}`, keywords) : answerType?.pattern.test(`${passage.label ?? ''}\n${passage.text}`)
+  if (answerType !== undefined && typed !== true && !rowWithUnit(answerType)) {
     return { relevant: false, coverage, reason: `the passage gives no ${answerType.name}` }
   }
   const threshold = focus.length > 0 && focusFound === focus.length ? MIN_COVERAGE_WITH_FOCUS : MIN_COVERAGE
@@ -379,7 +399,7 @@ export function judgeRelevance({
   // A number the question gives ("above 125 %") is not a verb either.
   const narrowed =
     uncovered.find((k) => question.qualifiers.has(k.text) || /^\p{N}+$/u.test(k.text)) ??
-    keywords.find((k) => k.text === question.asksWhich && !matches(k, around) && !joinedAround.has(k.text))
+    keywords.find((k) => k.text === question.asksWhich && !matches(k, nearTerms({ document, passageIndex })) && !joinedAround.has(k.text))
   if (narrowed !== undefined) return { relevant: false, coverage, reason: `the passage does not cover “${narrowed.text}”` }
   // Two key terms side by side in the question ("a different *bank account*") are one thing: both missing, the thing is.
   const phraseMissing = uncovered.find((k, i) => uncovered.slice(i + 1).some((other) => adjacentInQuestion(keywords, k, other) && ![k, other].some((w) => /(?:ing|ed)$/u.test(w.text))))

@@ -66,10 +66,19 @@ function americanSpelling(word: string): string {
     .replace(/amme(s)?$/u, 'am$1')
 }
 
+const STEM_CACHE_MAX = 20_000
+const stems = new Map<string, string>()
+
 export function stem(word: string): string {
   // A short word ending in y meets its plural and -ing forms as Porter spells them (day / days, pay / paying).
   if (word.length === 3 && /^[a-z]{2}y$/u.test(word)) return porterStem(word)
   if (word.length <= 3 || /\p{N}/u.test(word) || !/^[a-z]+$/u.test(word)) return word
-  const stemmed = porterStem(americanSpelling(word))
-  return DERIVED_STEMS.get(stemmed) ?? stemmed
+  let stemmed = stems.get(word)
+  if (stemmed === undefined) {
+    const porter = porterStem(americanSpelling(word))
+    stemmed = DERIVED_STEMS.get(porter) ?? porter
+    if (stems.size >= STEM_CACHE_MAX) stems.clear()
+    stems.set(word, stemmed)
+  }
+  return stemmed
 }
