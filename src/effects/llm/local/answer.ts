@@ -174,7 +174,8 @@ export function answerFromDocuments({
     const quote = quoteFor({ page: entry.document.page, blocks: entry.document.blocks, passage: entry.passage, itemAlone: asksForStep(terms, entry.passage.label) })
     if (chosen.some((c) => c.document.uri === entry.document.uri && c.quote.start < quote.end && quote.start < c.quote.end)) continue
     if (chosen.some((c) => repeats(c.quote, quote))) continue // the same passage in two files (a copy, a summary) is quoted once
-    const headerRow = headerRowFor({ document: entry.document, block: entry.passage.block, documents })
+    // A whole table is quoted with its header row already.
+    const headerRow = entry.passage.lastBlock === undefined ? headerRowFor({ document: entry.document, block: entry.passage.block, documents }) : undefined
     // A file's header row is quoted once, above its first row quoted.
     const header = chosen.some((c) => c.document.uri === entry.document.uri && c.header !== undefined && c.header.start === headerRow?.start) ? undefined : headerRow
     const length = quote.lines.join(' ').length + (header?.text.length ?? 0)

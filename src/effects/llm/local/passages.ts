@@ -51,6 +51,21 @@ export function passagesOf(blocks: ReadonlyArray<Block>): Passage[] {
       window.push(sentence)
     }
     flush()
+    const table = tableUnderHeading(blocks, index)
+    if (table !== undefined) {
+      const rows = blocks.slice(index, table + 1)
+      passages.push({
+        block: index,
+        lastBlock: table,
+        start: block.start,
+        end: rows.at(-1)!.end,
+        text: rows.map((row) => row.text).join(' '),
+        sentences: rows.flatMap((row) => row.sentences),
+        context,
+        // The heading names what the table is ("Action items"): it counts as the passage's own words.
+        label: block.headings.at(-1),
+      })
+    }
     const list = listUnderHeading(blocks, index)
     if (list !== undefined) {
       const items = blocks.slice(index, list + 1)
@@ -86,6 +101,17 @@ function listUnderHeading(blocks: ReadonlyArray<Block>, index: number): number |
   return last > index && length <= QUOTE_MAX_CHARS && blocks.slice(index, last + 1).every((item) => !item.partial) ? last : undefined
 }
 
+/** A Markdown table under a heading, whole, short enough to quote: the index of its last row's block when `index` is its first row. */
+function tableUnderHeading(blocks: ReadonlyArray<Block>, index: number): number | undefined {
+  const first = blocks[index]!
+  if (first.kind !== 'row' || first.tableStart === undefined || first.delimited || first.headings.length === 0) return undefined
+  if (blocks[index - 1]?.kind === 'row' && blocks[index - 1]!.tableStart === first.tableStart) return undefined
+  let last = index
+  while (blocks[last + 1]?.kind === 'row' && blocks[last + 1]!.tableStart === first.tableStart) last += 1
+  const length = blocks[last]!.end - first.tableStart
+  return last > index && length <= TABLE_QUOTE_MAX_CHARS && blocks.slice(index, last + 1).every((row) => !row.partial) ? last : undefined
+}
+
 // ---------------------------------------------------------------------------------------------
 // Quotes
 
@@ -98,6 +124,8 @@ export interface Quote {
 
 /** Quotes longer than this are not extended further. */
 const QUOTE_MAX_CHARS = 700
+/** A whole table (header, separator and rows) is a passage up to this length. */
+const TABLE_QUOTE_MAX_CHARS = 1000
 const ANNOUNCES = /[:：]$|\bto fix this\b|\bas follows\b|\bthe following\b|\bsymptom\b|如下|步骤/iu
 const REFERS_BACK = /^(?:\*\*?)?(?:it|this|that|these|those|they|then|either|otherwise|however|so|therefore|instead|also|它|这|此|因此|否则)\b/iu
 
@@ -131,6 +159,11 @@ export function quoteFor({
   const block = blocks[passage.block]!
   if (block.kind === 'item' && itemAlone === true) return { start: block.markerStart, end: block.end, lines: [text(block.markerStart, block.end)] }
   if (block.kind === 'item' && block.group !== undefined) return listQuote({ text, blocks, index: passage.block })
+  // A whole table: its header and separator rows with it, so it renders as one.
+  if (block.kind === 'row' && passage.lastBlock !== undefined && block.tableStart !== undefined) {
+    const end = blocks[passage.lastBlock]!.end
+    return { start: block.tableStart, end, lines: pageLines(page)(block.tableStart, end) }
+  }
   if (block.kind !== 'paragraph') return { start: block.start, end: block.end, lines: [text(block.start, block.end)] }
   let sentences: Sentence[]
   if (block.text.length <= PASSAGE_MAX_CHARS) sentences = [...block.sentences]

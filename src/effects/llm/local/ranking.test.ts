@@ -188,3 +188,17 @@ describe('judgeRelevance: who', () => {
   })
 })
 
+describe('judgeRelevance: a whole table', () => {
+  const CONVENTIONS = [
+    { name: 'conventions.md', text: '# Conventions\n\n## Language specifics\n\n| Language | Formatter | Notes |\n|---|---|---|\n| Kotlin | Spotless | |\n| Python | Ruff | Line length 100 |\n' },
+  ]
+
+  test('answers a question about the table, not one about a row (the row answers that) nor one whose words are spread over several rows', () => {
+    expect(judged('What are the language specifics?', CONVENTIONS).find((r) => r.text.startsWith('| Kotlin | Spotless | | | Python'))?.relevant).toBe(true)
+    const spread = judged('What line length does Spotless enforce for Kotlin?', CONVENTIONS)
+    expect(spread.filter((r) => r.relevant)).toEqual([])
+    expect(spread.find((r) => r.text.startsWith('| Kotlin | Spotless | | | Python'))?.reason).toBe('the question is about a row of the table, not the table')
+    expect(judged('Which formatter does Python use?', CONVENTIONS).filter((r) => r.relevant).map((r) => r.text)).toEqual(['| Python | Ruff | Line length 100 |'])
+  })
+})
+

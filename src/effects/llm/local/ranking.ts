@@ -217,29 +217,20 @@ export function missingKeyTerms({
   return keywords.filter((k) => !isGenericNoun(k.text) && !common(k) && !matched(k))
 }
 
-/**
- * Whether a whole list (`Passage.lastBlock`) matches two or more of the question's keywords only
- * in different items, those keywords not being in its heading, section or file name.
- */
-function listFactsSpread({
-  document,
-  passageIndex,
-  keywords,
-  matches,
-}: {
-  document: ReadDocument
-  passageIndex: number
-  keywords: ReadonlyArray<Keyword>
-  matches: (k: Keyword, terms: ReadonlySet<string>) => boolean
-}): boolean {
+/** Whether a whole list (`Passage.lastBlock`) has two or more of `words` only in different items. */
+function listFactsSpread({ document, passageIndex, words }: { document: ReadDocument; passageIndex: number; words: ReadonlyArray<Keyword> }): boolean {
   const passage = document.passages[passageIndex]!
-  if (passage.lastBlock === undefined) return false
+  if (passage.lastBlock === undefined || words.length < 2) return false
+  const items = document.blocks.slice(passage.block, passage.lastBlock + 1).map((block) => new Set([...matchTerms(block.text), ...pairTerms(block.text)]))
+  return !items.some((terms) => words.every((k) => keywordTermsMatch(k, terms)))
+}
+
+/** The question's keywords a whole list or table has in its items only, not in its heading, section or file name. */
+function wordsOnlyInItems({ document, passageIndex, keywords }: { document: ReadDocument; passageIndex: number; keywords: ReadonlyArray<Keyword> }): Keyword[] {
+  const passage = document.passages[passageIndex]!
   const { text, context } = document.passageTerms[passageIndex]!
   const label = new Set([...matchTerms(passage.label ?? ''), ...pairTerms(passage.label ?? ''), ...context, ...document.nameTerms])
-  const inItems = keywords.filter((k) => matches(k, text) && !matches(k, label))
-  if (inItems.length < 2) return false
-  const items = document.blocks.slice(passage.block, passage.lastBlock + 1).map((block) => new Set([...matchTerms(block.text), ...pairTerms(block.text)]))
-  return !items.some((terms) => inItems.every((k) => matches(k, terms)))
+  return keywords.filter((k) => keywordTermsMatch(k, text) && !keywordTermsMatch(k, label))
 }
 
 /** Terms of a passage's own text, its nearest heading and its lead-in (a table's header row), not of the document's title above them. */
@@ -350,8 +341,13 @@ export function judgeRelevance({
       : undefined
   if (otherMonth !== undefined) return { relevant: false, coverage, reason: `${document.uri} is dated in another month than “${otherMonth.text}”` }
   // Asked for a figure, a whole list under a heading does not piece the question's words together from several items: the figure of one item is not the answer to the words of another.
-  const spread = question.wantsFigure && listFactsSpread({ document, passageIndex, keywords, matches })
-  if (spread) return { relevant: false, coverage, reason: 'the list has the question’s words only across several items' }
+  // A whole table answers only a question about the table (its heading, section, file): a question about a row is answered by the row.
+  const wholeTable = document.blocks[document.passages[passageIndex]!.block]!.kind === 'row'
+  const inItems = document.passages[passageIndex]!.lastBlock === undefined ? [] : wordsOnlyInItems({ document, passageIndex, keywords })
+  if (wholeTable && inItems.length > 0) return { relevant: false, coverage, reason: 'the question is about a row of the table, not the table' }
+  if (question.wantsFigure && listFactsSpread({ document, passageIndex, words: inItems })) {
+    return { relevant: false, coverage, reason: 'the list has the question’s words only across several items' }
+  }
   // A passage must say something about the question itself — unless its file is named after it.
   const named = keywords.filter((k) => keywordTermsMatch(k, document.nameTerms)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
   if (!keywords.some((k) => matches(k, textTerms)) && named * 2 < total) return { relevant: false, coverage, reason: 'no keyword in the passage itself' }
