@@ -202,3 +202,21 @@ describe('judgeRelevance: a whole table', () => {
   })
 })
 
+describe('judgeRelevance: causes and bare phrases', () => {
+  const POSTMORTEM = [
+    { name: 'checkout-timeouts-postmortem.md', text: '# Postmortem: checkout timeouts\n\n| | |\n|---|---|\n| Checkout timeouts commander | Marcus Lee |\n\n## Root cause\n\nThe checkout timeouts came after the new driver renamed max_conns to pool_max_size, so the pool fell back to 10 connections.\n\n## Conventions\n\nKeep a pull request under 400 changed lines.\n' },
+  ]
+
+  test('"what caused" is answered by a cause (or a passage under a heading that announces one), not by a row of facts', () => {
+    const results = judged('What caused the checkout timeouts?', POSTMORTEM)
+    expect(results.find((r) => r.text.includes('Marcus Lee'))?.reason).toBe('the passage gives no cause')
+    expect(results.find((r) => r.text.includes('max_conns'))?.relevant).toBe(true)
+  })
+
+  test('a bare phrase "max size of X" asks about X', () => {
+    expect(analyseQuestion('max size of a pull request').focus.map((k) => k.text)).toEqual(['pull', 'request'])
+    expect(analyseQuestion('tolerance on the three-way match').focus).toEqual([])
+    expect(judged('max size of a pull request', POSTMORTEM).find((r) => r.text.includes('pool_max_size'))?.relevant).toBe(false)
+  })
+})
+

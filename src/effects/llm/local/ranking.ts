@@ -264,6 +264,7 @@ function namesPersonOrRole(text: string, keywords: ReadonlyArray<Keyword>): bool
   return matchTerms(text).some((term) => ROLES.has(term) && !asked.has(term))
 }
 const ANSWER_TYPES: Record<AnswerType, { readonly name: string; readonly pattern: RegExp; readonly header?: RegExp }> = {
+  cause: { name: 'cause', pattern: /\b(?:because|reasons?|since|due\s+to|caus(?:e|es|ed|ing)|so\s+that|so\s+the|so\s+we|led\s+to|leads\s+to|result(?:ed|s)?\s+in|as\s+a\s+result|why|trigger(?:ed|s)?|therefore|instead|would\s+have|could\s+not|did\s+not|didn['’]t|never|too|but|however|although|unless|without|only\s+(?:if|when))\b|因为|原因|由于|所以/iu },
   frequency: { name: 'frequency', pattern: /\d+\s*(?:times|x)\b|\b(?:every|each|per|once|twice|daily|weekly|fortnightly|monthly|quarterly|yearly|annually|hourly|nightly|always|never|whenever)\b|每/iu },
   duration: { name: 'duration', pattern: DURATION, header: /(?:^|[^\p{L}])(?:ms|seconds?|minutes?|hours?|days?|weeks?|months?|years?|duration|period|retention)(?:[^\p{L}]|$)/iu },
   money: { name: 'amount of money', pattern: MONEY, header: /(?:^|[^\p{L}])(?:eur|usd|gbp|chf|price|cost|fee|amount|stipend|allowance)(?:[^\p{L}]|$)|[€$£]/iu },
@@ -373,7 +374,9 @@ export function judgeRelevance({
   // A table or CSV row gives its unit in the header row ("| environment | days kept |", "price_eur_per_seat").
   const rowWithUnit = (type: { readonly header?: RegExp | undefined }) =>
     document.blocks[passage.block]!.kind === 'row' && type.header !== undefined && type.header.test(passage.context) && /\d/u.test(passage.text)
-  const typed = question.answerType === 'person' ? namesPersonOrRole(`${passage.label ?? ''}\n${passage.text}`, keywords) : answerType?.pattern.test(`${passage.label ?? ''}\n${passage.text}`)
+  // A cause may be announced by the heading above it ("## Root cause").
+  const typedText = `${question.answerType === 'cause' ? (document.blocks[passage.block]!.headings.at(-1) ?? '') : ''}\n${passage.label ?? ''}\n${passage.text}`
+  const typed = question.answerType === 'person' ? namesPersonOrRole(typedText, keywords) : answerType?.pattern.test(typedText)
   if (answerType !== undefined && typed !== true && !rowWithUnit(answerType)) {
     return { relevant: false, coverage, reason: `the passage gives no ${answerType.name}` }
   }

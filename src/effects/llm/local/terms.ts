@@ -283,7 +283,7 @@ function qualifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Set<s
 
 const LENGTH_QUESTION = /^how\s+long\b.*\bbe\s*[?？.!]*\s*$/iu
 
-export type AnswerType = 'duration' | 'frequency' | 'money' | 'day' | 'date' | 'person'
+export type AnswerType = 'cause' | 'duration' | 'frequency' | 'money' | 'day' | 'date' | 'person'
 
 const DAY_WORDS = new Set(['day', 'days', 'weekday', 'weekdays'])
 const MONEY_WORDS = new Set('cost costs charge charges price prices fee fees spend spent earn earns pay paid worth budget salary'.split(' '))
@@ -295,6 +295,7 @@ const MONEY_WORDS = new Set('cost costs charge charges price prices fee fees spe
  */
 function answerTypeOf(question: string, keywords: ReadonlyArray<Keyword>): AnswerType | undefined {
   const text = question.trim()
+  if (/^(?:why\b|what\s+(?:caused|causes|led\s+to)\b)/iu.test(text)) return 'cause'
   // "How long does my password need to be?" asks for a length, not a time.
   if (/^how\s+long\b/iu.test(text) && !LENGTH_QUESTION.test(text)) return 'duration'
   if (/^how\s+often\b/iu.test(text)) return 'frequency'
@@ -431,8 +432,11 @@ function focusPhrase(question: string): { readonly text: string | undefined; rea
   }
   const passive = PASSIVE_FRAME.exec(text)
   if (passive !== null) return { text: passive[1]!, action: false, measure: false }
-  const frame = QUESTION_FRAME.exec(text)
+  // A bare phrase ("max size of a pull request") is its own subject.
+  const bare = /^(?:how|what|which|who|whom|whose|where|when|why|is|are|was|were|do|does|did|can|could|should|would|will|may|must|has|have|had|tell|show|give|list|explain|describe|find|i|we|my|our|please)\b/iu.test(text) ? null : ([''] as unknown as RegExpExecArray)
+  const frame = QUESTION_FRAME.exec(text) ?? bare
   if (frame === null) return none
+  const framed = frame !== bare
   // "What was decided in the design review?": the phrase after the question's verb.
   const participle = PARTICIPLE_FRAME.exec(text)
   const rest = participle === null ? text.slice(frame[0].length) : text.slice(participle[0].length).replace(/^\s*(?:the|a|an)\s+/iu, '')
@@ -446,6 +450,8 @@ function focusPhrase(question: string): { readonly text: string | undefined; rea
     // "the maximum size of a file" asks for a figure; "the list of support macros" for the macros.
     if (thing.trim() !== '') return { text: thing, action: false, measure: !phraseKeywords.every((k) => KIND_NOUNS.has(k.text)) }
   }
+  // A bare phrase names its subject only as a measure of a thing; else its words are all keywords alike.
+  if (!framed) return none
   return { text: phrase, action: /^\s*how\s/iu.test(frame[0]) && /\s(?:i|we|you)\s+$/iu.test(frame[0]), measure: false }
 }
 
