@@ -235,6 +235,7 @@ describe('analyseQuestion: the kind of answer asked for', () => {
   test('"which X" names what the answer is about', () => {
     expect(analyseQuestion('Which companies are on the preferred supplier list?').asksWhich).toBe('companies')
     expect(analyseQuestion('What rate is charged?').asksWhich).toBeUndefined()
+    expect(analyseQuestion('What commission rate do sales managers get?').asksWhich).toBe('commission')
   })
 
   test('15,000 and 15k are one number, in questions and in texts', () => {

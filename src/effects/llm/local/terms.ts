@@ -306,10 +306,11 @@ function answerTypeOf(question: string, keywords: ReadonlyArray<Keyword>): Answe
   return undefined
 }
 
-/** See `QuestionTerms.asksWhich`: the keyword right after a leading which/what, when it is not a generic noun. */
+/** See `QuestionTerms.asksWhich`: the keyword after a leading which/what ("which *companies* are", "what *commission* rate do"), when it is not a generic noun. */
 function asksWhichOf(question: string, keywords: ReadonlyArray<Keyword>): string | undefined {
-  const noun = /^\s*(?:which|what)\s+([\p{L}-]+)\s+(?:is|are|was|were|do|does|did|can|may|should|must|will|has|have)\b/iu.exec(question)?.[1]?.toLowerCase()
-  return noun !== undefined && !GENERIC_NOUNS.has(noun) && keywords.some((k) => k.text === noun) ? noun : undefined
+  const match = /^\s*(?:which|what)\s+([\p{L}-]+)(?:\s+([\p{L}-]+))?\s+(?:is|are|was|were|do|does|did|can|may|should|must|will|has|have)\b/iu.exec(question)
+  const nouns = [match?.[1], match?.[2]].flatMap((noun) => (noun === undefined ? [] : [noun.toLowerCase()]))
+  return nouns.find((noun) => !GENERIC_NOUNS.has(noun) && keywords.some((k) => k.text === noun))
 }
 
 /** Adjectives that say which one or how big, not what kind: "a *different* bank account" is still a bank account. */
