@@ -53,7 +53,7 @@ const GENERIC_NOUNS = new Set(
   (
     'policy policies rule rules allowance allowances fee fees cost costs price prices rate rates amount amounts limit limits ' +
     'budget budgets number numbers process procedure procedures time times date dates deadline duration size level type ' +
-    'types status details information info maximum minimum max min default total feature features list lists kind kinds 政策 规定 费用 价格 时间 数量 金额 流程 标准 ' +
+    'types status details information info maximum minimum max min cap caps ceiling default total feature features list lists kind kinds 政策 规定 费用 价格 时间 数量 金额 流程 标准 ' +
     '规则 情况 信息 最多 最少 上限 下限'
   ).split(' '),
 )
