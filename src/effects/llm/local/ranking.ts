@@ -275,7 +275,8 @@ const ANSWER_TYPES: Record<AnswerType, { readonly name: string; readonly pattern
 
 /** What a figure of a measure is written with: a size in bytes, a price in a currency, a time in its units. */
 const MEASURE_UNITS: ReadonlyArray<readonly [ReadonlySet<string>, RegExp]> = [
-  [new Set(['size']), /\d\s*(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?|lines?|files?|pages?|words?|rows?)\b/iu],
+  // "400 changed lines": one word may stand between the number and its unit.
+  [new Set(['size']), /\d\s*(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?|(?:\p{L}+\s+)?(?:lines?|files?|pages?|words?|rows?))\b/iu],
   [new Set(['cost', 'costs', 'price', 'prices', 'fee', 'fees', 'amount', 'amounts', 'budget', 'budgets']), /[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur|euros?|usd|dollars?|gbp|pounds?|chf|cny|rmb|yuan|元)|\bfree\b|免费/iu],
   [new Set(['rate', 'rates', 'percentage', 'commission']), /\d\s*%|\bper\s*cent|[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur\b|usd\b|gbp\b)|\d\s*(?:x|times)\b/iu],
   [new Set(['time', 'times', 'duration', 'deadline']), /\d\s*(?:ms|s|sec(?:ond)?s?|min(?:ute)?s?|h|hours?|days?|weeks?|months?|years?|business days|working days)\b|\d{1,2}:\d{2}|[天周月年小时分钟]/iu],

@@ -41,6 +41,7 @@ const DERIVED_STEMS = new Map([
   ['coverag', 'cover'],
   ['applic', 'appli'],
   ['kept', 'keep'],
+  ['lost', 'lose'],
   ['children', 'child'],
   ['people', 'person'],
 ])
