@@ -5,7 +5,7 @@
 import MiniSearch from 'minisearch'
 import { splitBlocks, type Block, type Page } from './blocks.ts'
 import { isEvidence, passagesOf, type Passage } from './passages.ts'
-import { fileNameMonths, fileNameTerms, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type AnswerType, type Keyword, type QuestionTerms } from './terms.ts'
+import { fileNameMonths, fileNameTerms, isFrameVerb, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type AnswerType, type Keyword, type QuestionTerms } from './terms.ts'
 
 export interface ReadDocument {
   readonly uri: string
@@ -214,7 +214,7 @@ export function missingKeyTerms({
   const heaviest = Math.max(0, ...keywords.map((k) => weights.get(k.text) ?? 0))
   // Of two keywords, both are key ("the roadmap for Q4": a passage about Q4 alone is not about the roadmap).
   const common = (k: Keyword) => keywords.length >= 3 && (weights.get(k.text) ?? 0) < KEY_TERM_SHARE * heaviest
-  return keywords.filter((k) => !isGenericNoun(k.text) && !common(k) && !matched(k))
+  return keywords.filter((k) => !isGenericNoun(k.text) && !isFrameVerb(k.text) && !common(k) && !matched(k))
 }
 
 /** Whether a whole list (`Passage.lastBlock`) has two or more of `words` only in different items. */

@@ -32,7 +32,7 @@ const ENGLISH_STOP_WORDS = new Set(
     'someone anyone everything hold holds held idea ideas worth due needs needed needing ' +
     // Contractions (their apostrophe dropped) and the verbs that frame "which … do I use", "when does it go out".
     'im ive youre youve theyre theyve weve its dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt shouldnt hasnt havent ' +
-    'use uses used using go goes going went gone'
+    'go goes going went gone'
   ).split(' '),
 )
 
@@ -62,6 +62,11 @@ const GENERIC_NOUNS = new Set(
 const KIND_NOUNS = new Set('list lists type types kind kinds details information info status feature features'.split(' '))
 
 export const isGenericNoun = (word: string): boolean => GENERIC_NOUNS.has(word)
+
+/** Verbs that frame a question ("which timeout does checkout *use*", "who can *use* Wireshark"): they rank a passage that has them, but a passage need not have them. */
+const FRAME_VERBS = new Set(['use', 'uses', 'used', 'using'])
+
+export const isFrameVerb = (word: string): boolean => FRAME_VERBS.has(word)
 
 /** Words that ask for a summary of a document rather than name a subject. */
 const SUMMARY_INTENT = /\b(summar(y|ise|ize)|key points?|main points?|gist|tl;?dr|overview of)\b|要点|总结|概要|摘要|主要内容/iu
