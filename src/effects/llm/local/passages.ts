@@ -51,33 +51,18 @@ export function passagesOf(blocks: ReadonlyArray<Block>): Passage[] {
       window.push(sentence)
     }
     flush()
-    const table = tableUnderHeading(blocks, index)
-    if (table !== undefined) {
-      const rows = blocks.slice(index, table + 1)
+    // A table or a list under a heading, whole: the heading names what it is ("Action items") and counts as its own words.
+    const last = tableUnderHeading(blocks, index) ?? listUnderHeading(blocks, index)
+    if (last !== undefined) {
+      const members = blocks.slice(index, last + 1)
       passages.push({
         block: index,
-        lastBlock: table,
+        lastBlock: last,
         start: block.start,
-        end: rows.at(-1)!.end,
-        text: rows.map((row) => row.text).join(' '),
-        sentences: rows.flatMap((row) => row.sentences),
+        end: members.at(-1)!.end,
+        text: members.map((member) => member.text).join(' '),
+        sentences: members.flatMap((member) => member.sentences),
         context,
-        // The heading names what the table is ("Action items"): it counts as the passage's own words.
-        label: block.headings.at(-1),
-      })
-    }
-    const list = listUnderHeading(blocks, index)
-    if (list !== undefined) {
-      const items = blocks.slice(index, list + 1)
-      passages.push({
-        block: index,
-        lastBlock: list,
-        start: block.start,
-        end: items.at(-1)!.end,
-        text: items.map((item) => item.text).join(' '),
-        sentences: items.flatMap((item) => item.sentences),
-        context,
-        // The heading names what the list is ("Action items"): it counts as the passage's own words.
         label: block.headings.at(-1),
       })
     }
