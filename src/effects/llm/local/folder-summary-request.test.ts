@@ -34,6 +34,8 @@ describe('folderSummaryRequest', () => {
   it('"what docs does X have" asks for the files of X (a child folder when there is one)', () => {
     expect(folderSummaryRequest('what docs does finance have?')).toEqual({ folder: 'finance' })
     expect(folderSummaryRequest('What files do we have?')).toEqual({ folder: undefined })
+    expect(folderSummaryRequest('What is in engineering-wiki/?')).toEqual({ folder: 'engineering-wiki' })
+    expect(folderSummaryRequest("What's in the sales folder?")).toEqual({ folder: 'sales' })
   })
 
   it.each([

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest'
-import { alternativesOf, normaliseQuestionPhrases } from './synonyms.ts'
-import { analyseQuestion, keywordTermsMatch, matchTerms, pairTerms } from './terms.ts'
+import { normaliseQuestionPhrases } from './synonyms.ts'
+import { alternativesOf, analyseQuestion, keywordTermsMatch, matchTerms, pairTerms } from './terms.ts'
 
 /** Whether the question's keyword `word` is found in the text (by its word forms or the words of its group), as passages are matched: words and pairs of words. */
 function keywordFound(question: string, word: string, text: string): boolean {

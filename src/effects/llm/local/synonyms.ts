@@ -7,7 +7,6 @@
 // workplace sense is the usual one. Multi-word entries ("annual leave") match when all their
 // words are there.
 import { stem } from './stem.ts'
-import { matchTerms, pairTerms } from './terms.ts'
 
 const GROUPS: ReadonlyArray<string> = [
   'keep|retain|store|preserve|archive',
@@ -86,39 +85,42 @@ const QUESTION_PHRASES: ReadonlyArray<readonly [RegExp, string]> = [
 /** Number words a question may spell out where a document writes digits. */
 const NUMBER_WORDS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve']
 
-/** An entry's terms: its one word's stem, or its words joined pairwise ("annual leave" → annualleav), as passages' pair terms are. */
-function termsOf(entry: string): string[] {
-  const words = matchTerms(entry.replace(/-/gu, ''))
-  // "time off" without its stop-word is "time": an entry that loses a word says something else.
-  if (words.length < entry.trim().split(/\s+/u).length) return []
-  return words.length <= 1 ? words : pairTerms(entry)
+/** How terms.ts reads a text: its stemmed words, and its adjacent words joined pairwise. */
+export interface TermReaders {
+  readonly matchTerms: (text: string) => string[]
+  readonly pairTerms: (text: string) => string[]
 }
 
-let alternatives: ReadonlyMap<string, ReadonlyArray<ReadonlyArray<string>>> | undefined
-
-/** For each stem: the other entries of its groups, each as the terms all of which must be there. */
-function alternativesTable(): ReadonlyMap<string, ReadonlyArray<ReadonlyArray<string>>> {
-  if (alternatives !== undefined) return alternatives
-  const table = new Map<string, Array<ReadonlyArray<string>>>()
-  for (const group of GROUPS) {
-    const entries = group.split('|').map(termsOf).filter((terms) => terms.length > 0)
-    for (const entry of entries) {
-      if (entry.length !== 1) continue
-      const key = entry[0]!
-      const others = entries.filter((other) => other.join(' ') !== key)
-      const known = table.get(key) ?? []
-      for (const other of others) if (!known.some((k) => k.join(' ') === other.join(' '))) known.push(other)
-      table.set(key, known)
-    }
+/**
+ * The lookup of a one-term keyword's other ways of saying it (its stem → each other entry of its
+ * groups, as the terms that must all be there), built on first use with terms.ts's readers (they
+ * are passed in, so this file does not import terms.ts, which imports it).
+ */
+export function makeAlternatives({ matchTerms, pairTerms }: TermReaders): (term: string) => ReadonlyArray<ReadonlyArray<string>> {
+  // An entry's terms: its one word's stem, or its words joined pairwise ("annual leave" → annualleav), as passages' pair terms are.
+  const termsOf = (entry: string): string[] => {
+    const words = matchTerms(entry.replace(/-/gu, ''))
+    // "time off" without its stop-word is "time": an entry that loses a word says something else.
+    if (words.length < entry.trim().split(/\s+/u).length) return []
+    return words.length <= 1 ? words : pairTerms(entry)
   }
-  NUMBER_WORDS.forEach((word, digit) => table.set(stem(word), [[String(digit)]]))
-  alternatives = table
-  return table
-}
-
-/** The other ways of saying a one-term keyword (its stem), each a list of stems that must all be there. */
-export function alternativesOf(term: string): ReadonlyArray<ReadonlyArray<string>> {
-  return alternativesTable().get(term) ?? []
+  let table: Map<string, Array<ReadonlyArray<string>>> | undefined
+  const build = () => {
+    const built = new Map<string, Array<ReadonlyArray<string>>>()
+    for (const group of GROUPS) {
+      const entries = group.split('|').map(termsOf).filter((terms) => terms.length > 0)
+      for (const entry of entries) {
+        if (entry.length !== 1) continue
+        const key = entry[0]!
+        const known = built.get(key) ?? []
+        for (const other of entries) if (other.join(' ') !== key && !known.some((k) => k.join(' ') === other.join(' '))) known.push(other)
+        built.set(key, known)
+      }
+    }
+    NUMBER_WORDS.forEach((word, digit) => built.set(stem(word), [[String(digit)]]))
+    return built
+  }
+  return (term) => (table ??= build()).get(term) ?? []
 }
 
 /** The question with its phrasal verbs read as one word ("Who signs off on …" → "Who approve …"). */

@@ -5,7 +5,7 @@
 // segmenter cuts differently in the question and in the text still matches.
 
 import { stem } from './stem.ts'
-import { alternativesOf, normaliseQuestionPhrases } from './synonyms.ts'
+import { makeAlternatives, normaliseQuestionPhrases } from './synonyms.ts'
 
 export { stem }
 
@@ -244,6 +244,9 @@ export interface QuestionTerms {
 }
 
 export const MAX_QUERY_KEYWORDS = 8
+
+/** A one-term keyword's synonyms (synonyms.ts), read the way texts are read here. */
+export const alternativesOf = makeAlternatives({ matchTerms, pairTerms })
 
 /** "Which files mention X?": the words that ask which files hold a subject, not the subject. */
 const FILES_THAT = /^\s*(?:which|what)\s+(?:files?|documents?|docs|pages?|notes)\s+(?:mention|mentions|talk about|talks about|refer to|refers to|discuss|discusses|cover|covers|contain|contains|say anything about|are about|is about)\s+/iu
@@ -522,6 +525,9 @@ export function folderSummaryRequest(question: string): { readonly folder: strin
   const text = question.normalize('NFKC')
   if (containsCjk(text)) return CHINESE_FOLDER_SUMMARY.test(text) ? { folder: undefined } : undefined
   const lower = text.toLowerCase()
+  // "What is in engineering-wiki/?", "What's in the sales folder?": a folder named.
+  const inFolder = /^\s*what(?:'s|’s|\s+is)\s+in\s+(?:the\s+)?(?!(?:this|that|these|those|here)\b)([\p{L}\p{N}._-]+?)(?:\/|\s+folder|\s+directory)\s*[?？.!]*\s*$/iu.exec(lower)
+  if (inFolder !== null) return { folder: inFolder[1]! }
   const whatFiles = WHAT_FILES_FORM.exec(lower)
   if (whatFiles !== null) return { folder: whatFiles[1] === undefined || ['we', 'you', 'i'].includes(whatFiles[1]) ? undefined : whatFiles[1] }
   if (!SUMMARY_VERB.test(lower) && !ABOUT_FORM.test(lower)) return undefined
