@@ -5,20 +5,29 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { formatEvalReport, loadEvalCorpora, loadEvalQuestions, runLocalModelEval, type EvalReport } from '../eval/local-model/evaluate.ts'
 import { openTestDatabase, type TestDatabase } from '../support/test-database.ts'
 
-/** Answerable questions answered with the fact quoted from its source (of 134; 12 are summaries of a folder). */
+/** The questions of dev set 2 (finance/, engineering-wiki/, it-security/, sales/; written blind to the model, issue 41). */
+const DEV_SET_2 = /^(?:fin|eng|sec|sales)-/u
+/** The first set: answerable questions answered with the fact quoted from its source (of 134; 12 are summaries of a folder). */
 const ANSWERED_FLOOR = 131
-/** Unanswerable questions answered "nothing covers this" with no citation (of 54): all of them, always. */
+/** The first set: unanswerable questions answered "nothing covers this" with no citation (of 54): all of them, always. */
 const HONEST_FLOOR = 54
-/** Answers that quote the wrong fact or source: none. */
+/** The first set: answers that quote the wrong fact or source: none. */
 const WRONG_CEILING = 0
+/** Dev set 2 (104 answerable, 16 of them summaries; 52 unanswerable): today's score as floors and a ceiling. */
+const SET_2_ANSWERED_FLOOR = 86
+const SET_2_HONEST_FLOOR = 46
+const SET_2_WRONG_CEILING = 8
 
 let database: TestDatabase
 let report: EvalReport
+let set2: EvalReport
 beforeAll(async () => {
   database = await openTestDatabase('postgres')
   const caller = await loadEvalCorpora(database.db)
-  report = await runLocalModelEval({ db: database.db, caller })
-}, 120_000)
+  const questions = loadEvalQuestions()
+  report = await runLocalModelEval({ db: database.db, caller, questions: questions.filter((q) => !DEV_SET_2.test(q.id)) })
+  set2 = await runLocalModelEval({ db: database.db, caller, questions: questions.filter((q) => DEV_SET_2.test(q.id)) })
+}, 180_000)
 afterAll(async () => {
   await database?.close()
 })
@@ -54,4 +63,13 @@ it('never quotes a passage it did not read in the turn, and quotes a wrong fact 
   const wrong = report.results.filter((r) => r.outcome === 'wrong')
   expect(wrong.filter((r) => r.reason.startsWith('quote not read')).map((r) => `${r.question.id}: ${r.reason}`)).toEqual([])
   expect(wrong.length, wrong.map((r) => `${r.question.id}: ${r.reason}`).join('\n')).toBeLessThanOrEqual(WRONG_CEILING)
+})
+
+it('keeps dev set 2 at least at today\'s score: answered, honest, and no more wrong answers', () => {
+  expect(set2.answerable + set2.unanswerable).toBeGreaterThanOrEqual(150)
+  expect(set2.answered, formatEvalReport(set2)).toBeGreaterThanOrEqual(SET_2_ANSWERED_FLOOR)
+  expect(set2.honest, formatEvalReport(set2)).toBeGreaterThanOrEqual(SET_2_HONEST_FLOOR)
+  const wrong = set2.results.filter((r) => r.outcome === 'wrong')
+  expect(wrong.filter((r) => r.reason.startsWith('quote not read')).map((r) => `${r.question.id}: ${r.reason}`)).toEqual([])
+  expect(wrong.length, wrong.map((r) => `${r.question.id}: ${r.reason}`).join('\n')).toBeLessThanOrEqual(SET_2_WRONG_CEILING)
 })

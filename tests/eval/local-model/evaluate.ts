@@ -22,7 +22,7 @@ import type { ChatMessage } from '../../../src/machines/index.ts'
 
 export const EVAL_CORPUS_DIR = fileURLToPath(new URL('../../fixtures/eval-corpus/', import.meta.url))
 /** Each folder of eval-corpus/ is a corpus of its own, imported as kb://users/demo/<folder>/. */
-export const EVAL_CORPORA = ['handbook', 'product-team', 'people', 'support'] as const
+export const EVAL_CORPORA = ['handbook', 'product-team', 'people', 'support', 'finance', 'engineering-wiki', 'it-security', 'sales'] as const
 const QUESTIONS_FILE = fileURLToPath(new URL('./questions.json', import.meta.url))
 const MAX_FILE_BYTES = 50 * 1024 * 1024
 const WORKSPACE_TOOL_REGISTRY = makeToolRegistry(WORKSPACE_TOOLS)

@@ -41,3 +41,21 @@ describe('quotes from a file and its compiled summary', () => {
     expect(text).toContain(SUMMARY)
   })
 })
+
+describe('a file named after every word of the question', () => {
+  const REVIEW = readDocument({
+    uri: 'kb://users/alice/sec/access-review-procedure.md',
+    page: page('# Access review procedure\n\nOwner: the CISO. This procedure is part of our controls.\n\nStandard access is reviewed every quarter; admin access every month.\n', { name: 'access-review-procedure.md' }),
+  })
+
+  it('is summarised when the question names only it', () => {
+    expect(answer('access review procedure', [REVIEW]).text).toContain('The key passages of')
+  })
+
+  it('answers the fact a "how often" question asks for, not with its key passages', () => {
+    const { text, answered } = answer('How often does the access review procedure happen?', [REVIEW])
+    expect(answered).toBe(true)
+    expect(text).not.toContain('The key passages of')
+    expect(text).toContain('every quarter')
+  })
+})

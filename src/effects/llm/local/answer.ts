@@ -108,7 +108,10 @@ function documentAsked({
   // A summary is named after its source: the source wins the tie.
   const best = shares.sort((a, b) => b.share - a.share || Number(a.document.layer !== undefined) - Number(b.document.layer !== undefined))[0]
   if (best === undefined || best.share === 0) return undefined
-  return best.share > 0.999 || question.wantsSummary ? best.document : undefined
+  if (question.wantsSummary) return best.document
+  // "How often …", "When is …", "Who …" ask for a fact, even of a file named after every word of the question.
+  const asksForFact = question.wantsFigure || question.answerType !== undefined || question.asksForMeasure
+  return best.share > 0.999 && !asksForFact ? best.document : undefined
 }
 
 export function answerFromDocuments({
@@ -171,7 +174,8 @@ export function answerFromDocuments({
     const quote = quoteFor({ page: entry.document.page, blocks: entry.document.blocks, passage: entry.passage, itemAlone: asksForStep(terms, entry.passage.label) })
     if (chosen.some((c) => c.document.uri === entry.document.uri && c.quote.start < quote.end && quote.start < c.quote.end)) continue
     if (chosen.some((c) => repeats(c.quote, quote))) continue // the same passage in two files (a copy, a summary) is quoted once
-    const headerRow = headerRowFor({ document: entry.document, block: entry.passage.block, documents })
+    // A whole table is quoted with its header row already.
+    const headerRow = entry.passage.lastBlock === undefined ? headerRowFor({ document: entry.document, block: entry.passage.block, documents }) : undefined
     // A file's header row is quoted once, above its first row quoted.
     const header = chosen.some((c) => c.document.uri === entry.document.uri && c.header !== undefined && c.header.start === headerRow?.start) ? undefined : headerRow
     const length = quote.lines.join(' ').length + (header?.text.length ?? 0)

@@ -18,6 +18,11 @@ describe('folderSummaryRequest', () => {
     'What are the files in this folder about?',
     '总结一下这些文件',
     '这些文件是关于什么的？',
+    'Give me an overview of the finance wiki.',
+    'give me an overview of the sales space',
+    'Give me an overview of the IT security docs.',
+    'Summarise these ADRs.',
+    'Summarise these meeting notes.',
   ])('%s asks for a summary of the folder', (question) => {
     expect(folderSummaryRequest(question)).toEqual({ folder: undefined })
   })
@@ -26,8 +31,16 @@ describe('folderSummaryRequest', () => {
     expect(folderSummaryRequest('Give me an overview of the engineering folder')).toEqual({ folder: 'engineering' })
   })
 
+  it('"what docs does X have" asks for the files of X (a child folder when there is one)', () => {
+    expect(folderSummaryRequest('what docs does finance have?')).toEqual({ folder: 'finance' })
+    expect(folderSummaryRequest('What files do we have?')).toEqual({ folder: undefined })
+    expect(folderSummaryRequest('What is in engineering-wiki/?')).toEqual({ folder: 'engineering-wiki' })
+    expect(folderSummaryRequest("What's in the sales folder?")).toEqual({ folder: 'sales' })
+  })
+
   it.each([
     'What is the policy about remote work?',
+    'Summarise the refund runbook.',
     'What did the team decide about pricing in these notes?',
     'How do I talk to people about the outage?',
     'Summarise the March 2026 incident.',

@@ -64,3 +64,19 @@ describe('quoteFor', () => {
     expect(fileText(long, quote.start, quote.end)).toBe(quote.lines.join(' '))
   })
 })
+
+describe('a whole table under a heading', () => {
+  const TEXT = '# Postmortem\n\n## Action items\n\n| # | Action | Owner |\n|---|---|---|\n| 1 | Alert on pool saturation | Dev |\n| 2 | Fail on unknown config keys | Ana |\n'
+  const tablePage = page(TEXT)
+  const blocks = splitBlocks(tablePage)
+  const passages = passagesOf(blocks)
+
+  test('is one more passage beside its rows, labelled by its heading, quoted with its header and separator rows', () => {
+    const whole = passages.find((p) => p.lastBlock !== undefined)!
+    expect(whole).toMatchObject({ label: 'Action items' })
+    expect(passages.filter((p) => p.lastBlock === undefined).map((p) => p.text)).toEqual(['| 1 | Alert on pool saturation | Dev |', '| 2 | Fail on unknown config keys | Ana |'])
+    const quote = quoteFor({ page: tablePage, blocks, passage: whole })
+    expect(quote.lines).toEqual(['| # | Action | Owner |', '|---|---|---|', '| 1 | Alert on pool saturation | Dev |', '| 2 | Fail on unknown config keys | Ana |'])
+    expect(fileText(TEXT, quote.start, quote.end)).toBe(quote.lines.join(' '))
+  })
+})

@@ -51,18 +51,18 @@ export function passagesOf(blocks: ReadonlyArray<Block>): Passage[] {
       window.push(sentence)
     }
     flush()
-    const list = listUnderHeading(blocks, index)
-    if (list !== undefined) {
-      const items = blocks.slice(index, list + 1)
+    // A table or a list under a heading, whole: the heading names what it is ("Action items") and counts as its own words.
+    const last = tableUnderHeading(blocks, index) ?? listUnderHeading(blocks, index)
+    if (last !== undefined) {
+      const members = blocks.slice(index, last + 1)
       passages.push({
         block: index,
-        lastBlock: list,
+        lastBlock: last,
         start: block.start,
-        end: items.at(-1)!.end,
-        text: items.map((item) => item.text).join(' '),
-        sentences: items.flatMap((item) => item.sentences),
+        end: members.at(-1)!.end,
+        text: members.map((member) => member.text).join(' '),
+        sentences: members.flatMap((member) => member.sentences),
         context,
-        // The heading names what the list is ("Action items"): it counts as the passage's own words.
         label: block.headings.at(-1),
       })
     }
@@ -86,6 +86,17 @@ function listUnderHeading(blocks: ReadonlyArray<Block>, index: number): number |
   return last > index && length <= QUOTE_MAX_CHARS && blocks.slice(index, last + 1).every((item) => !item.partial) ? last : undefined
 }
 
+/** A Markdown table under a heading, whole, short enough to quote: the index of its last row's block when `index` is its first row. */
+function tableUnderHeading(blocks: ReadonlyArray<Block>, index: number): number | undefined {
+  const first = blocks[index]!
+  if (first.kind !== 'row' || first.tableStart === undefined || first.delimited || first.headings.length === 0) return undefined
+  if (blocks[index - 1]?.kind === 'row' && blocks[index - 1]!.tableStart === first.tableStart) return undefined
+  let last = index
+  while (blocks[last + 1]?.kind === 'row' && blocks[last + 1]!.tableStart === first.tableStart) last += 1
+  const length = blocks[last]!.end - first.tableStart
+  return last > index && length <= TABLE_QUOTE_MAX_CHARS && blocks.slice(index, last + 1).every((row) => !row.partial) ? last : undefined
+}
+
 // ---------------------------------------------------------------------------------------------
 // Quotes
 
@@ -98,6 +109,8 @@ export interface Quote {
 
 /** Quotes longer than this are not extended further. */
 const QUOTE_MAX_CHARS = 700
+/** A whole table (header, separator and rows) is a passage up to this length. */
+const TABLE_QUOTE_MAX_CHARS = 1000
 const ANNOUNCES = /[:：]$|\bto fix this\b|\bas follows\b|\bthe following\b|\bsymptom\b|如下|步骤/iu
 const REFERS_BACK = /^(?:\*\*?)?(?:it|this|that|these|those|they|then|either|otherwise|however|so|therefore|instead|also|它|这|此|因此|否则)\b/iu
 
@@ -131,6 +144,11 @@ export function quoteFor({
   const block = blocks[passage.block]!
   if (block.kind === 'item' && itemAlone === true) return { start: block.markerStart, end: block.end, lines: [text(block.markerStart, block.end)] }
   if (block.kind === 'item' && block.group !== undefined) return listQuote({ text, blocks, index: passage.block })
+  // A whole table: its header and separator rows with it, so it renders as one.
+  if (block.kind === 'row' && passage.lastBlock !== undefined && block.tableStart !== undefined) {
+    const end = blocks[passage.lastBlock]!.end
+    return { start: block.tableStart, end, lines: pageLines(page)(block.tableStart, end) }
+  }
   if (block.kind !== 'paragraph') return { start: block.start, end: block.end, lines: [text(block.start, block.end)] }
   let sentences: Sentence[]
   if (block.text.length <= PASSAGE_MAX_CHARS) sentences = [...block.sentences]

@@ -38,6 +38,8 @@ import type { LsResultView } from './conversation.ts'
 import { MAX_FILES_TO_READ } from './candidates.ts'
 export { MAX_FILES_TO_READ }
 export const MAX_SEARCH_PAGES = 3
+/** Tool calls one summary of a folder makes at most (listings and reads), within the turn's default limit of 24. */
+const FOLDER_SUMMARY_MAX_CALLS = 22
 /** A step cap inside the turn's own limits, so a confused plan still ends with an answer. */
 const MAX_TOOL_STEPS = 6
 const SEARCH_QUERY_MAX_CHARS = 200
@@ -318,9 +320,11 @@ function planFolderSummary({ context, folder }: { readonly context: PlanContext;
       const next = unlisted.slice(0, MAX_FOLDERS_LISTED).map((entry) => entry.uri)
       return { kind: 'tool_calls', thinking: phrases.listingFolders(next), calls: next.map((uri) => ({ name: 'ls', arguments: { uri } })) }
     }
-    const chosen = files.slice(0, MAX_FILES_LISTED)
+    // The listings and the reads of one summary stay within a turn's default limit of 24 tool calls (a file's title is still listed unread).
+    const chosen = files.slice(0, Math.max(0, Math.min(MAX_FILES_LISTED, FOLDER_SUMMARY_MAX_CALLS - observations.lists.length - observations.reads.length)))
     if (chosen.length > 0) {
-      const limit = openingReadLimit(chosen.length)
+      // Within what is left of the turn's window after the listings (many folders list many entries).
+      const limit = Math.max(200, Math.min(openingReadLimit(chosen.length), Math.floor(readBudget(context) / chosen.length)))
       return { kind: 'tool_calls', thinking: phrases.readingOpenings(chosen.length), calls: chosen.map((f) => ({ name: 'read', arguments: { uri: f.uri, offset: 0, limit } })) }
     }
   }

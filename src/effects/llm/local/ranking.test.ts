@@ -28,6 +28,14 @@ describe('judgeRelevance', () => {
     expect(results.find((r) => r.text.includes('6000'))?.reason).toMatch(/not about “file”/u)
   })
 
+  test('a passage that does not name the measure gives a figure in its unit: "at most 6000 characters" is no size in bytes', () => {
+    const results = judged('What is the maximum size of a file to read?', [
+      { name: 'tools.md', text: "# Tools\n\nThe read tool returns one page of a file's text, at most 6000 characters.\n\nA file is too large to read when it is over 50 MB.\n" },
+    ])
+    expect(results.find((r) => r.text.includes('6000'))?.reason).toBe('the passage gives no “size” and no figure of one')
+    expect(results.find((r) => r.text.includes('50 MB'))?.relevant).toBe(true)
+  })
+
   test('other questions need no figure', () => {
     const results = judged('How are files parsed?', DOCUMENTS)
     expect(results.find((r) => r.text.includes('L2'))?.relevant).toBe(true)
@@ -36,12 +44,12 @@ describe('judgeRelevance', () => {
 
 describe('judgeRelevance: the key terms of the question', () => {
   const PURCHASING = [
-    { name: 'equipment.md', text: '# Equipment\n\nLaptop purchases need a receipt and the asset tag.\n\nMonitors are ordered through the office team.\n' },
+    { name: 'equipment.md', text: '# Equipment\n\nLaptop purchases need a receipt and the asset tag from the office team.\n\nMonitors are ordered through the office team.\n' },
   ]
 
   test('a near-topic passage that lacks two key terms is not an answer, even at half the coverage', () => {
     const [result] = judged('Who approves laptop purchases for contractors?', PURCHASING)
-    expect(result).toMatchObject({ relevant: false, reason: 'the passage does not cover “approves”, “contractors”' })
+    expect(result).toMatchObject({ relevant: false, reason: 'the passage does not cover “contractors”' })
   })
 
   test('key terms match across word forms: approval meets approves, contractor meets contractors', () => {
@@ -72,7 +80,7 @@ describe('judgeRelevance: honesty on near-topic passages (issue 41)', () => {
   test('"how much" is answered only by a passage with a number ("v2" is a name, not a figure)', () => {
     const results = judged('How much will webhooks in API v2 cost?', ROADMAP)
     expect(results.filter((r) => r.relevant)).toEqual([])
-    expect(results.find((r) => r.text.includes('webhooks'))?.reason).toBe('the passage gives no number')
+    expect(results.find((r) => r.text.includes('webhooks'))?.reason).toBe('the passage gives no “cost” and no figure of one')
   })
 
   test('the question\'s own verb may be missing: "What is planned for Q2?" is the Q2 list', () => {
@@ -106,3 +114,109 @@ describe('judgeRelevance: honesty on near-topic passages (issue 41)', () => {
     expect(results.find((r) => r.text.startsWith('First response'))).toMatchObject({ relevant: false, reason: 'the passage does not mention “business”' })
   })
 })
+
+describe('judgeRelevance: another kind of the thing asked about (issue 41)', () => {
+  const BENEFITS = [
+    { name: 'benefits.md', text: '# Benefits\n\n## Health insurance\n\nThe company pays the health insurance premium. Coverage starts on the first day of employment.\n\n## Pension\n\nThe company matches pension contributions up to 6 % of the salary.\n' },
+    { name: 'leave.md', text: '# Leave\n\nContractors follow their own agreement.\n\n## Bereavement leave\n\nUp to 5 paid days can be taken after the death of a parent.\n\n## Parental leave\n\nThe other parent gets 10 weeks at full pay.\n' },
+  ]
+
+  test('a word that qualifies a word the passage has, missing from it, names another thing: dental insurance is not health insurance', () => {
+    const results = judged('When does the dental insurance start?', BENEFITS)
+    expect(results.filter((r) => r.relevant)).toEqual([])
+    expect(results.find((r) => r.text.startsWith('The company pays'))?.reason).toBe('the passage is not about “dental insurance”')
+    expect(judged('When does the health insurance start?', BENEFITS).find((r) => r.text.startsWith('The company pays'))?.relevant).toBe(true)
+  })
+
+  test('nor is it met by a heading that names another kind ("Bereavement leave" for paternity leave)', () => {
+    const results = judged('How many days of paternity leave can be taken?', BENEFITS)
+    expect(results.find((r) => r.text.startsWith('Up to 5'))).toMatchObject({ relevant: false, reason: 'the passage is not about “paternity leave”' })
+  })
+
+  test('a phrase that narrows the question ("for contractors") is never the one key term a passage may lack', () => {
+    const results = judged('What is the pension match for contractors?', BENEFITS)
+    expect(results.filter((r) => r.relevant)).toEqual([])
+    expect(judged('What is the pension match for employees?', [
+      { name: 'pension.md', text: '# Pension\n\nThe company matches pension contributions of employees up to 6 % of the salary.\n' },
+    ]).some((r) => r.relevant)).toBe(true)
+  })
+})
+
+describe('judgeRelevance: the kind of answer the question asks for', () => {
+  const FINANCE = [
+    { name: 'payments.md', text: '# Payments\n\nIf an invoice is wrong, tell AP within 10 business days.\n\nThe payment run is on Tuesdays and Thursdays; suppliers are paid on the next run.\n' },
+    { name: 'contacts.md', text: '# Contacts\n\nIncident response retainer: Blackline Forensics, contract number BF-2291.\n' },
+    { name: 'backups.csv', text: 'environment,days kept\nstaging,7\nproduction,35\n' },
+  ]
+
+  test('"which days" is answered by a day, not by a passage that counts days', () => {
+    const results = judged('Which days are suppliers paid?', FINANCE)
+    expect(results.filter((r) => r.relevant).map((r) => r.text)).toEqual(['The payment run is on Tuesdays and Thursdays; suppliers are paid on the next run.'])
+    expect(results.find((r) => r.text.startsWith('If an invoice'))?.reason).toBe('the passage gives no day')
+  })
+
+  test('"how much … cost" needs an amount of money: a contract number is none', () => {
+    expect(judged('How much does Blackline Forensics charge for the retainer?', FINANCE).find((r) => r.text.includes('BF-2291'))?.reason).toBe('the passage gives no amount of money')
+  })
+
+  test('"how long" is answered by a row whose header gives the unit', () => {
+    expect(judged('How long are staging backups kept?', FINANCE).find((r) => r.text.startsWith('staging'))?.relevant).toBe(true)
+  })
+})
+
+describe('judgeRelevance: numbers of the question', () => {
+  const PLAN = [
+    { name: 'plan.md', text: '# Plan\n\n## 4. When commission is paid\n\n- Commission is paid at the end of the month after it was earned.\n- Statements are in Spiff by the 10th of each month.\n\n## 5. Clawbacks\n\nCommission is clawed back if the customer cancels within the first 6 months.\n' },
+  ]
+
+  test('a number the question gives is never the key term a passage may lack, and a section number is no figure', () => {
+    const results = judged('What happens to my commission if the customer cancels in month 4?', PLAN)
+    expect(results.filter((r) => r.relevant)).toEqual([])
+    expect(results.find((r) => r.text.startsWith('Commission is clawed'))?.reason).toBe('the passage does not cover “4”')
+  })
+})
+
+describe('judgeRelevance: who', () => {
+  test('"who" is answered by a person or a role other than the question\'s own words', () => {
+    const DISCOUNTS = [
+      { name: 'discounts.md', text: '# Discounts\n\nNon-profits get 25% off without further approval.\n\nA 25% discount needs the approval of the VP Sales.\n\nThe approver of a 25% discount may extend it.\n' },
+    ]
+    const results = judged('Who has to approve a 25% discount?', DISCOUNTS)
+    expect(results.filter((r) => r.relevant).map((r) => r.text)).toEqual(['A 25% discount needs the approval of the VP Sales.'])
+    expect(results.find((r) => r.text.startsWith('Non-profits'))?.reason).toBe('the passage gives no person or role')
+    expect(results.find((r) => r.text.startsWith('The approver'))?.reason).toBe('the passage gives no person or role')
+  })
+})
+
+describe('judgeRelevance: a whole table', () => {
+  const CONVENTIONS = [
+    { name: 'conventions.md', text: '# Conventions\n\n## Language specifics\n\n| Language | Formatter | Notes |\n|---|---|---|\n| Kotlin | Spotless | |\n| Python | Ruff | Line length 100 |\n' },
+  ]
+
+  test('answers a question about the table, not one about a row (the row answers that) nor one whose words are spread over several rows', () => {
+    expect(judged('What are the language specifics?', CONVENTIONS).find((r) => r.text.startsWith('| Kotlin | Spotless | | | Python'))?.relevant).toBe(true)
+    const spread = judged('What line length does Spotless enforce for Kotlin?', CONVENTIONS)
+    expect(spread.filter((r) => r.relevant)).toEqual([])
+    expect(spread.find((r) => r.text.startsWith('| Kotlin | Spotless | | | Python'))?.reason).toBe('the question is about a row of the table, not the table')
+    expect(judged('Which formatter does Python use?', CONVENTIONS).filter((r) => r.relevant).map((r) => r.text)).toEqual(['| Python | Ruff | Line length 100 |'])
+  })
+})
+
+describe('judgeRelevance: causes and bare phrases', () => {
+  const POSTMORTEM = [
+    { name: 'checkout-timeouts-postmortem.md', text: '# Postmortem: checkout timeouts\n\n| | |\n|---|---|\n| Checkout timeouts commander | Marcus Lee |\n\n## Root cause\n\nThe checkout timeouts came after the new driver renamed max_conns to pool_max_size, so the pool fell back to 10 connections.\n\n## Conventions\n\nKeep a pull request under 400 changed lines.\n' },
+  ]
+
+  test('"what caused" is answered by a cause (or a passage under a heading that announces one), not by a row of facts', () => {
+    const results = judged('What caused the checkout timeouts?', POSTMORTEM)
+    expect(results.find((r) => r.text.includes('Marcus Lee'))?.reason).toBe('the passage gives no cause')
+    expect(results.find((r) => r.text.includes('max_conns'))?.relevant).toBe(true)
+  })
+
+  test('a bare phrase "max size of X" asks about X', () => {
+    expect(analyseQuestion('max size of a pull request').focus.map((k) => k.text)).toEqual(['pull', 'request'])
+    expect(analyseQuestion('tolerance on the three-way match').focus).toEqual([])
+    expect(judged('max size of a pull request', POSTMORTEM).find((r) => r.text.includes('pool_max_size'))?.relevant).toBe(false)
+  })
+})
+

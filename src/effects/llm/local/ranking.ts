@@ -5,7 +5,7 @@
 import MiniSearch from 'minisearch'
 import { splitBlocks, type Block, type Page } from './blocks.ts'
 import { isEvidence, passagesOf, type Passage } from './passages.ts'
-import { fileNameMonths, fileNameTerms, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
+import { fileNameMonths, fileNameTerms, isFrameVerb, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type AnswerType, type Keyword, type QuestionTerms } from './terms.ts'
 
 export interface ReadDocument {
   readonly uri: string
@@ -48,11 +48,19 @@ export function readDocument({ uri, page, layer }: { readonly uri: string; reado
     titleTerms: new Set(page.atStart ? matchTerms(blocks.find((block) => block.headings.length > 0)?.headings[0] ?? '') : []),
     terms,
     passageTerms: passages.map((passage) => {
-      const text = matchTerms(passage.label === undefined ? passage.text : `${passage.label} ${passage.text}`)
-      const context = matchTerms(passage.context)
+      // With its pairs of adjacent words, so that "parental leave" is matched as a phrase.
+      const own = passage.label === undefined ? passage.text : `${withoutSectionNumbers(passage.label)} ${passage.text}`
+      const text = [...matchTerms(own), ...pairTerms(own)]
+      const headings = withoutSectionNumbers(passage.context)
+      const context = [...matchTerms(headings), ...pairTerms(headings)]
       return { text: new Set(text), context: new Set(context), around: new Set([...text, ...context, ...nameTerms]) }
     }),
   }
+}
+
+/** A heading's section number ("## 4. Payout", "3.2 Refunds") is no figure of the text; a version ("## 4.3.0 — …") is kept. */
+function withoutSectionNumbers(headings: string): string {
+  return headings.replace(/(^|\n)\s*\d{1,2}(?:\.\d{1,2})?\.?\s+(?=\p{L})/gu, '$1')
 }
 
 export function fileNameOf(uri: string): string {
@@ -93,7 +101,7 @@ export function rankPassages({
   /** What an answer looks like (`answerCue`). */
   readonly cue?: RegExp | undefined
 }): RankedPassage[] {
-  const unigrams = keywords.flatMap((keyword) => keyword.terms)
+  const unigrams = keywords.flatMap((keyword) => [...keyword.terms, ...(keyword.alternatives ?? []).flat()])
   const pairs = pairTerms(keywords.filter((k) => k.terms.length === 1).map((k) => k.text).join(' '))
   const queryTerms = new Set([...unigrams, ...pairs])
   // Only passages that share a term with the question (in text, headings or file name) are ranked: the rest score 0 anyway.
@@ -206,7 +214,85 @@ export function missingKeyTerms({
   const heaviest = Math.max(0, ...keywords.map((k) => weights.get(k.text) ?? 0))
   // Of two keywords, both are key ("the roadmap for Q4": a passage about Q4 alone is not about the roadmap).
   const common = (k: Keyword) => keywords.length >= 3 && (weights.get(k.text) ?? 0) < KEY_TERM_SHARE * heaviest
-  return keywords.filter((k) => !isGenericNoun(k.text) && !common(k) && !matched(k))
+  return keywords.filter((k) => !isGenericNoun(k.text) && !isFrameVerb(k.text) && !common(k) && !matched(k))
+}
+
+/** Whether a whole list (`Passage.lastBlock`) has two or more of `words` only in different items. */
+function listFactsSpread({ document, passageIndex, words }: { document: ReadDocument; passageIndex: number; words: ReadonlyArray<Keyword> }): boolean {
+  const passage = document.passages[passageIndex]!
+  if (passage.lastBlock === undefined || words.length < 2) return false
+  const items = document.blocks.slice(passage.block, passage.lastBlock + 1).map((block) => new Set([...matchTerms(block.text), ...pairTerms(block.text)]))
+  return !items.some((terms) => words.every((k) => keywordTermsMatch(k, terms)))
+}
+
+/** The question's keywords a whole list or table has in its items only, not in its heading, section or file name. */
+function wordsOnlyInItems({ document, passageIndex, keywords }: { document: ReadDocument; passageIndex: number; keywords: ReadonlyArray<Keyword> }): Keyword[] {
+  const passage = document.passages[passageIndex]!
+  const { text, context } = document.passageTerms[passageIndex]!
+  const label = new Set([...matchTerms(passage.label ?? ''), ...pairTerms(passage.label ?? ''), ...context, ...document.nameTerms])
+  return keywords.filter((k) => keywordTermsMatch(k, text) && !keywordTermsMatch(k, label))
+}
+
+/** Terms of a passage's own text, its nearest heading and its lead-in (a table's header row), not of the document's title above them. */
+function nearTerms({ document, passageIndex }: { document: ReadDocument; passageIndex: number }): Set<string> {
+  const passage = document.passages[passageIndex]!
+  const block = document.blocks[passage.block]!
+  const near = withoutSectionNumbers([block.headings.length > 1 ? block.headings.at(-1)! : '', block.lead ?? ''].join('\n'))
+  return new Set([...document.passageTerms[passageIndex]!.text, ...matchTerms(near), ...pairTerms(near)])
+}
+
+/** Whether two keywords stand next to each other in the question's keyword order (a verb in -ing or -ed does not make a phrase with its neighbour). */
+function adjacentInQuestion(keywords: ReadonlyArray<Keyword>, a: Keyword, b: Keyword): boolean {
+  return Math.abs(keywords.indexOf(a) - keywords.indexOf(b)) === 1
+}
+
+const DURATION = /\d\s*(?:-|–|to\s+\d+\s*)?\s*(?:ms|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|business days|working days|quarters?)\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|a|an)\s+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b|\b(?:daily|weekly|monthly|yearly|annually|quarterly|indefinitely|permanently|forever|until|unlimited)\b|[天周月年]|小时|分钟/iu
+const MONEY = /[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur\b|euros?\b|usd\b|dollars?\b|gbp\b|pounds?\b|chf\b|cny\b|rmb\b|yuan\b|元)|\bfree\b|\bno\s+(?:charge|cost)\b|\d\s*%|免费/iu
+const WEEKDAY_OR_DATE = /\b(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?|daily|every\s+day)\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}\s+(?:january|february|march|april|may|june|july|august|september|october|november|december)\b|\b(?:first|last|final)\s+(?:working\s+|business\s+)?day\b|\d{4}-\d{2}-\d{2}|[周星期][一二三四五六日天]|\d+[日号]/iu
+const DATE_OR_TIME = /\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|daily|weekly|monthly|quarterly|yearly|annually|today|tomorrow|yesterday|before|after|within|until|once|when|during|end|start|beginning|immediately|never|morning|afternoon|evening|night|day|days|week|month|quarter|year)\b|[日月周年]|之前|之后/iu
+/** A person's name (two capitalised words: "Marcus Lee") or a role ("the team lead", "the CFO"). */
+const PERSON = /\p{Lu}\p{Ll}+\s+\p{Lu}\p{Ll}+/u
+const ROLES = new Set(
+  'manager managers lead leads head director owner owners team officer admin administrator engineer agent desk committee board controller chair approver vp cfo ceo cto ciso cro coo hr finance legal security procurement support sales on-call person employee employees staff requester supervisor you your they he she member members someone anyone nobody everyone customer user users department group council it ap ar'.split(' ').map(stem),
+)
+const CHINESE_ROLE = /负责人|经理|主管|团队|部门/u
+
+/** Whether a text names a person or a role other than the question's own words ("Who is the system *owner*?" is not answered by "a system owner"). */
+function namesPersonOrRole(text: string, keywords: ReadonlyArray<Keyword>): boolean {
+  if (PERSON.test(text) || CHINESE_ROLE.test(text)) return true
+  const asked = new Set(keywords.flatMap((k) => k.terms))
+  return matchTerms(text).some((term) => ROLES.has(term) && !asked.has(term))
+}
+const ANSWER_TYPES: Record<AnswerType, { readonly name: string; readonly pattern: RegExp; readonly header?: RegExp }> = {
+  cause: { name: 'cause', pattern: /\b(?:because|reasons?|since|due\s+to|caus(?:e|es|ed|ing)|so\s+that|so\s+the|so\s+we|led\s+to|leads\s+to|result(?:ed|s)?\s+in|as\s+a\s+result|why|trigger(?:ed|s)?|therefore|instead|would\s+have|could\s+not|did\s+not|didn['’]t|never|too|but|however|although|unless|without|only\s+(?:if|when))\b|因为|原因|由于|所以/iu },
+  frequency: { name: 'frequency', pattern: /\d+\s*(?:times|x)\b|\b(?:every|each|per|once|twice|daily|weekly|fortnightly|monthly|quarterly|yearly|annually|hourly|nightly|always|never|whenever)\b|每/iu },
+  duration: { name: 'duration', pattern: DURATION, header: /(?:^|[^\p{L}])(?:ms|seconds?|minutes?|hours?|days?|weeks?|months?|years?|duration|period|retention)(?:[^\p{L}]|$)/iu },
+  money: { name: 'amount of money', pattern: MONEY, header: /(?:^|[^\p{L}])(?:eur|usd|gbp|chf|price|cost|fee|amount|stipend|allowance)(?:[^\p{L}]|$)|[€$£]/iu },
+  day: { name: 'day', pattern: WEEKDAY_OR_DATE },
+  date: { name: 'date or time', pattern: DATE_OR_TIME },
+  person: { name: 'person or role', pattern: /(?!)/u },
+}
+
+/** What a figure of a measure is written with: a size in bytes, a price in a currency, a time in its units. */
+const MEASURE_UNITS: ReadonlyArray<readonly [ReadonlySet<string>, RegExp]> = [
+  // "400 changed lines": one word may stand between the number and its unit.
+  [new Set(['size']), /\d\s*(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?|(?:\p{L}+\s+)?(?:lines?|files?|pages?|words?|rows?))\b/iu],
+  [new Set(['cost', 'costs', 'price', 'prices', 'fee', 'fees', 'amount', 'amounts', 'budget', 'budgets']), /[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur|euros?|usd|dollars?|gbp|pounds?|chf|cny|rmb|yuan|元)|\bfree\b|免费/iu],
+  [new Set(['rate', 'rates', 'percentage', 'commission']), /\d\s*%|\bper\s*cent|[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur\b|usd\b|gbp\b)|\d\s*(?:x|times)\b/iu],
+  [new Set(['time', 'times', 'duration', 'deadline']), /\d\s*(?:ms|s|sec(?:ond)?s?|min(?:ute)?s?|h|hours?|days?|weeks?|months?|years?|business days|working days)\b|\d{1,2}:\d{2}|[天周月年小时分钟]/iu],
+]
+
+/**
+ * Asked about a measure ("the maximum size of a file", "the commission rate"), a passage that does
+ * not name the measure must give a figure in its unit (50 MB, 8 %): "at most 6000 characters" is
+ * not a size in bytes, a date is not a rate. The measure keyword it lacks, when there is one.
+ */
+function measureWithoutUnit({ keywords, text, matched }: { keywords: ReadonlyArray<Keyword>; text: string; matched: (k: Keyword) => boolean }): Keyword | undefined {
+  for (const keyword of keywords) {
+    const unit = MEASURE_UNITS.find(([nouns]) => nouns.has(keyword.text))?.[1]
+    if (unit !== undefined && !matched(keyword) && !unit.test(text)) return keyword
+  }
+  return undefined
 }
 
 /** A number standing as a figure ("50 MB", "6000"), not inside a name ("L2", "D1", "utf8"). */
@@ -256,6 +342,14 @@ export function judgeRelevance({
       ? keywords.find((k) => k.text === dated.month)
       : undefined
   if (otherMonth !== undefined) return { relevant: false, coverage, reason: `${document.uri} is dated in another month than “${otherMonth.text}”` }
+  // Asked for a figure, a whole list under a heading does not piece the question's words together from several items: the figure of one item is not the answer to the words of another.
+  // A whole table answers only a question about the table (its heading, section, file): a question about a row is answered by the row.
+  const wholeTable = document.blocks[document.passages[passageIndex]!.block]!.kind === 'row'
+  const inItems = document.passages[passageIndex]!.lastBlock === undefined ? [] : wordsOnlyInItems({ document, passageIndex, keywords })
+  if (wholeTable && inItems.length > 0) return { relevant: false, coverage, reason: 'the question is about a row of the table, not the table' }
+  if (question.wantsFigure && listFactsSpread({ document, passageIndex, words: inItems })) {
+    return { relevant: false, coverage, reason: 'the list has the question’s words only across several items' }
+  }
   // A passage must say something about the question itself — unless its file is named after it.
   const named = keywords.filter((k) => keywordTermsMatch(k, document.nameTerms)).reduce((sum, k) => sum + (weights.get(k.text) ?? 0), 0)
   if (!keywords.some((k) => matches(k, textTerms)) && named * 2 < total) return { relevant: false, coverage, reason: 'no keyword in the passage itself' }
@@ -271,13 +365,45 @@ export function judgeRelevance({
   if (question.asksForMeasure && !FIGURE.test(document.passages[passageIndex]!.text)) {
     return { relevant: false, coverage, reason: 'the passage gives no figure' }
   }
+  const unitless = measureWithoutUnit({ keywords, text: document.passages[passageIndex]!.text, matched: (k) => matches(k, around) })
+  if (unitless !== undefined) return { relevant: false, coverage, reason: `the passage gives no “${unitless.text}” and no figure of one` }
   if (question.wantsFigure && !NUMBER_IN_TEXT.test(document.passages[passageIndex]!.text)) {
     return { relevant: false, coverage, reason: 'the passage gives no number' }
+  }
+  const answerType = question.answerType === undefined ? undefined : ANSWER_TYPES[question.answerType]
+  const passage = document.passages[passageIndex]!
+  // A table or CSV row gives its unit in the header row ("| environment | days kept |", "price_eur_per_seat").
+  const rowWithUnit = (type: { readonly header?: RegExp | undefined }) =>
+    document.blocks[passage.block]!.kind === 'row' && type.header !== undefined && type.header.test(passage.context) && /\d/u.test(passage.text)
+  // A cause may be announced by the heading above it ("## Root cause").
+  const typedText = `${question.answerType === 'cause' ? (document.blocks[passage.block]!.headings.at(-1) ?? '') : ''}\n${passage.label ?? ''}\n${passage.text}`
+  const typed = question.answerType === 'person' ? namesPersonOrRole(typedText, keywords) : answerType?.pattern.test(typedText)
+  if (answerType !== undefined && typed !== true && !rowWithUnit(answerType)) {
+    return { relevant: false, coverage, reason: `the passage gives no ${answerType.name}` }
   }
   const threshold = focus.length > 0 && focusFound === focus.length ? MIN_COVERAGE_WITH_FOCUS : MIN_COVERAGE
   if (coverage < threshold) return { relevant: false, coverage, reason: `coverage ${coverage.toFixed(2)} below ${threshold}` }
   const joinedAround = keywordsMetAsCompound(keywords, around)
   const uncovered = missingKeyTerms({ keywords, weights, matched: (k) => matches(k, around) || joinedAround.has(k.text) || k.text === question.frameVerb })
+  // "The dental insurance" is not the health insurance: a missing word that qualifies a word the passage has names another thing.
+  // The word qualified is in the passage's text, or in a heading that names another kind of it ("## Bereavement leave").
+  const headHere = (head: Keyword) =>
+    matches(head, textTerms) ||
+    (matches(head, around) && head.terms.length === 1 && pairTerms(document.passages[passageIndex]!.context).some((pair) => pair.endsWith(head.terms[0]!) && pair !== head.terms[0]))
+  const otherKind = keywords.find(
+    (k) => question.modifiers.has(k.text) && !matches(k, around) && !joinedAround.has(k.text) && keywords.some((h) => h.text === question.modifiers.get(k.text) && headHere(h)),
+  )
+  if (otherKind !== undefined) return { relevant: false, coverage, reason: `the passage is not about “${otherKind.text} ${question.modifiers.get(otherKind.text)}”` }
+  // A phrase that narrows the question ("for contractors") is not the verb a passage may lack.
+  // Nor is the thing a "which …" question asks for ("Which companies are on the list?").
+  // A number the question gives ("above 125 %") is not a verb either.
+  const narrowed =
+    uncovered.find((k) => question.qualifiers.has(k.text) || /^\p{N}+$/u.test(k.text)) ??
+    keywords.find((k) => k.text === question.asksWhich && !matches(k, nearTerms({ document, passageIndex })) && !joinedAround.has(k.text))
+  if (narrowed !== undefined) return { relevant: false, coverage, reason: `the passage does not cover “${narrowed.text}”` }
+  // Two key terms side by side in the question ("a different *bank account*") are one thing: both missing, the thing is.
+  const phraseMissing = uncovered.find((k, i) => uncovered.slice(i + 1).some((other) => adjacentInQuestion(keywords, k, other) && ![k, other].some((w) => /(?:ing|ed)$/u.test(w.text))))
+  if (phraseMissing !== undefined && uncovered.length >= 2) return { relevant: false, coverage, reason: `the passage does not cover ${uncovered.map((k) => `“${k.text}”`).join(', ')}` }
   // One key term may be missing from a question of three or more: its verb ("write", "use") — unless the verb is known.
   const allowed = question.frameVerb !== undefined ? 0 : keywords.length >= 6 ? 2 : keywords.length >= 3 ? 1 : 0
   // "Summarise what these files are about": the words asking for a summary are no subject.

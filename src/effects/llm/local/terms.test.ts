@@ -127,7 +127,7 @@ describe('matchTerms', () => {
 
   test('dotted and hyphenated tokens also match by their parts', () => {
     expect(matchTerms('cats.md')).toEqual(['cats.md', 'cat', 'md'])
-    expect(matchTerms('wi-fi')).toEqual(['wi-fi', 'wi', 'fi'])
+    expect(matchTerms('wi-fi')).toEqual(['wi-fi', 'wifi', 'wi', 'fi'])
   })
 
   test('CJK text is matched by overlapping character pairs, whatever the segmentation', () => {
@@ -187,3 +187,92 @@ describe('stem: word forms of one word meet', () => {
     expect(keywordTermsMatch(keyword, new Set(matchTerms('Invoices are retained for seven years.')))).toBe(true)
   })
 })
+
+describe('analyseQuestion: modifiers and qualifiers', () => {
+  test.each([
+    ['When does the dental insurance start?', [['dental', 'insurance']]],
+    ['How many days of paternity leave can be carried over?', [['paternity', 'leave']]],
+    ['Is a master\'s degree covered?', []],
+    ['Which class may I book for a nine-hour flight?', []],
+    ['Does the company pay the insurance for children?', []],
+    ['Who approves laptop purchases?', []],
+  ])('%j: modifiers %j', (question, modifiers) => {
+    expect([...analyseQuestion(question).modifiers]).toEqual(modifiers)
+  })
+
+  test.each([
+    ['What is the pension match for contractors?', ['contractors']],
+    ['How many vacation days do interns get in their first year?', ['first', 'year']],
+    ['What happens when a stream ends without a done event?', []],
+    ['How many paying workspaces did we have at the end of Q4?', []],
+    ['What is the mileage rate for a 200 km trip?', ['km', 'trip']],
+  ])('%j: qualifiers %j', (question, qualifiers) => {
+    expect([...analyseQuestion(question).qualifiers]).toEqual(qualifiers)
+  })
+})
+
+describe('analyseQuestion: the kind of answer asked for', () => {
+  test.each([
+    ['How long are staging backups retained?', 'duration'],
+    ['How often do we do access reviews?', 'frequency'],
+    ['How long does my password need to be?', undefined],
+    ['How much does the Team plan cost per month?', 'money'],
+    ['How much RAM does the server have?', undefined],
+    ['Which days do suppliers get paid?', 'day'],
+    ['What day of the month is salary paid?', 'day'],
+    ['When does the flash P&L go out?', 'date'],
+    ['Who approves a refund?', 'person'],
+    ['What is the refund policy?', undefined],
+  ])('%j → %s', (question, type) => {
+    expect(analyseQuestion(question).answerType).toBe(type)
+  })
+
+  test('"how long does it need to be" asks for a length: "long" is a keyword, and no duration is needed', () => {
+    expect(analyseQuestion('How long does my password need to be?').keywords.map((k) => k.text)).toEqual(['password', 'long'])
+    expect(analyseQuestion('How often do we do access reviews?').wantsFigure).toBe(false)
+  })
+
+  test('"which X" names what the answer is about', () => {
+    expect(analyseQuestion('Which companies are on the preferred supplier list?').asksWhich).toBe('companies')
+    expect(analyseQuestion('What rate is charged?').asksWhich).toBeUndefined()
+    expect(analyseQuestion('What commission rate do sales managers get?').asksWhich).toBe('commission')
+  })
+
+  test('15,000 and 15k are one number, in questions and in texts', () => {
+    expect(texts('How many quotes for a 15,000 dollar purchase?')).toEqual(['quotes', '15000', 'dollar', 'purchase'])
+    expect(texts('Who signs a $30k contract?')).toEqual(['signs', '30000', 'contract'])
+    expect(matchTerms('Purchases from 10,000 to 50,000 USD')).toEqual(['purchas', '10000', '50000', 'usd'])
+  })
+
+  test('identifiers and a number after a name are names', () => {
+    const proper = (question: string) => extractKeywords(question).filter((k) => k.proper).map((k) => k.text)
+    expect(proper("What's the p99 latency SLO?")).toEqual(['p99', 'slo'])
+    expect(proper('When are we upgrading to PostgreSQL 17?')).toEqual(['postgresql', '17'])
+    expect(proper('How many days are there in 2026?')).toEqual([])
+  })
+})
+
+describe('word forms of ordinary writing', () => {
+  test.each([
+    ['capitalised', 'capitalized'],
+    ['licence', 'license'],
+    ['colour', 'color'],
+    ['catalogue', 'catalog'],
+    ['organisation', 'organization'],
+  ])('British and American spellings meet: %s / %s', (british, american) => {
+    expect(stem(british)).toBe(stem(american))
+  })
+
+  test('an acronym\'s plural is the acronym, a hyphenated word also its joined spelling, P&L one word', () => {
+    expect(matchTerms('account executives (AEs)')).toContain('ae')
+    expect(texts('What is the ramp for new AEs?')).toContain('ae')
+    expect(matchTerms('Registered non-profit organisations')).toContain(stem('nonprofit'))
+    expect(texts('When does the flash P&L go out?')).toEqual(['flash', 'p&l'])
+  })
+
+  test('contractions and framing verbs are no keywords', () => {
+    expect(texts("Why didn't we go with DynamoDB?")).toEqual(['dynamodb'])
+    expect(texts("What do I earn once I'm above quota?")).toEqual(['earn', 'quota'])
+  })
+})
+

@@ -5,13 +5,14 @@
 // segmenter cuts differently in the question and in the text still matches.
 
 import { stem } from './stem.ts'
+import { makeAlternatives, normaliseQuestionPhrases } from './synonyms.ts'
 
 export { stem }
 
 const CJK_CLASS = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}'
 const CJK_CHAR = new RegExp(`[${CJK_CLASS}]`, 'u')
 const LATIN = `(?:(?![${CJK_CLASS}])[\\p{L}\\p{N}])`
-const TOKEN = new RegExp(`([${CJK_CLASS}]+)|(${LATIN}+(?:[._'’-]${LATIN}+)*)`, 'gu')
+const TOKEN = new RegExp(`([${CJK_CLASS}]+)|(${LATIN}+(?:[._'’&-]${LATIN}+)*)`, 'gu')
 const WORD_SEGMENTER = new Intl.Segmenter('zh', { granularity: 'word' })
 
 const ENGLISH_STOP_WORDS = new Set(
@@ -28,7 +29,10 @@ const ENGLISH_STOP_WORDS = new Set(
     // Words that frame a question rather than name its subject.
     'happen happens happened happening say says said mean means meant many make makes made way ways thing things ' +
     'take takes took long often quickly exactly really actually usually currently still kind sort anything something ' +
-    'someone anyone everything hold holds held idea ideas worth due'
+    'someone anyone everything hold holds held idea ideas worth due needs needed needing ' +
+    // Contractions (their apostrophe dropped) and the verbs that frame "which … do I use", "when does it go out".
+    'im ive youre youve theyre theyve weve its dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt shouldnt hasnt havent ' +
+    'go goes going went gone'
   ).split(' '),
 )
 
@@ -49,7 +53,7 @@ const GENERIC_NOUNS = new Set(
   (
     'policy policies rule rules allowance allowances fee fees cost costs price prices rate rates amount amounts limit limits ' +
     'budget budgets number numbers process procedure procedures time times date dates deadline duration size level type ' +
-    'types status details information info maximum minimum max min default total feature features list lists kind kinds 政策 规定 费用 价格 时间 数量 金额 流程 标准 ' +
+    'types status details information info maximum minimum max min cap caps ceiling default total feature features list lists kind kinds 政策 规定 费用 价格 时间 数量 金额 流程 标准 ' +
     '规则 情况 信息 最多 最少 上限 下限'
   ).split(' '),
 )
@@ -58,6 +62,11 @@ const GENERIC_NOUNS = new Set(
 const KIND_NOUNS = new Set('list lists type types kind kinds details information info status feature features'.split(' '))
 
 export const isGenericNoun = (word: string): boolean => GENERIC_NOUNS.has(word)
+
+/** Verbs that frame a question ("which timeout does checkout *use*", "who can *use* Wireshark"): they rank a passage that has them, but a passage need not have them. */
+const FRAME_VERBS = new Set(['use', 'uses', 'used', 'using'])
+
+export const isFrameVerb = (word: string): boolean => FRAME_VERBS.has(word)
 
 /** Words that ask for a summary of a document rather than name a subject. */
 const SUMMARY_INTENT = /\b(summar(y|ise|ize)|key points?|main points?|gist|tl;?dr|overview of)\b|要点|总结|概要|摘要|主要内容/iu
@@ -69,7 +78,19 @@ export function containsCjk(text: string): boolean {
 }
 
 function normalise(text: string): string {
-  return text.normalize('NFKC').toLowerCase()
+  return normaliseNumbers(singularAcronyms(text.normalize('NFKC')).toLowerCase())
+}
+
+/** "AEs", "SDRs", "ADRs": an acronym's plural is the acronym. */
+function singularAcronyms(text: string): string {
+  return text.replace(/(?<![\p{L}\p{N}])(\p{Lu}{2,})s(?![\p{L}\p{N}])/gu, '$1')
+}
+
+/** "15,000" and "15k" are the number 15000 (a question and a document may write it either way). */
+export function normaliseNumbers(text: string): string {
+  return text
+    .replace(/(?<![\p{L}\p{N}.,])\d{1,3}(?:,\d{3})+(?![\p{N}]|,\d)/gu, (number) => number.replace(/,/gu, ''))
+    .replace(/(?<![\p{L}\p{N}.,])(\d{1,3})k\b/giu, '$1000')
 }
 
 function isContentWord(word: string): boolean {
@@ -81,10 +102,14 @@ function isContentWord(word: string): boolean {
 // Matching terms
 
 /** "cats.md" also matches "cats", "node.js" also "node": the whole token and its parts. */
-function latinTerms(token: string): string[] {
+function latinTerms(possessive: string): string[] {
+  // "the doctor's certificate" is about a doctor.
+  const token = possessive.replace(/['’]s$/u, '')
   const parts = token.split(/[._'’-]/u).filter((part) => part !== '' && isContentWord(part))
   const whole = isContentWord(token) ? [stem(token)] : []
-  return parts.length > 1 ? [...whole, ...parts.map(stem)] : whole
+  // "non-profit" is also "nonprofit", "e-mail" "email".
+  const joined = /^[\p{L}]+(?:-[\p{L}]+)+$/u.test(token) ? [stem(token.replace(/-/gu, ''))] : []
+  return parts.length > 1 ? [...whole, ...joined, ...parts.map(stem)] : whole
 }
 
 function cjkPairs(run: string): string[] {
@@ -146,7 +171,7 @@ export function pairTerms(text: string): string[] {
 /** What an answer to the question looks like: a cause for "why", a number for "how many", a date for "when". */
 export function answerCue(question: string): RegExp | undefined {
   const text = question.normalize('NFKC').trim()
-  if (/^(why\b|为什么|为何)/iu.test(text)) return /\b(because|reason|so that|since|due to|cause[sd]?|why)\b|因为|原因|由于|所以/iu
+  if (/^(why\b|what\s+(?:caused|causes|led\s+to)\b|为什么|为何)/iu.test(text)) return /\b(because|reason|so that|since|due to|cause[sd]?|why)\b|因为|原因|由于|所以/iu
   if (FIGURE_QUESTION.test(text)) return NUMBER_IN_TEXT
   if (/^(when\b|by when\b)|什么时候|何时/iu.test(text)) return /\d|\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|daily|weekly|monthly)\b|[日月周]/iu
   return undefined
@@ -178,6 +203,8 @@ export interface Keyword {
   readonly terms: ReadonlyArray<string>
   /** A name the answer must mention (capitalised in the question, an acronym, a file name). */
   readonly proper: boolean
+  /** Other ways of saying a one-term keyword (synonyms.ts), each the terms that must all be there. */
+  readonly alternatives?: ReadonlyArray<ReadonlyArray<string>> | undefined
 }
 
 export interface QuestionTerms {
@@ -201,30 +228,120 @@ export interface QuestionTerms {
    * *decided* in …"): a passage may lack it, and then lacks no other key term.
    */
   readonly frameVerb: string | undefined
+  /**
+   * Keywords that qualify the keyword right after them inside a noun phrase ("the *dental*
+   * insurance", "days of *paternity* leave"): each mapped to the keyword it qualifies.
+   */
+  readonly modifiers: ReadonlyMap<string, string>
+  /** The kind of answer the question's form asks for (`answerTypeOf`): the passage must hold one. */
+  readonly answerType: AnswerType | undefined
+  /** The noun of "which X" / "what X" ("*Which companies* are …"): what the answer names, so a passage must have it. */
+  readonly asksWhich: string | undefined
+  /** Keywords of a phrase that narrows the question ("the pension match *for contractors*", "*in Germany*"). */
+  readonly qualifiers: ReadonlySet<string>
   /** A month that dates what the question asks about ("the *March* ops review"): its terms, and the month. */
   readonly datedSubject: { readonly month: string; readonly subject: ReadonlyArray<string> } | undefined
 }
 
 export const MAX_QUERY_KEYWORDS = 8
 
+/** A one-term keyword's synonyms (synonyms.ts), read the way texts are read here. */
+export const alternativesOf = makeAlternatives({ matchTerms, pairTerms })
+
 /** "Which files mention X?": the words that ask which files hold a subject, not the subject. */
 const FILES_THAT = /^\s*(?:which|what)\s+(?:files?|documents?|docs|pages?|notes)\s+(?:mention|mentions|talk about|talks about|refer to|refers to|discuss|discusses|cover|covers|contain|contains|say anything about|are about|is about)\s+/iu
 
-export function analyseQuestion(question: string): QuestionTerms {
-  const keywords = extractKeywords(question.normalize('NFKC').replace(FILES_THAT, ''))
+export function analyseQuestion(asked: string): QuestionTerms {
+  const question = normaliseQuestionPhrases(asked)
+  const extracted = extractKeywords(question.normalize('NFKC').replace(FILES_THAT, ''))
+  // "How long does my password need to be?" asks for a length: "long" is what its answer says ("14 characters long").
+  const keywords = LENGTH_QUESTION.test(question.normalize('NFKC').trim()) && extracted.length < MAX_QUERY_KEYWORDS ? [...extracted, ...extractKeywords('length').map((k) => ({ ...k, text: 'long', terms: ['long', 'length'] }))] : extracted
   const frameVerb = keywords.find((k) => k.text === PARTICIPLE_FRAME.exec(question.normalize('NFKC'))?.[1]?.toLowerCase())?.text
   const phrase = focusPhrase(question)
+  const answerType = answerTypeOf(question.normalize('NFKC'), keywords)
   const focusTexts = new Set(phrase.text === undefined ? [] : extractKeywords(phrase.text).map((k) => k.text).filter((text) => text !== frameVerb))
   return {
     keywords,
     focusIsAction: phrase.action,
     asksForMeasure: phrase.measure,
-    focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text)),
+    // "Which days …" is answered by "Tuesdays": the answer's kind is no word the passage must have.
+    focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text) && !(answerType === 'day' && DAY_WORDS.has(keyword.text))),
     wantsSummary: SUMMARY_INTENT.test(question),
-    wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()),
+    // "How often" is answered by "every quarter" as well as by "twice a year".
+    wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()) && answerType !== 'frequency',
     frameVerb,
+    modifiers: modifiersOf(question.normalize('NFKC'), keywords),
+    qualifiers: qualifiersOf(question.normalize('NFKC'), keywords),
+    answerType,
+    asksWhich: answerType === 'day' ? undefined : asksWhichOf(question.normalize('NFKC'), keywords),
     datedSubject: datedSubjectOf(question),
   }
+}
+
+/** See `QuestionTerms.qualifiers`: the keywords of the noun phrase after a preposition that narrows to a group, a place or a case. */
+function qualifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Set<string> {
+  const texts = new Set(keywords.map((k) => k.text))
+  const qualifiers = new Set<string>()
+  for (const match of question.matchAll(/\b(?:for|in|during|under|outside)\s+(?:(?:the|a|an|my|our|your|their|all|each|every|new|other)\s+)*/giu)) {
+    const rest = question.slice((match.index ?? 0) + match[0].length)
+    for (const keyword of extractKeywords(phraseAt(rest))) if (texts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text) && !NUMBER_IN_TEXT.test(keyword.text)) qualifiers.add(keyword.text)
+  }
+  return qualifiers
+}
+
+const LENGTH_QUESTION = /^how\s+long\b.*\bbe\s*[?？.!]*\s*$/iu
+
+export type AnswerType = 'cause' | 'duration' | 'frequency' | 'money' | 'day' | 'date' | 'person'
+
+const DAY_WORDS = new Set(['day', 'days', 'weekday', 'weekdays'])
+const MONEY_WORDS = new Set('cost costs charge charges price prices fee fees spend spent earn earns pay paid worth budget salary'.split(' '))
+
+/**
+ * What the question's form asks for: a duration ("how long"), an amount of money ("how much …
+ * cost"), a day ("which days", "what day of the month"), a date or time ("when"), a person or a
+ * role ("who"). Undefined for other questions.
+ */
+function answerTypeOf(question: string, keywords: ReadonlyArray<Keyword>): AnswerType | undefined {
+  const text = question.trim()
+  if (/^(?:why\b|what\s+(?:caused|causes|led\s+to)\b)/iu.test(text)) return 'cause'
+  // "How long does my password need to be?" asks for a length, not a time.
+  if (/^how\s+long\b/iu.test(text) && !LENGTH_QUESTION.test(text)) return 'duration'
+  if (/^how\s+often\b/iu.test(text)) return 'frequency'
+  if (/^how\s+much\b/iu.test(text) && keywords.some((k) => MONEY_WORDS.has(k.text))) return 'money'
+  if (/^(?:which|what)\s+(?:days?|weekdays?)\b|^on\s+(?:which|what)\s+days?\b|\bwhat\s+day\s+of\s+the\b/iu.test(text)) return 'day'
+  if (/^(?:when|by\s+when|what\s+time)\b/iu.test(text)) return 'date'
+  if (/^who(?:m|se)?\b/iu.test(text)) return 'person'
+  return undefined
+}
+
+/** See `QuestionTerms.asksWhich`: the keyword after a leading which/what ("which *companies* are", "what *commission* rate do"), when it is not a generic noun. */
+function asksWhichOf(question: string, keywords: ReadonlyArray<Keyword>): string | undefined {
+  const match = /^\s*(?:which|what)\s+([\p{L}-]+)(?:\s+([\p{L}-]+))?\s+(?:is|are|was|were|do|does|did|can|may|should|must|will|has|have)\b/iu.exec(question)
+  const nouns = [match?.[1], match?.[2]].flatMap((noun) => (noun === undefined ? [] : [noun.toLowerCase()]))
+  return nouns.find((noun) => !GENERIC_NOUNS.has(noun) && keywords.some((k) => k.text === noun))
+}
+
+/** Adjectives that say which one or how big, not what kind: "a *different* bank account" is still a bank account. */
+const PLAIN_ADJECTIVES = new Set('new old different same other another current next last first previous small large big whole full main single extra additional existing specific certain own usual normal standard regular'.split(' '))
+
+/** Words after which a noun phrase starts: "the dental insurance", "days of paternity leave", "how many vacation days". */
+const NOUN_PHRASE_START = /^(?:the|a|an|of|for|my|our|your|their|his|her|its|many|much|any|each|every|per|on|in|at|to|from|with|about|this|that|these|those|no)$/iu
+
+/** See `QuestionTerms.modifiers`: the first word of two adjacent keywords after a determiner or a preposition. */
+function modifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Map<string, string> {
+  const byText = new Map(keywords.map((k) => [k.text, k]))
+  const tokens = [...question.matchAll(TOKEN)].map((m) => ({ text: m[0].toLowerCase().replace(/’/gu, "'"), start: m.index ?? 0, end: (m.index ?? 0) + m[0].length, latin: m[2] !== undefined }))
+  const modifiers = new Map<string, string>()
+  for (let i = 1; i + 1 < tokens.length; i += 1) {
+    const [before, word, next, after] = [tokens[i - 1]!, tokens[i]!, tokens[i + 1]!, tokens[i + 2]]
+    if (!word.latin || !next.latin || !NOUN_PHRASE_START.test(before.text) || /\S/u.test(question.slice(word.end, next.start))) continue
+    // Not a kind of the next word: an owner ("a master's degree"), a measure ("a nine-hour flight"),
+    // or a subject whose verb is next ("does the company pay the …").
+    if (/['’]s$/u.test(word.text) || NUMBER_IN_TEXT.test(word.text) || PLAIN_ADJECTIVES.has(word.text) || (after !== undefined && NOUN_PHRASE_START.test(after.text) && !/^of$/iu.test(after.text))) continue
+    const [modifier, head] = [byText.get(word.text), byText.get(next.text)]
+    if (modifier !== undefined && head !== undefined && !modifier.proper) modifiers.set(modifier.text, head.text)
+  }
+  return modifiers
 }
 
 /** "the March ops review", "the February 2026 meeting": a month and the words it dates. */
@@ -248,14 +365,22 @@ export function extractKeywords(question: string): Keyword[] {
     const terms = [...new Set(matchTerms(text))]
     if (terms.length === 0) return
     const existing = keywords.get(text)
-    keywords.set(text, { text, terms, proper: proper || (existing?.proper ?? false) })
+    const isProper = proper || (existing?.proper ?? false)
+    const alternatives = terms.length === 1 && !isProper ? alternativesOf(terms[0]!) : []
+    keywords.set(text, { text, terms, proper: isProper, ...(alternatives.length > 0 ? { alternatives } : {}) })
   }
-  const original = question.normalize('NFKC')
+  const original = normaliseNumbers(singularAcronyms(question.normalize('NFKC')))
+  let previousProper = false
   for (const match of original.matchAll(TOKEN)) {
     if (match[1] !== undefined) for (const word of cjkWords(match[1])) add(word.toLowerCase(), false)
     else if (match[2] !== undefined && isContentWord(match[2].toLowerCase())) {
-      add(match[2].toLowerCase().replace(/’/gu, "'"), isProperName(match[2], match.index ?? 0, original))
+      // A number right after a name is part of it ("PostgreSQL 17" is not PostgreSQL 12).
+      const proper: boolean = isProperName(match[2], match.index ?? 0, original) || (previousProper && /^\p{N}+(?:\.\p{N}+)*$/u.test(match[2]))
+      add(match[2].toLowerCase().replace(/’/gu, "'"), proper)
+      previousProper = proper
+      continue
     }
+    previousProper = false
   }
   return [...keywords.values()].slice(0, MAX_QUERY_KEYWORDS)
 }
@@ -263,6 +388,8 @@ export function extractKeywords(question: string): Keyword[] {
 /** Capitalised other than at the start of the question, an acronym (SAML, SEV1), or a file name. */
 function isProperName(word: string, index: number, question: string): boolean {
   if (/\.[a-z0-9]{1,5}$/iu.test(word) && /[a-z]/iu.test(word)) return true
+  // An identifier of letters and digits: p99, v2, fy2026.
+  if (/^(?=.*\p{L})(?=.*\p{N})[\p{L}\p{N}]+$/u.test(word) && !/^\p{N}+(?:st|nd|rd|th|s)$/iu.test(word)) return true
   if (/^\p{Lu}[\p{Lu}\p{N}]+$/u.test(word)) return true
   const atStart = /^[\s"'“‘(¿¡]*$/u.test(question.slice(0, index))
   return !atStart && /^\p{Lu}/u.test(word)
@@ -289,10 +416,10 @@ function cjkWords(run: string): string[] {
 }
 
 const QUESTION_FRAME =
-  /^\s*(?:(?:what|which|who|where)(?:\s+(?:is|are|was|were|does|do|did))?|when\s+(?:is|are|was|were)|how\s+(?:many|much)(?:\s+(?:is|are|was|were))?|how\s+(?:do|does|can|should)\s+(?:i|we|you))\s+(?:the\s+|a\s+|an\s+)?/iu
+  /^\s*(?:(?:what|which|who|where)(?:\s+(?:is|are|was|were|does|do|did)|['’]s)?|when\s+(?:is|are|was|were)|how\s+(?:many|much)(?:\s+(?:is|are|was|were))?|how\s+(?:do|does|can|should)\s+(?:i|we|you))\s+(?:the\s+|a\s+|an\s+)?/iu
 const PHRASE_END = /\s(?:at|in|on|for|of|to|from|with|by|during|when|if|after|before|per|do|does|did|is|are|can|may|must|should|will|would|be|being|that|which|while)\b|[?？!.,;:]/iu
 /** "How is the input limit computed?" asks about "input limit". */
-const PASSIVE_FRAME = /^\s*(?:how|when|where)\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.+?)\s+\p{L}+(?:ed|en|id|lt|pt|nt|wn|ne)\s*[?？.!]*\s*$/iu
+const PASSIVE_FRAME = /^\s*(?:how(?:\s+(?:long|often|soon|quickly|fast))?|when|where)\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.+?)\s+\p{L}+(?:ed|en|id|lt|pt|nt|wn|ne)\s*[?？.!]*\s*$/iu
 /** 值班补贴是多少？: the question words at the end follow the subject asked about. */
 const CHINESE_ASKS_ABOUT_SUBJECT = /(?:是什么|是多少|是哪些|有哪些|有多少|是多久|有多长)[？?。]*$/u
 const CHINESE_QUESTION_TAIL = /(?:是什么|是多少|是哪些|有哪些|有多少|多少|多长|多久|怎么样|怎么|如何|吗|呢|[？?。])+.*$/u
@@ -314,8 +441,11 @@ function focusPhrase(question: string): { readonly text: string | undefined; rea
   }
   const passive = PASSIVE_FRAME.exec(text)
   if (passive !== null) return { text: passive[1]!, action: false, measure: false }
-  const frame = QUESTION_FRAME.exec(text)
+  // A bare phrase ("max size of a pull request") is its own subject.
+  const bare = /^(?:how|what|which|who|whom|whose|where|when|why|is|are|was|were|do|does|did|can|could|should|would|will|may|must|has|have|had|tell|show|give|list|explain|describe|find|i|we|my|our|please)\b/iu.test(text) ? null : ([''] as unknown as RegExpExecArray)
+  const frame = QUESTION_FRAME.exec(text) ?? bare
   if (frame === null) return none
+  const framed = frame !== bare
   // "What was decided in the design review?": the phrase after the question's verb.
   const participle = PARTICIPLE_FRAME.exec(text)
   const rest = participle === null ? text.slice(frame[0].length) : text.slice(participle[0].length).replace(/^\s*(?:the|a|an)\s+/iu, '')
@@ -329,6 +459,8 @@ function focusPhrase(question: string): { readonly text: string | undefined; rea
     // "the maximum size of a file" asks for a figure; "the list of support macros" for the macros.
     if (thing.trim() !== '') return { text: thing, action: false, measure: !phraseKeywords.every((k) => KIND_NOUNS.has(k.text)) }
   }
+  // A bare phrase names its subject only as a measure of a thing; else its words are all keywords alike.
+  if (!framed) return none
   return { text: phrase, action: /^\s*how\s/iu.test(frame[0]) && /\s(?:i|we|you)\s+$/iu.test(frame[0]), measure: false }
 }
 
@@ -341,16 +473,24 @@ function phraseAt(text: string): string {
 /** Whether a set of terms holds a keyword: at least half of its terms (all of a one-term keyword). */
 export function keywordTermsMatch(keyword: Keyword, terms: ReadonlySet<string>): boolean {
   const found = keyword.terms.filter((term) => terms.has(term)).length
-  return found >= Math.ceil(keyword.terms.length / 2)
+  if (found >= Math.ceil(keyword.terms.length / 2)) return true
+  return keyword.alternatives?.some((alternative) => alternative.every((term) => terms.has(term))) ?? false
 }
 
 // ---------------------------------------------------------------------------------------------
 // A summary of a folder ("Summarise what these files are about", "give me an overview of this folder")
 
 /** Words for the files in scope as a whole. */
-const COLLECTION = String.raw`(?:files?|documents?|docs|folders?|director(?:y|ies)|notes|pages|workspace|scope|corpus|everything)`
+const COLLECTION = String.raw`(?:files?|documents?|docs|folders?|director(?:y|ies)|notes|pages|workspace|scope|corpus|everything|wikis?|spaces?|knowledge\s+base)`
 /** "these files", "this folder", "all the documents", "the engineering folder" (its name captured). */
-const COLLECTIVE = new RegExp(String.raw`\b(?:(?:all\s+(?:of\s+)?)?(?:these|this|the|my|our|those)\s+(?:([\p{L}\p{N}._-]+)\s+)?${COLLECTION}|everything(?:\s+here)?|all\s+(?:of\s+)?(?:them|it))\b`, 'giu')
+const COLLECTIVE = new RegExp(
+  String.raw`\b(?:(?:all\s+(?:of\s+)?)?(?:these|this|the|my|our|those)\s+(?:[\p{L}\p{N}._-]+\s+)??(?:([\p{L}\p{N}._-]+)\s+)?${COLLECTION}|everything(?:\s+here)?|all\s+(?:of\s+)?(?:them|it)` +
+    // "these ADRs", "all the runbooks": a plural after these/those/all names the files in scope.
+    String.raw`|(?:these|those|all\s+(?:of\s+)?(?:the|these|our|my))\s+(?:[\p{L}\p{N}._-]+\s+)?\p{L}[\p{L}\p{N}-]*s)\b`,
+  'giu',
+)
+/** "What docs does finance have?": which files a team or a folder has. */
+const WHAT_FILES_FORM = new RegExp(String.raw`^\s*what\s+(?:kinds?\s+of\s+)?(?:${COLLECTION})\s+(?:do|does)\s+(?:we|you|i|the\s+)?([\p{L}\p{N}._-]+(?:\s+[\p{L}\p{N}._-]+)?)?\s*(?:have|hold|keep|contain)\s*[?？.!]*\s*$`, 'iu')
 /** Asks for the gist: summarise, sum up, an overview, the gist, tl;dr. */
 const SUMMARY_VERB = /\b(?:summar(?:y|ies|ise|ize|ising|izing)|sum\s+up|overview|gist|tl;?dr|key\s+points|main\s+points|rundown)\b/iu
 /** "What are these files about?", "what is this folder about" — about at the end, the collection its subject. */
@@ -385,6 +525,11 @@ export function folderSummaryRequest(question: string): { readonly folder: strin
   const text = question.normalize('NFKC')
   if (containsCjk(text)) return CHINESE_FOLDER_SUMMARY.test(text) ? { folder: undefined } : undefined
   const lower = text.toLowerCase()
+  // "What is in engineering-wiki/?", "What's in the sales folder?": a folder named.
+  const inFolder = /^\s*what(?:'s|’s|\s+is)\s+in\s+(?:the\s+)?(?!(?:this|that|these|those|here)\b)([\p{L}\p{N}._-]+?)(?:\/|\s+folder|\s+directory)\s*[?？.!]*\s*$/iu.exec(lower)
+  if (inFolder !== null) return { folder: inFolder[1]! }
+  const whatFiles = WHAT_FILES_FORM.exec(lower)
+  if (whatFiles !== null) return { folder: whatFiles[1] === undefined || ['we', 'you', 'i'].includes(whatFiles[1]) ? undefined : whatFiles[1] }
   if (!SUMMARY_VERB.test(lower) && !ABOUT_FORM.test(lower)) return undefined
   let folder: string | undefined
   const rest = lower.replace(COLLECTIVE, (whole, name: string | undefined) => {
