@@ -368,6 +368,22 @@ describe('chatting in the workspace', () => {
     await page.emulateMedia({ colorScheme: 'dark' })
     await expect(colours()).resolves.toMatchObject({ page: 'rgb(18, 20, 25)', text: 'rgb(228, 231, 236)' })
     await screenshot(page, `desktop-dark-${tag}`)
+
+    // …and its wish for less motion: the streaming answer's pulsing dot and bouncing dots stand still, colours change at once
+    await page.evaluate(() => document.body.insertAdjacentHTML('beforeend', '<article class="msg assistant is-streaming" id="motion-probe"><p class="msg-status">Answering</p><div class="typing"><span></span></div><button type="button">b</button></article>'))
+    const motion = () =>
+      page.evaluate(() => {
+        const probe = document.querySelector('#motion-probe')!
+        return {
+          pulse: getComputedStyle(probe.querySelector('.msg-status')!, '::before').animationName,
+          dots: getComputedStyle(probe.querySelector('.typing span')!).animationName,
+          button: getComputedStyle(probe.querySelector('button')!).transitionDuration,
+        }
+      })
+    await page.emulateMedia({ reducedMotion: 'no-preference' })
+    await expect(motion()).resolves.toEqual({ pulse: 'pulse', dots: 'bounce', button: expect.stringMatching(/^0\.12s/) })
+    await page.emulateMedia({ reducedMotion: 'reduce' })
+    await expect(motion()).resolves.toEqual({ pulse: 'none', dots: 'none', button: expect.stringMatching(/^0s(, 0s)*$/) })
     expect(workspace.problems()).toEqual([])
   })
 })
