@@ -2,7 +2,8 @@
 // directory, the models offered (safe metadata only).
 import type { User } from '../effects/auth/users.ts'
 import type { Db } from '../effects/db/schema.ts'
-import { childPosition, emptySubfolders, getNode, listChildren, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { getNode, type WorkspaceNode } from '../effects/workspace/store.ts'
+import { childPosition, emptySubfolders, listChildren } from '../effects/workspace/folder-listing.ts'
 import type { WelcomeEntry } from '../../views/partials/welcome.tsx'
 import type { ModelOption } from '../../views/partials/chat-panel.tsx'
 import { type TreeEntry, type TreeMore, TREE_PAGE_SIZE as TREE_PAGE } from '../../views/partials/tree.tsx'

@@ -4,7 +4,7 @@
 import { beforeEach, describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
 import { findTurn } from '../../src/effects/turn/turn-records.ts'
-import { readTurnEvents } from '../../src/effects/turn/turn-event-store.ts'
+import { readTurnEvents } from '../../src/effects/turn/stored-turn-events.ts'
 import { ask, assistantMessage, keyPatternOf, screenshot, useBrowserFixture, SECURE_PAGE, waitForAnswer } from '../support/browser.ts'
 import { REMOTE_MODEL, startChatWorkspace, TEXT_ONLY_MODEL } from '../support/chat-workspace.ts'
 import { chatCompletionSse, splitBytes, streamScript, textAnswerSse, toolCallsSse } from '../support/scripted-provider.ts'

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { formatImportReport, importFolder } from '../../src/effects/workspace/import-folder.ts'
 import { makeDocumentParser, type DocumentParser } from '../../src/effects/workspace/parse/index.ts'
-import { listChildren, getNode } from '../../src/effects/workspace/store.ts'
+import { getNode } from '../../src/effects/workspace/store.ts'
+import { listChildren } from '../../src/effects/workspace/folder-listing.ts'
 import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 
 describe('importFolder: node names', () => {

@@ -8,7 +8,7 @@ import { sql } from 'kysely'
 import { createUser, type User } from '../../src/effects/auth/users.ts'
 import { registerInstance } from '../../src/effects/turn/instance-registry.ts'
 import { findTurn, INSTANCE_LOCK_CLASS, recordTurnStarted } from '../../src/effects/turn/turn-records.ts'
-import { readTurnEvents } from '../../src/effects/turn/turn-event-store.ts'
+import { readTurnEvents } from '../../src/effects/turn/stored-turn-events.ts'
 import { INTERRUPTED_TERMINAL_SEQ, numberedEvent } from '../../src/effects/turn/turn-events.ts'
 import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
 

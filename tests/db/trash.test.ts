@@ -23,7 +23,8 @@ import type { DocumentParser } from '../../src/effects/workspace/parse/document-
 import { success } from '../../src/effects/workspace/parse/parse-outcome.ts'
 import { searchWorkspace } from '../../src/effects/workspace/search-index.ts'
 import { storageUsedBytes } from '../../src/effects/workspace/storage-limits.ts'
-import { findNode, getNode, listFilesUnder } from '../../src/effects/workspace/store.ts'
+import { findNode, getNode } from '../../src/effects/workspace/store.ts'
+import { listFilesUnder } from '../../src/effects/workspace/folder-listing.ts'
 import {
   deleteFromTrash,
   emptyTrash,

@@ -1,7 +1,8 @@
 // `ls {uri?, offset?, limit?}`: the real direct children of a directory in scope (SPEC §4).
 import * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
-import { listChildren, listingAtPath, type WorkspaceNode } from '../workspace/store.ts'
+import { type WorkspaceNode } from '../workspace/store.ts'
+import { listChildren, listingAtPath } from '../workspace/folder-listing.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
 import { ToolOffset, ToolUri } from './tool-arguments.ts'
 import { defineTool } from './tool-definition.ts'

@@ -3,7 +3,7 @@
 // Compiled pages are a layer, not peers (layer-pages.ts): not counted as files, ranked after them.
 import * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
-import { listFilesUnder } from '../workspace/store.ts'
+import { listFilesUnder } from '../workspace/folder-listing.ts'
 import { layerPagesApart, summariesOf } from '../workspace/layer-pages.ts'
 import { currentBodySizes, readCurrentBodies } from '../workspace/file-contents.ts'
 import { findAll, snippetAround } from '../workspace/text-paging.ts'

@@ -16,7 +16,8 @@ import { Database } from '../db/database.ts'
 import type { Db } from '../db/schema.ts'
 import { type Logger, LoggerService } from '../logging/logger.ts'
 import { parseTurnControl, TURN_CONTROL_CHANNEL } from './turn-control.ts'
-import { createTurnEventWriter, pruneTurnEvents, type TurnEventWriter, type TurnFinishRecord } from './turn-event-store.ts'
+import { createTurnEventWriter, type TurnEventWriter, type TurnFinishRecord } from './turn-event-store.ts'
+import { pruneTurnEvents } from './stored-turn-events.ts'
 import {
   MAX_TURN_EVENTS,
   type NumberedEvent,

@@ -5,7 +5,7 @@ import * as Data from 'effect/Data'
 import type { Db, Owner } from '../db/schema.ts'
 import type { LiveTurns } from './live-turns.ts'
 import { isTurnId, sendTurnControl } from './turn-control.ts'
-import { storedRange } from './turn-event-store.ts'
+import { storedRange } from './stored-turn-events.ts'
 
 /** No turn with that id among the caller's. HTTP 404. */
 export class TurnNotFound extends Data.TaggedError('TurnNotFound')<{ readonly id: string }> {

@@ -10,7 +10,8 @@ import type { Db } from '../db/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import { type LiveTurns, REMOTE_WATCH_TTL_MS } from './live-turns.ts'
 import { sendTurnControl } from './turn-control.ts'
-import { readTurnEvents, TURN_EVENTS_CHANNEL } from './turn-event-store.ts'
+import { readTurnEvents } from './stored-turn-events.ts'
+import { TURN_EVENTS_CHANNEL } from './turn-event-store.ts'
 import { isTerminalName, type NumberedEvent } from './turn-events.ts'
 
 export interface FollowTurnOptions {

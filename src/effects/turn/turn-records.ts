@@ -4,7 +4,7 @@
 import { type Kysely, sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
 import type { DB, Db } from '../db/schema.ts'
-import { storeTerminals } from './turn-event-store.ts'
+import { storeTerminals } from './stored-turn-events.ts'
 import { TURN_INTERRUPTED } from './turn-events.ts'
 
 /** A turn's row as it starts (compiled once: every turn writes one). */

@@ -1,7 +1,7 @@
 // Issue 41: "Summarise …", "what are these files about", "give me an overview of this folder" ask for
 // a summary of the folder; a question that merely contains "about" asks for a fact.
 import { describe, expect, it } from 'vitest'
-import { folderSummaryRequest } from './terms.ts'
+import { folderSummaryRequest } from './folder-summary-request.ts'
 
 describe('folderSummaryRequest', () => {
   it.each([

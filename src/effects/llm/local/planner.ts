@@ -21,7 +21,8 @@ import type { ChatMessage, ToolSchema } from '../model.ts'
 import { phrasesFor, type Phrases, type SearchCoverage } from './phrases.ts'
 import { fileNameOf, readDocument, type ReadDocument } from './ranking.ts'
 import { summariseDocument } from './summaries.ts'
-import { analyseQuestion, folderSummaryRequest, type QuestionTerms } from './terms.ts'
+import { folderSummaryRequest } from './folder-summary-request.ts'
+import { analyseQuestion, type QuestionTerms } from './terms.ts'
 import {
   answerFromCompiledPages,
   answerFromOpenings,

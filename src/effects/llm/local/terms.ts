@@ -6,67 +6,16 @@
 
 import { stem } from './stem.ts'
 import { makeAlternatives, normaliseQuestionPhrases } from './synonyms.ts'
+import { CHINESE_STOP_WORDS, ENGLISH_STOP_WORDS, isFrameVerb, isGenericNoun, KIND_NOUNS } from './word-lists.ts'
 
 export { stem }
+export { isFrameVerb, isGenericNoun }
 
 const CJK_CLASS = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}'
 const CJK_CHAR = new RegExp(`[${CJK_CLASS}]`, 'u')
 const LATIN = `(?:(?![${CJK_CLASS}])[\\p{L}\\p{N}])`
 const TOKEN = new RegExp(`([${CJK_CLASS}]+)|(${LATIN}+(?:[._'’&-]${LATIN}+)*)`, 'gu')
 const WORD_SEGMENTER = new Intl.Segmenter('zh', { granularity: 'word' })
-
-const ENGLISH_STOP_WORDS = new Set(
-  (
-    'a about above after again against all also am an and any are aren as at be because been before being below ' +
-    'between both but by can cannot could couldn did didn do does doesn doing don down during each either else ' +
-    'etc ever every few for from further get gets got had hadn has hasn have haven having he her here hers herself ' +
-    'him himself his how however i if in into is isn it its itself just let lets like may me might more most much ' +
-    'must mustn my myself need no nor not now of off on once one only or other ought our ours ourselves out over own ' +
-    'please same shall shan she should shouldn so some such tell than that thats the their theirs them themselves ' +
-    'then there these they this those through thus to too under until up upon us very via was wasn we were weren what ' +
-    'whats when where whether which while who whom whose why will with won would wouldn yes yet you your yours ' +
-    'yourself yourselves explain describe show give find know want s t d ll m re ve ' +
-    // Words that frame a question rather than name its subject.
-    'happen happens happened happening say says said mean means meant many make makes made way ways thing things ' +
-    'take takes took long often quickly exactly really actually usually currently still kind sort anything something ' +
-    'someone anyone everything hold holds held idea ideas worth due needs needed needing ' +
-    // Contractions (their apostrophe dropped) and the verbs that frame "which … do I use", "when does it go out".
-    'im ive youre youve theyre theyve weve its dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt shouldnt hasnt havent ' +
-    'go goes going went gone'
-  ).split(' '),
-)
-
-/** Longest first, so 为什么 is cut before 什么. */
-const CHINESE_STOP_WORDS = new Set([
-  '为什么', '是什么', '有哪些', '怎么样', '什么时候', '多少', '多长', '多久', '请问', '什么', '怎么', '怎样', '如何',
-  '哪些', '哪个', '哪里', '是否', '可以', '能否', '一下', '告诉', '我们', '你们', '他们', '这个', '那个', '这些',
-  '那些', '关于', '有关', '以及', '还有', '介绍', '说说', '讲讲', '需要', '应该', '时候', '的', '了', '吗', '呢',
-  '吧', '啊', '是', '和', '与', '及', '或', '在', '我', '你', '请', '有', '会', '要', '能', '里', '时', '被', '把',
-])
-
-/**
- * Words that name a measure or a kind of thing rather than a subject ("the mileage *allowance*",
- * "the parental leave *policy*"): a document may use another word for them, so they are not what
- * a question's phrase must match.
- */
-const GENERIC_NOUNS = new Set(
-  (
-    'policy policies rule rules allowance allowances fee fees cost costs price prices rate rates amount amounts limit limits ' +
-    'budget budgets number numbers process procedure procedures time times date dates deadline duration size level type ' +
-    'types status details information info maximum minimum max min cap caps ceiling default total feature features list lists kind kinds 政策 规定 费用 价格 时间 数量 金额 流程 标准 ' +
-    '规则 情况 信息 最多 最少 上限 下限'
-  ).split(' '),
-)
-
-/** Generic nouns that name a collection or a kind, not a measure: "the list of …" asks for no figure. */
-const KIND_NOUNS = new Set('list lists type types kind kinds details information info status feature features'.split(' '))
-
-export const isGenericNoun = (word: string): boolean => GENERIC_NOUNS.has(word)
-
-/** Verbs that frame a question ("which timeout does checkout *use*", "who can *use* Wireshark"): they rank a passage that has them, but a passage need not have them. */
-const FRAME_VERBS = new Set(['use', 'uses', 'used', 'using'])
-
-export const isFrameVerb = (word: string): boolean => FRAME_VERBS.has(word)
 
 /** Words that ask for a summary of a document rather than name a subject. */
 const SUMMARY_INTENT = /\b(summar(y|ise|ize)|key points?|main points?|gist|tl;?dr|overview of)\b|要点|总结|概要|摘要|主要内容/iu
@@ -265,7 +214,7 @@ export function analyseQuestion(asked: string): QuestionTerms {
     focusIsAction: phrase.action,
     asksForMeasure: phrase.measure,
     // "Which days …" is answered by "Tuesdays": the answer's kind is no word the passage must have.
-    focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text) && !(answerType === 'day' && DAY_WORDS.has(keyword.text))),
+    focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !isGenericNoun(keyword.text) && !(answerType === 'day' && DAY_WORDS.has(keyword.text))),
     wantsSummary: SUMMARY_INTENT.test(question),
     // "How often" is answered by "every quarter" as well as by "twice a year".
     wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()) && answerType !== 'frequency',
@@ -284,7 +233,7 @@ function qualifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Set<s
   const qualifiers = new Set<string>()
   for (const match of question.matchAll(/\b(?:for|in|during|under|outside)\s+(?:(?:the|a|an|my|our|your|their|all|each|every|new|other)\s+)*/giu)) {
     const rest = question.slice((match.index ?? 0) + match[0].length)
-    for (const keyword of extractKeywords(phraseAt(rest))) if (texts.has(keyword.text) && !GENERIC_NOUNS.has(keyword.text) && !NUMBER_IN_TEXT.test(keyword.text)) qualifiers.add(keyword.text)
+    for (const keyword of extractKeywords(phraseAt(rest))) if (texts.has(keyword.text) && !isGenericNoun(keyword.text) && !NUMBER_IN_TEXT.test(keyword.text)) qualifiers.add(keyword.text)
   }
   return qualifiers
 }
@@ -318,7 +267,7 @@ function answerTypeOf(question: string, keywords: ReadonlyArray<Keyword>): Answe
 function asksWhichOf(question: string, keywords: ReadonlyArray<Keyword>): string | undefined {
   const match = /^\s*(?:which|what)\s+([\p{L}-]+)(?:\s+([\p{L}-]+))?\s+(?:is|are|was|were|do|does|did|can|may|should|must|will|has|have)\b/iu.exec(question)
   const nouns = [match?.[1], match?.[2]].flatMap((noun) => (noun === undefined ? [] : [noun.toLowerCase()]))
-  return nouns.find((noun) => !GENERIC_NOUNS.has(noun) && keywords.some((k) => k.text === noun))
+  return nouns.find((noun) => !isGenericNoun(noun) && keywords.some((k) => k.text === noun))
 }
 
 /** Adjectives that say which one or how big, not what kind: "a *different* bank account" is still a bank account. */
@@ -454,7 +403,7 @@ function focusPhrase(question: string): { readonly text: string | undefined; rea
   // "the maximum size of a file": a measure of a thing asks about the thing, and for a figure.
   const of = /^\s+of\s+(?:the\s+|a\s+|an\s+)?/iu.exec(rest.slice(phrase.length))
   const phraseKeywords = extractKeywords(phrase)
-  if (of !== null && phraseKeywords.length > 0 && phraseKeywords.every((k) => GENERIC_NOUNS.has(k.text))) {
+  if (of !== null && phraseKeywords.length > 0 && phraseKeywords.every((k) => isGenericNoun(k.text))) {
     const thing = phraseAt(rest.slice(phrase.length + of[0].length))
     // "the maximum size of a file" asks for a figure; "the list of support macros" for the macros.
     if (thing.trim() !== '') return { text: thing, action: false, measure: !phraseKeywords.every((k) => KIND_NOUNS.has(k.text)) }
@@ -475,67 +424,4 @@ export function keywordTermsMatch(keyword: Keyword, terms: ReadonlySet<string>):
   const found = keyword.terms.filter((term) => terms.has(term)).length
   if (found >= Math.ceil(keyword.terms.length / 2)) return true
   return keyword.alternatives?.some((alternative) => alternative.every((term) => terms.has(term))) ?? false
-}
-
-// ---------------------------------------------------------------------------------------------
-// A summary of a folder ("Summarise what these files are about", "give me an overview of this folder")
-
-/** Words for the files in scope as a whole. */
-const COLLECTION = String.raw`(?:files?|documents?|docs|folders?|director(?:y|ies)|notes|pages|workspace|scope|corpus|everything|wikis?|spaces?|knowledge\s+base)`
-/** "these files", "this folder", "all the documents", "the engineering folder" (its name captured). */
-const COLLECTIVE = new RegExp(
-  String.raw`\b(?:(?:all\s+(?:of\s+)?)?(?:these|this|the|my|our|those)\s+(?:[\p{L}\p{N}._-]+\s+)??(?:([\p{L}\p{N}._-]+)\s+)?${COLLECTION}|everything(?:\s+here)?|all\s+(?:of\s+)?(?:them|it)` +
-    // "these ADRs", "all the runbooks": a plural after these/those/all names the files in scope.
-    String.raw`|(?:these|those|all\s+(?:of\s+)?(?:the|these|our|my))\s+(?:[\p{L}\p{N}._-]+\s+)?\p{L}[\p{L}\p{N}-]*s)\b`,
-  'giu',
-)
-/** "What docs does finance have?": which files a team or a folder has. */
-const WHAT_FILES_FORM = new RegExp(String.raw`^\s*what\s+(?:kinds?\s+of\s+)?(?:${COLLECTION})\s+(?:do|does)\s+(?:we|you|i|the\s+)?([\p{L}\p{N}._-]+(?:\s+[\p{L}\p{N}._-]+)?)?\s*(?:have|hold|keep|contain)\s*[?？.!]*\s*$`, 'iu')
-/** Asks for the gist: summarise, sum up, an overview, the gist, tl;dr. */
-const SUMMARY_VERB = /\b(?:summar(?:y|ies|ise|ize|ising|izing)|sum\s+up|overview|gist|tl;?dr|key\s+points|main\s+points|rundown)\b/iu
-/** "What are these files about?", "what is this folder about" — about at the end, the collection its subject. */
-const ABOUT_FORM = new RegExp(
-  String.raw`\bwhat(?:\s+(?:are|is|do|does)|'s|’s)\s+(?:all\s+)?(?:these|this|the|those|my|our)\s+(?:[\p{L}\p{N}._-]+\s+)?${COLLECTION}\s+(?:in\s+(?:this|the)\s+(?:folder|directory)\s+|here\s+)?(?:all\s+)?(?:about|cover|contain|hold)\b` +
-    // "What topics do these files cover?", "What's in this folder?"
-    String.raw`|\bwhat\s+(?:topics|subjects|themes)\s+(?:do|does)\s+(?:these|this|the|those|my|our)\s+${COLLECTION}\s+(?:cover|discuss|contain|address)\b` +
-    String.raw`|^\s*what(?:'s|’s|\s+is)\s+in\s+(?:here|(?:this|the)\s+(?:folder|directory))\s*[?？.!]*\s*$`,
-  'iu',
-)
-/** The words of such a request that name nothing to look for. */
-const SUMMARY_FRAMING = new Set(
-  (
-    'summary summaries summarise summarize summarising summarizing sum up overview gist tl tldr dr key main points point rundown ' +
-    'give me please can could would you brief short quick quickly briefly high level what are is about contain contains cover covers ' +
-    'hold holds here all them it whole entire each every file files document documents docs folder folders directory directories ' +
-    'notes pages workspace scope corpus everything tell say says in of write provide like i want need topics subjects themes discuss address here'
-  ).split(' '),
-)
-/** 总结一下这些文件, 这个文件夹是关于什么的, 概述该目录 */
-const CHINESE_FOLDER_SUMMARY =
-  /(?:总结|概括|概述|归纳|简述|摘要|概要|综述).{0,6}(?:这些|这个|该|此|所有|全部)?(?:文件夹|文件|目录|文档|资料)|(?:这些|这个|该|此|所有)(?:文件夹|文件|目录|文档|资料).{0,6}(?:关于|讲|说|写|介绍|包含)(?:了)?(?:什么|些什么|哪些)|^(?:请)?(?:总结|概括|概述)一下[。！!？?]?$/u
-
-/**
- * Whether the question asks what the files in scope are about as a whole — not a fact, not one
- * document: a summary word or "what are … about" with the collection as its subject, and no other
- * word to look for ("Summarise the March incident" names a document; "What is the policy about
- * remote work?" asks for a fact). `folder`: a child folder the question names ("the engineering
- * folder").
- */
-export function folderSummaryRequest(question: string): { readonly folder: string | undefined } | undefined {
-  const text = question.normalize('NFKC')
-  if (containsCjk(text)) return CHINESE_FOLDER_SUMMARY.test(text) ? { folder: undefined } : undefined
-  const lower = text.toLowerCase()
-  // "What is in engineering-wiki/?", "What's in the sales folder?": a folder named.
-  const inFolder = /^\s*what(?:'s|’s|\s+is)\s+in\s+(?:the\s+)?(?!(?:this|that|these|those|here)\b)([\p{L}\p{N}._-]+?)(?:\/|\s+folder|\s+directory)\s*[?？.!]*\s*$/iu.exec(lower)
-  if (inFolder !== null) return { folder: inFolder[1]! }
-  const whatFiles = WHAT_FILES_FORM.exec(lower)
-  if (whatFiles !== null) return { folder: whatFiles[1] === undefined || ['we', 'you', 'i'].includes(whatFiles[1]) ? undefined : whatFiles[1] }
-  if (!SUMMARY_VERB.test(lower) && !ABOUT_FORM.test(lower)) return undefined
-  let folder: string | undefined
-  const rest = lower.replace(COLLECTIVE, (whole, name: string | undefined) => {
-    if (name !== undefined && !SUMMARY_FRAMING.has(name) && /\b(?:folder|director(?:y|ies))\b/u.test(whole)) folder = name
-    return ' '
-  })
-  const left = extractKeywords(rest).filter((keyword) => !keyword.text.split(/[\s;]+/u).every((word) => SUMMARY_FRAMING.has(word)))
-  return left.length === 0 ? { folder } : undefined
 }

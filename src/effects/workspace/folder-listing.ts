@@ -1,0 +1,150 @@
+// A folder's children as the tree, the listing pages, `ls` and the MCP resources read them: one
+// page at a time (directories first, then by name), a child's position, the files below a folder.
+import { sql } from 'kysely'
+import { preparedQuery } from '../db/prepared-query.ts'
+import type { Db, NodeRow, Owner } from '../db/schema.ts'
+import { findNode, nodeQuery, toNode, type WorkspaceNode } from './store.ts'
+import { segmentsToPath } from './uri.ts'
+
+export interface ListPage {
+  readonly entries: ReadonlyArray<WorkspaceNode>
+  readonly total: number
+}
+
+/** One page of a directory's children (directories first, then by name), each row with the number of all of them. */
+export const childrenPageQuery = preparedQuery(
+  ['ownerId', 'parentId', 'offset', 'limit'],
+  (db, { ownerId, parentId, offset, limit }: { ownerId: string; parentId: string; offset: number; limit: number }) =>
+    nodeQuery(db)
+      .select(sql<string>`count(*) over ()`.as('total'))
+      .where('nodes.owner_id', '=', ownerId)
+      .where('nodes.parent_id', '=', parentId)
+      .orderBy(sql`case when nodes.kind = 'directory' then 0 else 1 end`)
+      .orderBy(sql`nodes.name collate "C"`)
+      .offset(offset)
+      .limit(limit)
+      .compile(),
+)
+
+/**
+ * The node at `path` and one page of its children in ONE statement (the `ls` tool's, every call of
+ * it re-reading what it lists): the node as `findNode` reads it, its page as `listChildren` lists
+ * it, and whether it holds compiled layer pages (`.overview.md`, `.abstract.md`). Three round
+ * trips had been each `ls` call's share of a turn's work on the event loop.
+ */
+export const listingAtPathQuery = preparedQuery(
+  ['ownerId', 'path', 'offset', 'limit'],
+  (_db, p: { ownerId: string; path: string; offset: number; limit: number }) =>
+    sql<{ target: (NodeRow & { size: unknown; mime: string | null }) | null; has_layers: boolean; children: Array<NodeRow & { size: unknown; mime: string | null; total: unknown }> }>`
+      with target as (
+        select nodes.*, file_versions.size, file_versions.mime from nodes left join file_versions on file_versions.id = nodes.current_version_id
+        where nodes.owner_id = ${p.ownerId}::uuid and nodes.path = ${p.path}::text
+      ), page as (
+        select c.*, file_versions.size, file_versions.mime, count(*) over () as total
+        from (
+          select nodes.*, row_number() over (order by case when nodes.kind = 'directory' then 0 else 1 end, nodes.name collate "C") as n
+          from nodes where nodes.owner_id = ${p.ownerId}::uuid and nodes.parent_id = (select id from target)
+        ) c left join file_versions on file_versions.id = c.current_version_id
+      ), window_of_page as (
+        select * from page order by n offset ${p.offset}::int limit ${p.limit}::int
+      )
+      select (select to_jsonb(target) from target) as target,
+        exists (select 1 from nodes l, target where l.owner_id = ${p.ownerId}::uuid and l.parent_id = target.id and l.kind = 'file' and l.generated in ('overview', 'abstract')) as has_layers,
+        coalesce((select jsonb_agg(w order by w.n) from window_of_page w), '[]'::jsonb) as children`.compile(_db),
+)
+
+export interface ListingAtPath {
+  readonly node: WorkspaceNode
+  readonly page: ListPage
+  /** The folder holds an overview or an abstract page. */
+  readonly hasLayers: boolean
+}
+
+/**
+ * `findNode` and `listChildren` of what it finds, in one statement; undefined when no node is at
+ * the path (resolve it the usual way for the exact error, or the root made on first use) or when
+ * the page is past the end (list it the usual way for the total).
+ */
+export async function listingAtPath(db: Db, { owner, segments, offset, limit }: { owner: Owner; segments: ReadonlyArray<string>; offset: number; limit: number }): Promise<ListingAtPath | undefined> {
+  const { rows } = await listingAtPathQuery.execute(db, { ownerId: owner.id, path: segmentsToPath(segments), offset, limit })
+  const row = rows[0]
+  if (!row?.target) return undefined
+  if (row.children.length === 0 && offset > 0) return undefined
+  const entries = row.children.map((child) => toNode(owner, child))
+  return { node: toNode(owner, row.target), page: { entries, total: Number(row.children[0]?.total ?? 0) }, hasLayers: row.has_layers }
+}
+
+/** Where a child stands in its folder's listing order (folders first, then by name in C order): how many come before it. */
+export async function childPosition(db: Db, { owner, parent, child }: { owner: Owner; parent: WorkspaceNode; child: Pick<WorkspaceNode, 'kind' | 'name'> }): Promise<number> {
+  const order = child.kind === 'directory' ? 0 : 1
+  const row = await db
+    .selectFrom('nodes')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('owner_id', '=', owner.id)
+    .where('parent_id', '=', parent.id)
+    .where(sql<boolean>`(case when kind = 'directory' then 0 else 1 end, name collate "C") < (${order}::int, ${child.name} collate "C")`)
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+/** A page of the children and their total in one query (every `ls`, every turn on a directory); a page past the end counts apart. */
+export async function listChildren(
+  db: Db,
+  { owner, parent, offset, limit }: { owner: Owner; parent: WorkspaceNode; offset: number; limit: number },
+): Promise<ListPage> {
+  const { rows } = await childrenPageQuery.execute(db, { ownerId: owner.id, parentId: parent.id, offset, limit })
+  if (rows.length > 0) return { entries: rows.map((row) => toNode(owner, row)), total: Number(rows[0]!.total) }
+  if (offset === 0) return { entries: [], total: 0 }
+  const count = await db
+    .selectFrom('nodes')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('owner_id', '=', owner.id)
+    .where('parent_id', '=', parent.id)
+    .executeTakeFirstOrThrow()
+  return { entries: [], total: Number(count.n) }
+}
+
+/** Which of these subfolders of `parent` hold no file at any depth (the chat's welcome asks only about folders with files). */
+export async function emptySubfolders(db: Db, { owner, parent, names }: { owner: Owner; parent: WorkspaceNode; names: ReadonlyArray<string> }): Promise<Set<string>> {
+  const empty = new Set<string>()
+  for (const name of names) {
+    const path = parent.path === '' ? name : `${parent.path}/${name}`
+    const file = await db
+      .selectFrom('nodes')
+      .select('id')
+      .where('owner_id', '=', owner.id)
+      .where('kind', '=', 'file')
+      .where('path', 'like', `${path.replace(/[\\%_]/g, (c) => '\\' + c)}/%`)
+      .limit(1)
+      .executeTakeFirst()
+    if (file === undefined) empty.add(name)
+  }
+  return empty
+}
+
+/** Files at or below `scope`, ordered by path, one page (for search); `sourcesOnly`: a person's own files, not compile jobs' pages. */
+export async function listFilesUnder(
+  db: Db,
+  { owner, scope, offset, limit, sourcesOnly = false }: { owner: Owner; scope: WorkspaceNode; offset: number; limit: number; sourcesOnly?: boolean },
+): Promise<ReadonlyArray<WorkspaceNode>> {
+  let query = nodeQuery(db).where('nodes.owner_id', '=', owner.id).where('nodes.kind', '=', 'file')
+  if (sourcesOnly) query = query.where('nodes.generated', 'is', null)
+  if (scope.kind === 'file') {
+    query = query.where('nodes.id', '=', scope.id)
+  } else if (scope.path !== '') {
+    const prefix = scope.path.replace(/[\\%_]/g, (c) => '\\' + c) + '/%'
+    query = query.where('nodes.path', 'like', prefix)
+  }
+  const rows = await query.orderBy(sql`nodes.path collate "C"`).offset(offset).limit(limit).execute()
+  return rows.map((row) => toNode(owner, row))
+}
+
+/**
+ * One page of the owner's nodes below the root, in path order, after `afterPath` (keyset paging:
+ * a page stays right while nodes are added or deleted before or after it). For listings of the
+ * whole tree (the MCP face's resources).
+ */
+export async function listNodesAfter(db: Db, { owner, afterPath, limit }: { owner: Owner; afterPath: string; limit: number }): Promise<ReadonlyArray<WorkspaceNode>> {
+  const rows = await nodeQuery(db).where('nodes.owner_id', '=', owner.id).where('nodes.path', '>', afterPath).orderBy('nodes.path').limit(limit).execute()
+  return rows.map((row) => toNode(owner, row))
+}
