@@ -9,7 +9,8 @@
 //   POST /admin/models/default                      the server's default model (default_model; empty: the first offered)
 // Forms (CSRF token) redirect back with a notice; a JSON or token client gets JSON. Each change is
 // one audit log line. The key is write-only: no answer, page or log line ever holds it.
-import { Router, type Request, type Response, urlencoded } from 'express'
+import { Router, type Request, type Response } from 'express'
+import { formBody } from './body-limit.ts'
 import { InvalidConnection, type ModelConnections, type ModelRowInput } from '../effects/llm/model-connections.ts'
 import { toModelInfo } from '../effects/llm/model-config.ts'
 import { siteNav } from '../../views/layout.tsx'
@@ -79,7 +80,7 @@ export function adminModelsRoutes(ctx: AppContext, connections: ModelConnections
     ADMIN_MODELS_PATH,
     redirectHtmxToSignIn(),
     ...adminGuard(),
-    urlencoded({ extended: false, limit: '256kb', parameterLimit: 10_000 }),
+    formBody({ limit: '256kb', parameterLimit: 10_000 }),
     ...jsonBody({ limit: '256kb' }),
     requireCsrf(),
   )

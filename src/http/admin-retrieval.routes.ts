@@ -5,7 +5,8 @@
 // same use case as `knowagent retrieval set|unset`): stored once in PostgreSQL and NOTIFYed, so a
 // change applies at once in every process. Mounted whether or not the feature runs (the page says
 // so). A session needs the CSRF token on every post; an administrator's API token may post too.
-import { type Request, type Response, Router, urlencoded } from 'express'
+import { type Request, type Response, Router } from 'express'
+import { formBody } from './body-limit.ts'
 import {
   changeServerSetting,
   decodeServerSettings,
@@ -57,7 +58,7 @@ const NOTICES: Record<string, string> = {
 
 export function adminRetrievalRoutes(ctx: AppContext): Router {
   const router = Router()
-  router.use(ADMIN_RETRIEVAL_PATH, redirectHtmxToSignIn(), ...adminGuard(), urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
+  router.use(ADMIN_RETRIEVAL_PATH, redirectHtmxToSignIn(), ...adminGuard(), formBody({ limit: '16kb' }), requireCsrf())
 
   const render = async (
     req: Request,

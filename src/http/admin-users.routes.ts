@@ -13,7 +13,8 @@
 // The use cases are src/effects/auth/accounts.ts (the CLI's too); this only translates. Refusals
 // (the last enabled admin, an unknown login, a bad login) are the page with a message. Every change
 // leaves an audit line: `admin action` { by, action, target } — never a password or a token.
-import { Router, urlencoded, type Request, type Response } from 'express'
+import { Router, type Request, type Response } from 'express'
+import { formBody } from './body-limit.ts'
 import * as Schema from 'effect/Schema'
 import {
   accountContents,
@@ -60,7 +61,7 @@ export function adminUsersRoutes(ctx: AppContext): Router {
   const router = Router()
   const guard = [
     ...adminGuard(),
-    urlencoded({ extended: false, limit: '16kb' }),
+    formBody({ limit: '16kb' }),
     requireCsrf(),
   ]
   const navOf = () => siteNav({ retrieval: ctx.retrieval !== undefined, admin: true })

@@ -1,4 +1,5 @@
-import { Router, urlencoded } from 'express'
+import { Router } from 'express'
+import { formBody } from './body-limit.ts'
 import { AccountDisabled, authenticatePassword, createSession, deleteSession } from '../effects/auth/users.ts'
 import { recordSignIn } from '../effects/auth/accounts.ts'
 import { createConcurrencyGate, GateBusy } from '../effects/auth/concurrency-gate.ts'
@@ -55,7 +56,7 @@ export function signInPolicy(ctx: AppContext): SignInPolicy {
 
 export function authRoutes(ctx: AppContext): Router {
   const router = Router()
-  const form = urlencoded({ extended: false, limit: '16kb' })
+  const form = formBody({ limit: '16kb' })
   const now = ctx.now ?? Date.now
   const policy = signInPolicy(ctx)
   // Few hashes at once, a short queue, then "busy": a burst of sign-ins cannot take libuv's pool.

@@ -6,7 +6,8 @@
 //                                      blip (Last-Event-ID), from any instance: the same fragments
 // Cookie session + CSRF (the X-CSRF-Token header htmx sends from the page's body attribute).
 // The conversation's history comes from the page with each request; nothing is kept here.
-import { Router, urlencoded } from 'express'
+import { Router } from 'express'
+import { formBody } from './body-limit.ts'
 import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
 import { resolveNode } from '../effects/workspace/resolve.ts'
@@ -83,7 +84,7 @@ const ResumeQuery = Schema.Struct({ message_key: MessageKey })
 
 export function chatRoutes(ctx: AppContext): Router {
   const router = Router()
-  router.use(CHAT_PREFIX, redirectHtmxToSignIn(), requireAuth(), urlencoded({ extended: false, limit: FORM_LIMIT }), requireCsrf())
+  router.use(CHAT_PREFIX, redirectHtmxToSignIn(), requireAuth(), formBody({ limit: FORM_LIMIT }), requireCsrf())
 
   router.post(`${CHAT_PREFIX}/stream`, async (req, res) => {
     const form = decodeBody(ChatStreamForm, req.body)

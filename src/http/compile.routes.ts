@@ -10,7 +10,8 @@
 // Queue, cancel and retry are the feature's one use case (compile-requests.ts: it decodes, admits and
 // does the work); both faces here only translate a request into its input and project its answer or
 // its error (a JSON body, an htmx fragment).
-import { type Request, type Response, Router, urlencoded } from 'express'
+import { type Request, type Response, Router } from 'express'
+import { formBody } from './body-limit.ts'
 import * as Effect from 'effect/Effect'
 import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
@@ -189,7 +190,7 @@ export function compileRoutes(ctx: AppContext, feature: CompileFeature): Router 
   })
 
   // ── HTML for htmx ─────────────────────────────────────────────────────────────────────
-  router.use(['/workspace/compile', '/tasks'], redirectHtmxToSignIn(), requireAuth(), urlencoded({ extended: false, limit: '256kb', parameterLimit: 400 }), requireCsrf())
+  router.use(['/workspace/compile', '/tasks'], redirectHtmxToSignIn(), requireAuth(), formBody({ limit: '256kb', parameterLimit: 400 }), requireCsrf())
 
   router.get('/workspace/compile/form', async (req, res) => {
     const user = req.auth!.user

@@ -1,8 +1,9 @@
-// JSON request bodies: express's parser, then one check of every string (keys too) for the NUL
+// JSON request bodies: express's parser (a body over the route's limit answered 413 at once), then one check of every string (keys too) for the NUL
 // character, which no field may hold (PostgreSQL cannot store it, and a message or query with it
 // would be echoed into a turn, a history or a model request). Refused as 400 invalid_request
 // before any handler runs, for every JSON route alike.
-import { json, type RequestHandler } from 'express'
+import type { RequestHandler } from 'express'
+import { limitedJson } from './body-limit.ts'
 import { badRequest } from './http-errors.ts'
 
 export const NUL_MESSAGE = 'text must not contain the NUL character (U+0000)'
@@ -30,7 +31,7 @@ const refuseNul: RequestHandler = (req, _res, next) => {
   next(holdsNul(req.body) ? badRequest(NUL_MESSAGE, 'invalid_request') : undefined)
 }
 
-/** express's `json()` with `options`, then the NUL check. */
-export function jsonBody(options: Parameters<typeof json>[0]): RequestHandler[] {
-  return [json(options), refuseNul]
+/** express's `json()` with the limit held as the body arrives (body-limit.ts), then the NUL check. */
+export function jsonBody(options: { limit: string; strict?: boolean }): RequestHandler[] {
+  return [limitedJson(options), refuseNul]
 }

@@ -4,7 +4,8 @@
 //                                      default_retrieve_agent_id, default_chat_agent_id) → 303 back
 //   POST /settings/retrieval/refresh   force a catalog refresh → the diagnostics fragment (htmx) or 303 back
 // Cookie session with CSRF on every post. The API key is write-only: no response ever holds it.
-import { Router, type Request, type Response, urlencoded } from 'express'
+import { Router, type Request, type Response } from 'express'
+import { formBody } from './body-limit.ts'
 import type { Scene } from '../effects/retrieval/bailian-client.ts'
 import { BailianMissingCredentials } from '../effects/retrieval/bailian-errors.ts'
 import { type BailianSettingsSnapshot, connectionOf, InvalidSettings } from '../effects/retrieval/bailian-settings.ts'
@@ -46,7 +47,7 @@ const FIELDS: ReadonlyArray<{ name: SettingField['name']; key: EditableKey; labe
 
 export function retrievalRoutes(ctx: AppContext, feature: RetrievalFeature): Router {
   const router = Router()
-  router.use(RETRIEVAL_SETTINGS_PATH, redirectHtmxToSignIn(), requireAuth(), requireSession('the retrieval settings need a browser session; API tokens cannot read or change them'), urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
+  router.use(RETRIEVAL_SETTINGS_PATH, redirectHtmxToSignIn(), requireAuth(), requireSession('the retrieval settings need a browser session; API tokens cannot read or change them'), formBody({ limit: '16kb' }), requireCsrf())
 
   const cacheView = async (userId: string, snapshot: BailianSettingsSnapshot, message?: CacheView['message']): Promise<{ view: CacheView; services: Record<Scene, Array<{ id: string; name: string }>> }> => {
     const none = { search: [], chat: [] }

@@ -8,7 +8,8 @@
 // A bearer token cannot reach these pages: a stolen token must not be able to mint more tokens
 // or revoke the owner's others. Forms carry the CSRF token in the `_csrf` field. The guards sit on
 // these routes only: /settings/retrieval (retrieval.routes.ts) has its own.
-import { Router, urlencoded, type Request, type Response } from 'express'
+import { Router, type Request, type Response } from 'express'
+import { formBody } from './body-limit.ts'
 import * as Schema from 'effect/Schema'
 import { changeOwnPassword, createApiTokenOnce, endAllSessions, listApiTokens, MAX_TOKEN_LABEL_CHARS, revokeApiTokens, UserError, WrongPassword } from '../effects/auth/users.ts'
 import { hashToken } from '../effects/auth/tokens.ts'
@@ -40,7 +41,7 @@ const TokenId = Schema.String.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[
 
 export function settingsRoutes(ctx: AppContext): Router {
   const router = Router()
-  const guard = [requireAuth(), requireSession('settings need a browser session; API tokens cannot manage tokens'), urlencoded({ extended: false, limit: '16kb' }), requireCsrf()]
+  const guard = [requireAuth(), requireSession('settings need a browser session; API tokens cannot manage tokens'), formBody({ limit: '16kb' }), requireCsrf()]
   const sections = [...SETTINGS_SECTIONS, ...siteNav({ retrieval: ctx.retrieval !== undefined }).map((link) => ({ id: 'retrieval', ...link }))]
 
   async function page(req: Request, res: Response, extra: Partial<AccountSettingsProps> = {}, status = 200) {

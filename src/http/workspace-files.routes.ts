@@ -9,7 +9,8 @@
 //   GET    /workspace/tree/whole?uri=                                  the whole tree down to a node (HTML)
 // Scoped like everything else (the caller's own tree; another user's URI is `outside_scope`);
 // cookie sessions send the CSRF token on every change; names follow the one name rule.
-import { Router, urlencoded, type Request, type Response } from 'express'
+import { Router, type Request, type Response } from 'express'
+import { formBody } from './body-limit.ts'
 import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
 import { deleteConsequences } from '../effects/compile/source-changes.ts'
@@ -74,7 +75,7 @@ export function workspaceFilesRoutes(ctx: AppContext): Router {
   const router = Router()
   router.use(['/workspace/files', '/workspace/search', '/workspace/tree/whole'], redirectHtmxToSignIn())
   router.use(['/workspace/files', '/workspace/search', '/workspace/tree/whole', '/api/v1/workspace'], requireAuth())
-  router.use('/workspace/files', urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
+  router.use('/workspace/files', formBody({ limit: '16kb' }), requireCsrf())
   router.use(['/api/v1/workspace/directory', '/api/v1/workspace/move', '/api/v1/workspace/node'], ...jsonBody({ limit: '16kb', strict: false }), requireCsrf())
 
   const resolve = async (user: User, uri: string) => (await resolveNode(ctx.db, { caller: user, uri })).node

@@ -8,7 +8,8 @@
 //   POST   /workspace/trash/{restore,delete,empty}   its forms (id): 303 to the restored node, or back with a notice
 // An id is a trash item of the caller's: any other (someone else's, restored, deleted) is 404.
 // Cookie sessions send the CSRF token with every change.
-import { Router, urlencoded, type Request, type Response } from 'express'
+import { Router, type Request, type Response } from 'express'
+import { formBody } from './body-limit.ts'
 import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
 import { deleteFromTrash, emptyTrash, listTrash, restoreFromTrash, type RestoreResult, TRASH_MAX_LIMIT, TRASH_PAGE, type TrashEntry } from '../effects/workspace/trash.ts'
@@ -56,7 +57,7 @@ export function workspaceTrashRoutes(ctx: AppContext): Router {
   const router = Router()
   router.use(['/api/v1/workspace/trash', TRASH_PATH], requireAuth())
   router.use('/api/v1/workspace/trash', ...jsonBody({ limit: '16kb', strict: false }), requireCsrf())
-  router.use(TRASH_PATH, urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
+  router.use(TRASH_PATH, formBody({ limit: '16kb' }), requireCsrf())
 
   const idOf = (req: Request) => decodeBody(IdParams, req.params).id
 

@@ -5,7 +5,8 @@
 // An old version's bytes are GET /api/v1/workspace/raw?uri=&version= (workspace.routes.ts) and its
 // text the page's /workspace?uri=&version=. Scoped like everything else; cookie sessions send the
 // CSRF token with a restore.
-import { Router, urlencoded } from 'express'
+import { Router } from 'express'
+import { formBody } from './body-limit.ts'
 import * as Schema from 'effect/Schema'
 import type { User } from '../effects/auth/users.ts'
 import { listVersions, restoreVersion, VERSIONS_MAX_LIMIT, VERSIONS_PAGE, type RestoreOutcome, type VersionSummary } from '../effects/workspace/file-versions.ts'
@@ -45,7 +46,7 @@ export function workspaceVersionsRoutes(ctx: AppContext): Router {
   const router = Router()
   router.use(['/api/v1/workspace/versions', '/api/v1/workspace/restore-version', '/workspace/versions'], requireAuth())
   router.use('/api/v1/workspace/restore-version', ...jsonBody({ limit: '16kb', strict: false }), requireCsrf())
-  router.use('/workspace/versions', urlencoded({ extended: false, limit: '16kb' }), requireCsrf())
+  router.use('/workspace/versions', formBody({ limit: '16kb' }), requireCsrf())
 
   const resolve = async (user: User, uri: string) => (await resolveNode(ctx.db, { caller: user, uri })).node
   const limits = () => ({ userStorageMb: ctx.config.userStorageMb, uploadMbPerMinute: ctx.config.uploadMbPerMinute })
