@@ -32,7 +32,7 @@ export const bodyTooLarge = (bytes: number): HttpError =>
  * two steps, as web servers do ("lingering close"): our side first, then the rest of what the
  * client sends is read and dropped until it closes its side, for at most LINGER_MS.
  */
-function closeLingering(socket: Socket): void {
+export function closeLingering(socket: Socket): void {
   socket.destroySoon = function lingering(this: Socket) {
     this.end()
     const cut = setTimeout(() => this.destroy(), LINGER_MS)

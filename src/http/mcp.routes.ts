@@ -10,6 +10,7 @@ import { Router, type ErrorRequestHandler, type Request, type RequestHandler } f
 import { randomUUID } from 'node:crypto'
 import type { AppContext } from './app-context.ts'
 import { credentialStillLive } from './authenticate.ts'
+import { closeLingering } from './body-limit.ts'
 import { describeError } from './error-handler.ts'
 import { HttpError } from './http-errors.ts'
 import { holdsNul, NUL_MESSAGE } from './json-body.ts'
@@ -62,7 +63,10 @@ async function readJsonBody(req: Request): Promise<{ readonly body: unknown } | 
   if ((req.get('content-encoding') ?? 'identity').toLowerCase() !== 'identity') {
     throw new HttpError(415, 'unsupported_content_encoding', 'send the body uncompressed (no Content-Encoding)')
   }
-  const tooLarge = () => new HttpError(413, 'payload_too_large', `the body is over ${MCP_MAX_BODY_BYTES} bytes`, { Connection: 'close' })
+  const tooLarge = () => {
+    closeLingering(req.socket) // the client reads the answer before the connection goes
+    return new HttpError(413, 'payload_too_large', `the body is over ${MCP_MAX_BODY_BYTES} bytes`, { Connection: 'close' })
+  }
   if (Number(req.get('content-length') ?? 0) > MCP_MAX_BODY_BYTES) throw tooLarge()
   const bytes = await new Promise<Buffer | 'too-large'>((resolve, reject) => {
     const chunks: Buffer[] = []
@@ -74,7 +78,6 @@ async function readJsonBody(req: Request): Promise<{ readonly body: unknown } | 
       received += chunk.length
       if (received <= MCP_MAX_BODY_BYTES) return void chunks.push(chunk)
       stop()
-      req.pause() // not read further: the connection closes with the answer
       resolve('too-large')
     }
     const onEnd = () => {
