@@ -65,6 +65,10 @@ export async function startServer({
       logger,
       leaseSeconds: config.turns.leaseSeconds,
       onInterrupted: (models) => models.forEach((model) => services.metrics.turnInterrupted(model)),
+      onLapsed: async () => {
+        const ended = await services.turns.endClosedElsewhere()
+        if (ended > 0) logger.warn('turns closed by another instance while this one was unresponsive ended with their stored terminal', { turns: ended })
+      },
     })
     const demo = await bootstrapDemo(database.db, { demoPassword: config.demoPassword, maxFileBytes: config.maxFileBytes, parser: services.parser })
     if (demo.created) logger.info('demo workspace created', { imported: demo.report?.added.length ?? 0, failed: demo.report?.failed.length ?? 0 })

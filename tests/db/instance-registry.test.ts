@@ -7,6 +7,10 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { createUser, type User } from '../../src/effects/auth/users.ts'
 import { registerInstance } from '../../src/effects/turn/instance-registry.ts'
+import { createLiveTurns, type TurnRunHost } from '../../src/effects/turn/live-turns.ts'
+import { createLogger } from '../../src/effects/logging/logger.ts'
+import type { TurnOutput } from '../../src/machines/index.ts'
+import { waitUntil } from '../support/wait-until.ts'
 import { findTurn, INSTANCE_LOCK_CLASS, recordTurnStarted } from '../../src/effects/turn/turn-records.ts'
 import { readTurnEvents } from '../../src/effects/turn/stored-turn-events.ts'
 import { INTERRUPTED_TERMINAL_SEQ, numberedEvent } from '../../src/effects/turn/turn-events.ts'
@@ -124,5 +128,53 @@ describe('instance registry', () => {
     await a.release()
     await b.release()
     expect(await lockConnections()).toBe(0)
+  })
+
+  it('awake again, a lapsed instance ends the turns the others closed meanwhile with the terminal they stored (its clients and a resumed one read the same end); its other turns run on', async () => {
+    const liveB = createLiveTurns({ db: database.db, feed: undefined, logger: createLogger({ level: 'error', write: () => undefined }), retention: { seconds: 3600, maxBytes: 1e9 }, pruneIntervalMs: 3_600_000, flushMs: 5 })
+    const lapses: number[] = []
+    const a = await register()
+    const b = await registerInstance({ db: database.db, connection: { connectionString: database.url! }, sweepIntervalMs: 3_600_000, onLapsed: async () => void lapses.push(await liveB.endClosedElsewhere()) })
+    const stops: string[] = []
+    /** A model step that has said "Working" and goes on until stopped. */
+    const runUntilStopped = (id: string) => ({ signal, onEvent, recordOutcome }: TurnRunHost): Promise<TurnOutput> =>
+      new Promise((resolve) => {
+        onEvent({ type: 'delta', text: 'Working' })
+        signal.addEventListener('abort', () => {
+          stops.push(`${id}:${String(signal.reason)}`)
+          void recordOutcome({ id, status: 'cancelled', error: { code: 'cancelled', message: 'stopped' } }).then(() =>
+            resolve({ status: 'cancelled', messages: [], error: { code: 'cancelled', message: 'the turn was stopped' }, counters: { modelSteps: 1, modelCalls: 1, toolCalls: 0, compactions: 0 }, usage: {} }),
+          )
+        })
+      })
+    const closedTurn = await startTurn(b.instanceId)
+    const ends: Array<{ seq: number; code: unknown; partial: unknown }> = []
+    const live = liveB.start({ turnId: closedTurn, graceMs: 60_000, run: runUntilStopped(closedTurn) })
+    live.subscribe({ event: () => undefined, end: (numbered, terminal) => void ends.push({ seq: numbered.seq, code: terminal.type === 'error' ? terminal.code : 'done', partial: terminal.type === 'error' ? terminal.partial : undefined }) })
+    await waitUntil(async () => (await readTurnEvents(database.db, { turnId: closedTurn, after: 0 })).length === 1, 'the delta stored') // "Working" is stored
+
+    await database.db.updateTable('instances').set({ heartbeat_at: sql<Date>`now() - interval '1 hour'` }).where('id', '=', b.instanceId).execute() // b froze
+    expect(await a.sweep()).toBe(1) // … and the others closed its turn
+    const untouched = await startTurn(b.instanceId) // a turn b took while the others had not yet noticed
+    const other = liveB.start({ turnId: untouched, graceMs: 60_000, run: runUntilStopped(untouched) })
+    expect(stops).toEqual([])
+
+    await b.sweep() // b wakes: registers again, then ends what was closed meanwhile
+    expect(lapses).toEqual([1])
+    expect(stops).toEqual([`${closedTurn}:shutdown`]) // its model call let go
+    expect(ends).toEqual([{ seq: INTERRUPTED_TERMINAL_SEQ, code: 'turn.interrupted', partial: 'Working' }])
+    const stored = await readTurnEvents(database.db, { turnId: closedTurn, after: 0 })
+    expect(stored.map((event) => [event.seq, event.name])).toEqual([[1, 'delta'], [INTERRUPTED_TERMINAL_SEQ, 'error']]) // no second end stored
+    expect(await statusOf(closedTurn)).toBe('failed:turn.interrupted')
+    expect(liveB.get(untouched)).toBe(other)
+    expect(await statusOf(untouched)).toBe('running')
+
+    await b.sweep()
+    expect(lapses).toEqual([1]) // once a lapse
+    other.stop('user')
+    await other.ended
+    await liveB.close()
+    await a.release()
+    await b.release()
   })
 })

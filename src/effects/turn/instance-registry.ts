@@ -5,7 +5,9 @@
 // believes in, is dead once its lease runs out. At registration and then with every heartbeat,
 // the running turns of dead instances are closed as `turn.interrupted` (their clients get that
 // terminal event), so several processes sharing one database only ever close dead ones' turns,
-// within the lease of a death.
+// within the lease of a death. An instance that finds its own lease lapsed (it froze; the others
+// may have closed its turns meanwhile) registers again and then calls `onLapsed`, which ends the
+// turns it still runs that were closed meanwhile (live-turns.ts `endClosedElsewhere`).
 import pg from 'pg'
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
@@ -48,6 +50,7 @@ export async function registerInstance({
   connection,
   logger,
   onInterrupted,
+  onLapsed,
   leaseSeconds = 15,
   sweepIntervalMs = Math.floor((leaseSeconds * 1000) / 3),
   instanceId = randomUUID(),
@@ -60,6 +63,8 @@ export async function registerInstance({
   logger?: Logger | undefined
   /** The model ids of the dead instances' turns this instance closed as `turn.interrupted` (metrics). */
   onInterrupted?: ((modelIds: ReadonlyArray<string>) => void) | undefined
+  /** Called once this instance, having found its lease lapsed, holds a new one (its failure is logged). */
+  onLapsed?: (() => Promise<unknown>) | undefined
   /** `turns.leaseSeconds`: how long this instance counts as alive without a heartbeat. */
   leaseSeconds?: number
   /** The heartbeat and the sweep of dead instances' turns (default: a third of the lease). */
@@ -70,6 +75,8 @@ export async function registerInstance({
 }): Promise<InstanceRegistration> {
   let client: pg.Client | undefined
   let released = false
+  /** The heartbeat found this instance's row gone: `onLapsed` is due once it is registered again. */
+  let lapsed = false
 
   const connect = async () => {
     const next = new pg.Client({ ...connection, application_name: `knowagent instance ${instanceId}` })
@@ -112,6 +119,7 @@ export async function registerInstance({
     const renewed = await db.updateTable('instances').set({ heartbeat_at: sql<Date>`now()` }).where('id', '=', instanceId).executeTakeFirst()
     if (Number(renewed.numUpdatedRows) > 0 || released) return
     logger?.warn('instance lease had lapsed; registering again', { instanceId })
+    lapsed = true
     if (client === current) client = undefined
     await current.end().catch(() => {})
   }
@@ -120,6 +128,10 @@ export async function registerInstance({
     await ensureLocked()
     await heartbeat()
     await ensureLocked()
+    if (lapsed && client !== undefined) {
+      lapsed = false
+      await onLapsed?.().catch((error: Error) => logger?.warn('could not end the turns closed while the lease had lapsed', { instanceId, error: error.message }))
+    }
     const closed = await failTurnsOfDeadInstances(db, { self: instanceId, onClosed: onInterrupted })
     if (closed > 0) logger?.warn('closed turns left running by a stopped process', { turns: closed })
     return closed

@@ -5,7 +5,9 @@
 // another instance following its stored events (`watch` by NOTIFY, turn-control.ts) — for its grace
 // period is it stopped (`disconnect`). A `stop` NOTIFY from any instance stops it (`user`), through
 // the machine's cancel path like every other stop. While the process drains (SIGTERM) it starts
-// no new turn; what is left when the drain ends is stopped (`shutdown`).
+// no new turn; what is left when the drain ends is stopped (`shutdown`). A turn another instance
+// closed while this one was unresponsive (its lease lapsed: `endClosedElsewhere`) is stopped, and
+// its clients here get the terminal that instance stored, the one every other client reads.
 import * as Context from 'effect/Context'
 import * as Effect from 'effect/Effect'
 import * as Layer from 'effect/Layer'
@@ -17,13 +19,14 @@ import type { Db } from '../db/schema.ts'
 import { type Logger, LoggerService } from '../logging/logger.ts'
 import { parseTurnControl, TURN_CONTROL_CHANNEL } from './turn-control.ts'
 import { createTurnEventWriter, type TurnEventWriter, type TurnFinishRecord } from './turn-event-store.ts'
-import { pruneTurnEvents } from './stored-turn-events.ts'
+import { pruneTurnEvents, readTurnEvents } from './stored-turn-events.ts'
 import {
   MAX_TURN_EVENTS,
   type NumberedEvent,
   numberedEvent,
   progressJson,
   type TerminalEmitted,
+  terminalEventOf,
   terminalJson,
   terminalOf,
   type TurnProgressEvent,
@@ -80,6 +83,12 @@ export interface LiveTurns {
   readonly idle: () => Promise<void>
   /** Stops every running turn with `reason` and waits for their terminals. */
   readonly stopAll: (reason: TurnStopReason) => Promise<void>
+  /**
+   * Ends the turns running here whose rows are no longer `running` (closed by another instance
+   * while this one's lease had lapsed): each is stopped, nothing more of it is stored, and its
+   * clients get the terminal stored for it. Resolves to how many, once their clients have it.
+   */
+  readonly endClosedElsewhere: () => Promise<number>
   /** Stops what still runs (`shutdown`), stores what is queued, and stops following the feed. */
   readonly close: () => Promise<void>
 }
@@ -100,7 +109,7 @@ export interface LiveTurnsOptions {
 export const REMOTE_WATCH_TTL_MS = 15_000
 
 export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneIntervalMs = 60_000, writer = createTurnEventWriter({ db, logger, flushMs }) }: LiveTurnsOptions): LiveTurns {
-  const turns = new Map<string, LiveTurn & { readonly watch: (watcher: string, on: boolean) => void }>()
+  const turns = new Map<string, LiveTurn & { readonly watch: (watcher: string, on: boolean) => void; readonly endElsewhere: () => void }>()
   let draining = false
   let idleWaiters: Array<() => void> = []
   const settleIdle = () => {
@@ -134,6 +143,8 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
     let graceTimer: ReturnType<typeof setTimeout> | undefined
     let over = false
     let overflowed = false
+    /** Closed by another instance: its stored terminal, not this one's, ends it. */
+    let closedElsewhere = false
 
     const stop = (reason: TurnStopReason) => {
       if (!over && !stopper.signal.aborted) stopper.abort(reason)
@@ -153,7 +164,7 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
     }
 
     const onEvent = (event: TurnEmitted) => {
-      if (held || over) return
+      if (held || over || closedElsewhere) return
       if (event.type === 'done' || event.type === 'error') {
         held = event // sent once the turn's output (its history) is known
         return
@@ -175,16 +186,34 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
       }
     }
 
-    const finish = async (output: TurnOutput | undefined): Promise<void> => {
-      const terminal = withTurnFields(terminalOf({ held, output }), { turnId, history: output?.messages })
-      seq += 1
-      const numbered = numberedEvent({ seq, name: terminal.type, json: terminalJson(terminal) })
-      const outcome: TurnFinishRecord = recorded ?? {
-        id: turnId,
-        status: 'failed',
-        error: { code: 'internal_error', message: 'the turn failed unexpectedly' },
+    /** The terminal another instance stored for this turn (after anything this one numbered), if any. */
+    const storedTerminal = async (): Promise<{ numbered: NumberedEvent; terminal: TurnTerminal } | undefined> => {
+      const stored = await readTurnEvents(db, { turnId, after: seq }).catch((error: Error) => {
+        turnLogger.warn('could not read the terminal stored for a turn closed elsewhere', { turnId, error: error.message })
+        return []
+      })
+      for (const numbered of stored) {
+        const terminal = terminalEventOf(numbered)
+        if (terminal) return { numbered, terminal }
       }
-      await writer.finish(turnId, numbered, outcome)
+      return undefined
+    }
+
+    const finish = async (output: TurnOutput | undefined): Promise<void> => {
+      const elsewhere = closedElsewhere ? await storedTerminal() : undefined
+      const terminal = elsewhere?.terminal ?? withTurnFields(terminalOf({ held, output }), { turnId, history: output?.messages })
+      let numbered: NumberedEvent
+      if (elsewhere) numbered = elsewhere.numbered // stored already, with the turn's closed row
+      else {
+        seq += 1
+        numbered = numberedEvent({ seq, name: terminal.type, json: terminalJson(terminal) })
+        const outcome: TurnFinishRecord = recorded ?? {
+          id: turnId,
+          status: 'failed',
+          error: { code: 'internal_error', message: 'the turn failed unexpectedly' },
+        }
+        await writer.finish(turnId, numbered, outcome)
+      }
       over = true
       if (graceTimer !== undefined) clearTimeout(graceTimer)
       for (const timer of remote.values()) clearTimeout(timer)
@@ -192,7 +221,7 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
       turns.delete(turnId)
       for (const subscriber of [...subscribers]) {
         try {
-          subscriber.end(numbered, terminal, { usage: output?.usage })
+          subscriber.end(numbered, terminal, { usage: elsewhere ? undefined : output?.usage })
         } catch (error) {
           turnLogger.warn('turn subscriber failed', { turnId, error: error instanceof Error ? error.message : String(error) })
         }
@@ -263,6 +292,11 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
         reconsider()
       },
       stop,
+      endElsewhere: () => {
+        if (over) return
+        closedElsewhere = true
+        stop('shutdown')
+      },
       clients: () => subscribers.size + attached + remote.size,
       ended,
     }
@@ -281,6 +315,19 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
     await Promise.all(running.map((turn) => turn.ended))
   }
 
+  const endClosedElsewhere = async (): Promise<number> => {
+    const ids = [...turns.keys()]
+    if (ids.length === 0) return 0
+    const closed = await db.selectFrom('turns').select('id').where('id', 'in', ids).where('status', '<>', 'running').execute()
+    const ending = closed.flatMap(({ id }) => {
+      const turn = turns.get(id)
+      turn?.endElsewhere()
+      return turn ? [turn.ended] : []
+    })
+    await Promise.all(ending)
+    return ending.length
+  }
+
   return {
     start: (turn) => {
       if (turns.has(turn.turnId)) throw new Error(`turn ${turn.turnId} is already running here`)
@@ -295,6 +342,7 @@ export function createLiveTurns({ db, feed, logger, retention, flushMs, pruneInt
     draining: () => draining,
     idle,
     stopAll,
+    endClosedElsewhere,
     close: async () => {
       draining = true
       unfollow?.()
