@@ -220,3 +220,28 @@ describe('judgeRelevance: causes and bare phrases', () => {
   })
 })
 
+
+describe('judgeRelevance: a passage about a neighbour of what the question asks', () => {
+  test('the thing a "which" or "who" question identifies, named only in general, is not identified', () => {
+    const travel = [{ name: 'device-policy.md', text: '# Device policy\n\n## Travel\n\nTravelling to a country on the high-risk list (kept by IT Security) requires a loaner laptop.\n' }]
+    expect(judged('Which countries are on the high-risk travel list?', travel)[0]).toMatchObject({ relevant: false, reason: 'the passage names “countries” only in general, not which' })
+    const owners = [{ name: 'access-review.md', text: '# Access reviews\n\nThe review covers Okta, Google Workspace and Salesforce. Each system has a system owner, listed in the access register.\n' }]
+    expect(judged('Who is the system owner for Salesforce?', owners)[0]).toMatchObject({ relevant: false, reason: 'the passage names “owner” only in general, not which' })
+    const named = [{ name: 'access-review.md', text: '# Access reviews\n\nThe system owner for Salesforce is Dana Whitfield, the Sales Operations lead.\n' }]
+    expect(judged('Who is the system owner for Salesforce?', named)[0]?.relevant).toBe(true)
+  })
+
+  test('a passage that shares only the figure the question gives ("every 90 days") is about something else', () => {
+    const policy = [{ name: 'password-policy.md', text: '# Password policy\n\n## Exceptions\n\nExceptions are granted in writing by the CISO, for at most 90 days at a time.\n' }]
+    expect(judged('Do we have to change our passwords every 90 days?', policy)[0]).toMatchObject({ relevant: false, reason: 'the passage shares only the figure “90 days” with the question' })
+    const rotation = [{ name: 'password-policy.md', text: '# Password policy\n\n## Rotation\n\nPasswords are changed every 90 days.\n' }]
+    expect(judged('Do we have to change our passwords every 90 days?', rotation)[0]?.relevant).toBe(true)
+  })
+
+  test('a rule for another party (suppliers) does not answer a question about customers', () => {
+    const payments = [{ name: 'invoices.md', text: '# Invoices and payments\n\nWhen a supplier offers an early payment discount of at least 2% for paying invoices within 10 days, we take it.\n' }]
+    expect(judged('Do we give customers a discount if they pay their invoices early?', payments)[0]).toMatchObject({ relevant: false, reason: 'the passage is about another party (“supplier”), not “customers”' })
+    const customers = [{ name: 'invoices.md', text: '# Invoices and payments\n\nCustomers who pay their invoices early, within 10 days, get a 2% discount.\n' }]
+    expect(judged('Do we give customers a discount if they pay their invoices early?', customers)[0]?.relevant).toBe(true)
+  })
+})
