@@ -245,3 +245,26 @@ describe('judgeRelevance: a passage about a neighbour of what the question asks'
     expect(judged('Do we give customers a discount if they pay their invoices early?', customers)[0]?.relevant).toBe(true)
   })
 })
+
+describe('judgeRelevance: "which X" over a list, and a phrase of the question missing whole', () => {
+  const PROCUREMENT = [
+    {
+      name: 'procurement-policy.md',
+      text: '# Procurement policy\n\n## Before you buy\n\n- Check the preferred supplier list first. If a preferred supplier can deliver, use it.\n- Every purchase above 1,000 USD needs a purchase order.\n- Only people listed in the signature register may sign on behalf of the company.\n',
+    },
+  ]
+
+  test('a whole list does not answer "which companies" from the words of different items, nor an item without "preferred supplier"', () => {
+    const results = judged('Which companies are on the preferred supplier list?', PROCUREMENT)
+    expect(results.find((r) => r.text.startsWith('Check') && r.text.includes('company'))?.reason).toBe('the list has the question’s words only across several items')
+    expect(results.find((r) => r.text.startsWith('Only people'))?.reason).toBe('the passage is not about “preferred supplier”')
+    expect(results.filter((r) => r.relevant)).toEqual([])
+  })
+
+  test('a list item that names the companies answers', () => {
+    const results = judged('Which companies are on the preferred supplier list?', [
+      { name: 'procurement-policy.md', text: '# Procurement policy\n\n## Suppliers\n\n- The preferred supplier list has three companies: Dell, Staples and Iron Mountain.\n- Every purchase above 1,000 USD needs a purchase order.\n' },
+    ])
+    expect(results.find((r) => r.text.startsWith('The preferred'))?.relevant).toBe(true)
+  })
+})

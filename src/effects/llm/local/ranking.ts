@@ -295,12 +295,12 @@ export function judgeRelevance({
       ? keywords.find((k) => k.text === dated.month)
       : undefined
   if (otherMonth !== undefined) return { relevant: false, coverage, reason: `${document.uri} is dated in another month than “${otherMonth.text}”` }
-  // Asked for a figure, a whole list under a heading does not piece the question's words together from several items: the figure of one item is not the answer to the words of another.
+  // Asked for a figure or "which X", a whole list under a heading does not piece the question's words together from several items: the figure of one item is not the answer to the words of another.
   // A whole table answers only a question about the table (its heading, section, file): a question about a row is answered by the row.
   const wholeTable = document.blocks[document.passages[passageIndex]!.block]!.kind === 'row'
   const inItems = document.passages[passageIndex]!.lastBlock === undefined ? [] : wordsOnlyInItems({ document, passageIndex, keywords })
   if (wholeTable && inItems.length > 0) return { relevant: false, coverage, reason: 'the question is about a row of the table, not the table' }
-  if (question.wantsFigure && listFactsSpread({ document, passageIndex, words: inItems })) {
+  if ((question.wantsFigure || question.asksWhich !== undefined) && listFactsSpread({ document, passageIndex, words: inItems })) {
     return { relevant: false, coverage, reason: 'the list has the question’s words only across several items' }
   }
   // A passage must say something about the question itself — unless its file is named after it.
@@ -347,6 +347,9 @@ export function judgeRelevance({
     (k) => question.modifiers.has(k.text) && !matches(k, around) && !joinedAround.has(k.text) && keywords.some((h) => h.text === question.modifiers.get(k.text) && headHere(h)),
   )
   if (otherKind !== undefined) return { relevant: false, coverage, reason: `the passage is not about “${otherKind.text} ${question.modifiers.get(otherKind.text)}”` }
+  // Both words of such a phrase missing ("the *preferred supplier* list"), the thing it names is missing.
+  const phraseAbsent = uncovered.find((k) => keywords.some((h) => h.text === question.modifiers.get(k.text) && !matches(h, around) && !joinedAround.has(h.text)))
+  if (phraseAbsent !== undefined) return { relevant: false, coverage, reason: `the passage is not about “${phraseAbsent.text} ${question.modifiers.get(phraseAbsent.text)}”` }
   // A phrase that narrows the question ("for contractors") is not the verb a passage may lack.
   // Nor is the thing a "which …" question asks for ("Which companies are on the list?").
   // A number the question gives ("above 125 %") is not a verb either.
