@@ -51,3 +51,15 @@ export function measureWithoutUnit({ keywords, text, matched }: { keywords: Read
   }
   return undefined
 }
+
+const MONTH = '(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)'
+/** Numbers that date or name something rather than count it: "14 February", "March 3rd", "2026", "09:30", "Q4", "2026-03-04", "v2.1". */
+const NOT_A_COUNT = new RegExp(
+  `\\d{4}-\\d{2}-\\d{2}|\\b\\d{1,2}(?:st|nd|rd|th)?\\s+${MONTH}\\b|\\b${MONTH}\\s+\\d{1,2}(?:st|nd|rd|th)?\\b|(?<!\\d|\\d[,.])(?:19|20)\\d{2}(?!\\d|[,.]\\d)|\\b\\d{1,2}:\\d{2}\\b|\\bq[1-4]\\b|\\bv\\d+(?:\\.\\d+)*\\b`,
+  'giu',
+)
+
+/** Whether a text gives a count: a number that is not a date, a year, a time of day, a quarter or a version. */
+export function givesCount(text: string, number: RegExp): boolean {
+  return number.test(text.replace(NOT_A_COUNT, ' '))
+}

@@ -268,3 +268,13 @@ describe('judgeRelevance: "which X" over a list, and a phrase of the question mi
     expect(results.find((r) => r.text.startsWith('The preferred'))?.relevant).toBe(true)
   })
 })
+
+describe('judgeRelevance: "how many" asks for a count', () => {
+  test('a date, a year or a time of day is no count', () => {
+    const results = judged('How many engineers joined the platform team?', [
+      { name: 'platform-team.md', text: '# Platform team\n\nThe new engineers joined the platform team on 14 March 2026, at 09:30.\n\nFour engineers joined the platform team this year.\n' },
+    ])
+    expect(results.find((r) => r.text.includes('14 March'))).toMatchObject({ relevant: false, reason: 'the passage gives no count (only dates or names with numbers)' })
+    expect(results.find((r) => r.text.startsWith('Four'))?.relevant).toBe(true)
+  })
+})

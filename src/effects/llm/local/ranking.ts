@@ -5,7 +5,7 @@
 import MiniSearch from 'minisearch'
 import { splitBlocks, type Block, type Page } from './blocks.ts'
 import { isEvidence, passagesOf, type Passage } from './passages.ts'
-import { ANSWER_TYPES, measureWithoutUnit, namesPersonOrRole } from './answer-kinds.ts'
+import { ANSWER_TYPES, givesCount, measureWithoutUnit, namesPersonOrRole } from './answer-kinds.ts'
 import { namedOnlyInGeneral, otherPartyInstead, questionFigures } from './subject-checks.ts'
 import { fileNameMonths, fileNameTerms, isFrameVerb, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
 
@@ -322,6 +322,9 @@ export function judgeRelevance({
   if (unitless !== undefined) return { relevant: false, coverage, reason: `the passage gives no “${unitless.text}” and no figure of one` }
   if (question.wantsFigure && !NUMBER_IN_TEXT.test(document.passages[passageIndex]!.text)) {
     return { relevant: false, coverage, reason: 'the passage gives no number' }
+  }
+  if (question.asksCount && !givesCount(document.passages[passageIndex]!.text, NUMBER_IN_TEXT)) {
+    return { relevant: false, coverage, reason: 'the passage gives no count (only dates or names with numbers)' }
   }
   const answerType = question.answerType === undefined ? undefined : ANSWER_TYPES[question.answerType]
   const passage = document.passages[passageIndex]!

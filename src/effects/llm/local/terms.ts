@@ -172,6 +172,8 @@ export interface QuestionTerms {
   readonly wantsSummary: boolean
   /** "How many / how much / how long / how often": the answer holds a number. */
   readonly wantsFigure: boolean
+  /** "How many …": the answer holds a count, not only a date or a year. */
+  readonly asksCount: boolean
   /**
    * The question's own verb, a participle after "what is" ("What is *planned* for Q2?", "What was
    * *decided* in …"): a passage may lack it, and then lacks no other key term.
@@ -218,6 +220,7 @@ export function analyseQuestion(asked: string): QuestionTerms {
     wantsSummary: SUMMARY_INTENT.test(question),
     // "How often" is answered by "every quarter" as well as by "twice a year".
     wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()) && answerType !== 'frequency',
+    asksCount: /^how\s+many\b/iu.test(question.normalize('NFKC').trim()),
     frameVerb,
     modifiers: modifiersOf(question.normalize('NFKC'), keywords),
     qualifiers: qualifiersOf(question.normalize('NFKC'), keywords),
