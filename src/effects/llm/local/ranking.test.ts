@@ -278,3 +278,15 @@ describe('judgeRelevance: "how many" asks for a count', () => {
     expect(results.find((r) => r.text.startsWith('Four'))?.relevant).toBe(true)
   })
 })
+
+describe('judgeRelevance: a figure said of another subject', () => {
+  test('asked what the helpdesk costs, the price of the module beside it is no answer', () => {
+    const faq = (second: string) => [{ name: 'competitor-faq.md', text: `# Competitor FAQ\n\n## Brightdesk\n\nBrightdesk bundles its knowledge module with its helpdesk. ${second}\n` }]
+    expect(judged("How much does Brightdesk's helpdesk cost per agent?", faq('The module alone costs 18 USD per agent per month.'))[0]).toMatchObject({
+      relevant: false,
+      reason: 'the figure is said of another thing, not of “helpdesk”',
+    })
+    expect(judged("How much does Brightdesk's helpdesk cost per agent?", faq('The bundle costs 18 USD per agent per month.'))[0]?.relevant).toBe(false)
+    expect(judged("How much does Brightdesk's helpdesk cost per agent?", faq('It costs 18 USD per agent per month.'))[0]?.relevant).toBe(true)
+  })
+})

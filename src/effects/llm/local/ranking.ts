@@ -6,7 +6,7 @@ import MiniSearch from 'minisearch'
 import { splitBlocks, type Block, type Page } from './blocks.ts'
 import { isEvidence, passagesOf, type Passage } from './passages.ts'
 import { ANSWER_TYPES, givesCount, measureWithoutUnit, namesPersonOrRole } from './answer-kinds.ts'
-import { namedOnlyInGeneral, otherPartyInstead, questionFigures } from './subject-checks.ts'
+import { figureOfAnotherSubject, namedOnlyInGeneral, otherPartyInstead, questionFigures } from './subject-checks.ts'
 import { fileNameMonths, fileNameTerms, isFrameVerb, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
 
 export interface ReadDocument {
@@ -377,7 +377,8 @@ export function judgeRelevance({
 /**
  * Why a passage with the question's words is about something else than what it asks
  * (subject-checks.ts), or undefined: the thing to identify named only in general, only the
- * question's own figure shared, another party than the one asked about.
+ * question's own figure shared, a figure said of another subject, another party than the one
+ * asked about.
  */
 function subjectApart({
   document,
@@ -405,6 +406,13 @@ function subjectApart({
   const inText = keywords.filter((k) => matches(k, text))
   if (inText.length > 0 && inText.every((k) => figures.has(k.text)) && keyTerms.some((k) => !figures.has(k.text) && !matches(k, around))) {
     return `the passage shares only the figure “${inText.map((k) => k.text).join(' ')}” with the question`
+  }
+  const asksFigure = question.wantsFigure || question.asksForMeasure || question.answerType === 'money' || question.answerType === 'duration'
+  const block = document.blocks[passage.block]!
+  if (asksFigure && block.kind !== 'row' && passage.lastBlock === undefined) {
+    const sentences = passage.sentences.map((sentence) => sentence.text)
+    const lacking = figureOfAnotherSubject({ sentences, figure: /\d/u, required: keyTerms.filter((k) => matches(k, text)), context: nameAndHeadings, keywords })
+    if (lacking.length > 0) return `the figure is said of another thing, not of ${lacking.map((k) => `“${k.text}”`).join(', ')}`
   }
   const party = otherPartyInstead({ keywords, matched: (k) => matches(k, around), text })
   if (party !== undefined) return `the passage is about another party (“${party.named}”), not “${party.asked.text}”`

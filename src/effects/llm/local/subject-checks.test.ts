@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { namedOnlyInGeneral, otherPartyInstead, questionFigures } from './subject-checks.ts'
+import { figureOfAnotherSubject, namedOnlyInGeneral, otherPartyInstead, questionFigures } from './subject-checks.ts'
 import { analyseQuestion, matchTerms, type Keyword } from './terms.ts'
 
 const keyword = (keywords: ReadonlyArray<Keyword>, text: string): Keyword => keywords.find((k) => k.text === text)!
@@ -48,5 +48,28 @@ describe('otherPartyInstead', () => {
   test('the party asked about, or no party at all, is no other party', () => {
     expect(check('Customers who pay within 10 days get a 2% discount.')).toBeUndefined()
     expect(check('Invoices paid within 10 days get a 2% discount.')).toBeUndefined()
+  })
+})
+
+describe('figureOfAnotherSubject', () => {
+  const { keywords } = analyseQuestion("How much does Brightdesk's helpdesk cost per agent?")
+  const required = keywords.filter((k) => ['helpdesk', 'cost', 'agent'].includes(k.text))
+  const lacking = (sentences: string[], context: string[] = []) =>
+    figureOfAnotherSubject({ sentences, figure: /\d/u, required, context: new Set(context), keywords }).map((k) => k.text)
+
+  test('a figure in a sentence about a subject of its own is not the figure asked for', () => {
+    expect(lacking(['Brightdesk bundles its knowledge module with its helpdesk.', 'The module alone costs 18 USD per agent per month.'])).toEqual(['helpdesk'])
+  })
+
+  test('a sentence without a subject of its own, or with the question\'s, continues the passage', () => {
+    expect(lacking(['Brightdesk sells a helpdesk.', 'It costs 18 USD per agent per month.'])).toEqual([])
+    expect(lacking(['Brightdesk sells a helpdesk.', 'Allow 18 USD per agent per month.'])).toEqual([])
+    expect(lacking(['Brightdesk sells a helpdesk.', 'The helpdesk costs 18 USD per agent per month.'])).toEqual([])
+    expect(lacking(['Brightdesk bundles a knowledge module.', 'The module alone costs 18 USD per agent per month.'], ['helpdesk'])).toEqual([])
+  })
+
+  test('one sentence, or none with a figure, lacks nothing here', () => {
+    expect(lacking(['The module alone costs 18 USD per agent per month.'])).toEqual([])
+    expect(lacking(['Brightdesk bundles its module with its helpdesk.', 'The module is popular with agents.'])).toEqual([])
   })
 })

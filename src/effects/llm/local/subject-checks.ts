@@ -1,8 +1,8 @@
 // Whether a passage that shares the question's words is about what the question asks, not about a
 // neighbour of it. Each check is a reason that holds for any corpus (judgeRelevance in ranking.ts
 // applies them): the thing asked for named only in general, only the question's own figure
-// shared, another party than the one asked about.
-import { PARTIES } from './word-lists.ts'
+// shared, a figure said of another subject, another party than the one asked about.
+import { isGenericNoun, PARTIES } from './word-lists.ts'
 import { keywordTermsMatch, matchTerms, pairTerms, type Keyword } from './terms.ts'
 
 /** Words that introduce a thing in general, not a particular one: "*a* solutions engineer", "*each* system", "*any* country". */
@@ -33,6 +33,46 @@ export function namedOnlyInGeneral({ text, thing, keywords }: { readonly text: s
     if (before < 0 || !INDEFINITE.has(words[before]!)) return false
   }
   return mentions > 0
+}
+
+/** A sentence that opens with a subject of its own: a determiner and a noun ("*The module* alone costs …"). */
+const OWN_SUBJECT = /^\W*(?:the|this|that|these|those|our|its|their)\s+(?:(?:other|same|new|old|first|last|next|whole|main|only)\s+)?([\p{L}-]+)/iu
+
+/**
+ * The question's key terms (`required`) missing from a sentence that gives a figure about a subject
+ * of its own: it opens with a determiner and a noun the question does not use. "Brightdesk bundles
+ * its knowledge module with its helpdesk. The module alone costs 18 USD per agent per month."
+ * holds *helpdesk* and a price, but the price is the module's. A figure's sentence without a
+ * subject of its own ("Allow 5 business days …", "On the 25th …", "It costs …") continues the
+ * passage's subject; headings and the file name (`context`) count for every sentence. Empty when
+ * a figure's sentence lacks nothing, or no sentence gives a figure.
+ */
+export function figureOfAnotherSubject({
+  sentences,
+  figure,
+  required,
+  context,
+  keywords,
+}: {
+  readonly sentences: ReadonlyArray<string>
+  readonly figure: RegExp
+  readonly required: ReadonlyArray<Keyword>
+  readonly context: ReadonlySet<string>
+  readonly keywords: ReadonlyArray<Keyword>
+}): Keyword[] {
+  if (sentences.length < 2 || required.length === 0) return []
+  let fewest: Keyword[] | undefined
+  for (const sentence of sentences) {
+    if (!figure.test(sentence)) continue
+    const noun = OWN_SUBJECT.exec(sentence)?.[1]
+    const nounTerms = termsOf(noun ?? '')
+    const ownSubject = noun !== undefined && nounTerms.size > 0 && !isGenericNoun(noun.toLowerCase()) && !keywords.some((k) => keywordTermsMatch(k, nounTerms))
+    if (!ownSubject) return []
+    const terms = termsOf(sentence)
+    const lacking = required.filter((k) => !keywordTermsMatch(k, terms) && !keywordTermsMatch(k, context))
+    if (fewest === undefined || lacking.length < fewest.length) fewest = lacking
+  }
+  return fewest ?? []
 }
 
 /**
