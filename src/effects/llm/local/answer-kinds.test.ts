@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { givesCount } from './answer-kinds.ts'
+import { givesCount, isDated } from './answer-kinds.ts'
 import { NUMBER_IN_TEXT } from './terms.ts'
 
 describe('givesCount', () => {
@@ -12,5 +12,19 @@ describe('givesCount', () => {
     ['1,840 paying workspaces at the end of Q4.', true],
   ])('%s → %s', (text, count) => {
     expect(givesCount(text, NUMBER_IN_TEXT)).toBe(count)
+  })
+})
+
+describe('isDated', () => {
+  test.each([
+    ['2026-03-09-pipeline-review.md', 'month', true],
+    ['Launch a Q1 SPIF.', 'month', true],
+    ['Signed on 9 May.', 'month', true],
+    ['You may launch a SPIF at any time.', 'month', false],
+    ['commission-plan-2026.md: SPIFs are announced in the pipeline review.', 'month', false],
+    ['commission-plan-2026.md: SPIFs are announced in the pipeline review.', 'year', true],
+    ['SPIFs are announced in the pipeline review.', 'year', false],
+  ] as const)('%s (%s) → %s', (text, period, dated) => {
+    expect(isDated(text, period)).toBe(dated)
   })
 })

@@ -63,3 +63,13 @@ const NOT_A_COUNT = new RegExp(
 export function givesCount(text: string, number: RegExp): boolean {
   return number.test(text.replace(NOT_A_COUNT, ' '))
 }
+
+/** A month ("May" only beside a number: *may* is also a verb), a quarter (Q1) or a date in a text; and a year. */
+const DATED_TO_MONTH =
+  /\b(?:jan(?:uary)?|feb(?:ruary)?|march|apr(?:il)?|june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b|\bmay\s+\d|\d\s+may\b|\bq[1-4]\b|\d{4}-\d{2}|\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b/iu
+const YEAR = /(?<!\d)(?:19|20)\d{2}(?!\d)/u
+
+/** Whether a text (a passage with its headings and file name) is dated as finely as `period`: to a month (a month, a quarter, a date), or to a year. */
+export function isDated(text: string, period: 'year' | 'month'): boolean {
+  return DATED_TO_MONTH.test(text) || (period === 'year' && YEAR.test(text))
+}

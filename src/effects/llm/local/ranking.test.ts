@@ -290,3 +290,16 @@ describe('judgeRelevance: a figure said of another subject', () => {
     expect(judged("How much does Brightdesk's helpdesk cost per agent?", faq('It costs 18 USD per agent per month.'))[0]?.relevant).toBe(true)
   })
 })
+
+describe('judgeRelevance: a period relative to now', () => {
+  test('"this quarter" is answered by a dated passage, not by the standing rule', () => {
+    const documents = [
+      { name: 'commission-plan.md', text: '# Commission plan\n\n## SPIFs\n\nShort-term incentives (SPIFs) are announced by the VP Sales with their rules and end date, from the quarterly budget.\n' },
+      { name: '2026-03-09-pipeline-review.md', text: '# Pipeline review\n\n## Decisions\n\nLaunch a Q1 SPIF: 1,000 USD for every new deal this quarter.\n' },
+    ]
+    const results = judged('Is there a SPIF running this quarter?', documents)
+    expect(results.find((r) => r.text.startsWith('Short-term'))).toMatchObject({ relevant: false, reason: 'the question asks about a period relative to now, and the passage is not dated' })
+    expect(results.find((r) => r.text.startsWith('Launch'))?.relevant).toBe(true)
+    expect(judged('How are SPIFs announced?', documents).find((r) => r.text.startsWith('Short-term'))?.relevant).toBe(true)
+  })
+})

@@ -5,7 +5,7 @@
 import MiniSearch from 'minisearch'
 import { splitBlocks, type Block, type Page } from './blocks.ts'
 import { isEvidence, passagesOf, type Passage } from './passages.ts'
-import { ANSWER_TYPES, givesCount, measureWithoutUnit, namesPersonOrRole } from './answer-kinds.ts'
+import { ANSWER_TYPES, givesCount, isDated, measureWithoutUnit, namesPersonOrRole } from './answer-kinds.ts'
 import { figureOfAnotherSubject, namedOnlyInGeneral, otherPartyInstead, questionFigures } from './subject-checks.ts'
 import { fileNameMonths, fileNameTerms, isFrameVerb, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
 
@@ -377,8 +377,8 @@ export function judgeRelevance({
 /**
  * Why a passage with the question's words is about something else than what it asks
  * (subject-checks.ts), or undefined: the thing to identify named only in general, only the
- * question's own figure shared, a figure said of another subject, another party than the one
- * asked about.
+ * question's own figure shared, a figure said of another subject, an undated passage for "this
+ * quarter" or "last month", another party than the one asked about.
  */
 function subjectApart({
   document,
@@ -413,6 +413,9 @@ function subjectApart({
     const sentences = passage.sentences.map((sentence) => sentence.text)
     const lacking = figureOfAnotherSubject({ sentences, figure: /\d/u, required: keyTerms.filter((k) => matches(k, text)), context: nameAndHeadings, keywords })
     if (lacking.length > 0) return `the figure is said of another thing, not of ${lacking.map((k) => `“${k.text}”`).join(', ')}`
+  }
+  if (question.relativePeriod !== undefined && !isDated(`${document.page.name}\n${passage.context}\n${passage.label ?? ''}\n${passage.text}`, question.relativePeriod)) {
+    return 'the question asks about a period relative to now, and the passage is not dated'
   }
   const party = otherPartyInstead({ keywords, matched: (k) => matches(k, around), text })
   if (party !== undefined) return `the passage is about another party (“${party.named}”), not “${party.asked.text}”`

@@ -192,6 +192,8 @@ export interface QuestionTerms {
   readonly qualifiers: ReadonlySet<string>
   /** A month that dates what the question asks about ("the *March* ops review"): its terms, and the month. */
   readonly datedSubject: { readonly month: string; readonly subject: ReadonlyArray<string> } | undefined
+  /** The question asks about a period relative to now ("*this quarter*", "*last month*", "*next year*"): which kind of period; its answer is dated as finely. */
+  readonly relativePeriod: 'year' | 'month' | undefined
 }
 
 export const MAX_QUERY_KEYWORDS = 8
@@ -227,6 +229,7 @@ export function analyseQuestion(asked: string): QuestionTerms {
     answerType,
     asksWhich: answerType === 'day' ? undefined : asksWhichOf(question.normalize('NFKC'), keywords),
     datedSubject: datedSubjectOf(question),
+    relativePeriod: relativePeriodOf(question),
   }
 }
 
@@ -294,6 +297,12 @@ function modifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Map<st
     if (modifier !== undefined && head !== undefined && !modifier.proper) modifiers.set(modifier.text, head.text)
   }
   return modifiers
+}
+
+/** "this quarter", "last month's …", "next year": the period a question names relative to now (a quarter is dated by its month). */
+function relativePeriodOf(question: string): QuestionTerms['relativePeriod'] {
+  const period = /\b(?:this|next|last|previous|coming|current)\s+(month|quarter|year)(?:['’]s)?\b/iu.exec(question)?.[1]?.toLowerCase()
+  return period === undefined ? undefined : period === 'year' ? 'year' : 'month'
 }
 
 /** "the March ops review", "the February 2026 meeting": a month and the words it dates. */
