@@ -220,3 +220,86 @@ describe('judgeRelevance: causes and bare phrases', () => {
   })
 })
 
+
+describe('judgeRelevance: a passage about a neighbour of what the question asks', () => {
+  test('the thing a "which" or "who" question identifies, named only in general, is not identified', () => {
+    const travel = [{ name: 'device-policy.md', text: '# Device policy\n\n## Travel\n\nTravelling to a country on the high-risk list (kept by IT Security) requires a loaner laptop.\n' }]
+    expect(judged('Which countries are on the high-risk travel list?', travel)[0]).toMatchObject({ relevant: false, reason: 'the passage names “countries” only in general, not which' })
+    const owners = [{ name: 'access-review.md', text: '# Access reviews\n\nThe review covers Okta, Google Workspace and Salesforce. Each system has a system owner, listed in the access register.\n' }]
+    expect(judged('Who is the system owner for Salesforce?', owners)[0]).toMatchObject({ relevant: false, reason: 'the passage names “owner” only in general, not which' })
+    const named = [{ name: 'access-review.md', text: '# Access reviews\n\nThe system owner for Salesforce is Dana Whitfield, the Sales Operations lead.\n' }]
+    expect(judged('Who is the system owner for Salesforce?', named)[0]?.relevant).toBe(true)
+  })
+
+  test('a passage that shares only the figure the question gives ("every 90 days") is about something else', () => {
+    const policy = [{ name: 'password-policy.md', text: '# Password policy\n\n## Exceptions\n\nExceptions are granted in writing by the CISO, for at most 90 days at a time.\n' }]
+    expect(judged('Do we have to change our passwords every 90 days?', policy)[0]).toMatchObject({ relevant: false, reason: 'the passage shares only the figure “90 days” with the question' })
+    const rotation = [{ name: 'password-policy.md', text: '# Password policy\n\n## Rotation\n\nPasswords are changed every 90 days.\n' }]
+    expect(judged('Do we have to change our passwords every 90 days?', rotation)[0]?.relevant).toBe(true)
+  })
+
+  test('a rule for another party (suppliers) does not answer a question about customers', () => {
+    const payments = [{ name: 'invoices.md', text: '# Invoices and payments\n\nWhen a supplier offers an early payment discount of at least 2% for paying invoices within 10 days, we take it.\n' }]
+    expect(judged('Do we give customers a discount if they pay their invoices early?', payments)[0]).toMatchObject({ relevant: false, reason: 'the passage is about another party (“supplier”), not “customers”' })
+    const customers = [{ name: 'invoices.md', text: '# Invoices and payments\n\nCustomers who pay their invoices early, within 10 days, get a 2% discount.\n' }]
+    expect(judged('Do we give customers a discount if they pay their invoices early?', customers)[0]?.relevant).toBe(true)
+  })
+})
+
+describe('judgeRelevance: "which X" over a list, and a phrase of the question missing whole', () => {
+  const PROCUREMENT = [
+    {
+      name: 'procurement-policy.md',
+      text: '# Procurement policy\n\n## Before you buy\n\n- Check the preferred supplier list first. If a preferred supplier can deliver, use it.\n- Every purchase above 1,000 USD needs a purchase order.\n- Only people listed in the signature register may sign on behalf of the company.\n',
+    },
+  ]
+
+  test('a whole list does not answer "which companies" from the words of different items, nor an item without "preferred supplier"', () => {
+    const results = judged('Which companies are on the preferred supplier list?', PROCUREMENT)
+    expect(results.find((r) => r.text.startsWith('Check') && r.text.includes('company'))?.reason).toBe('the list has the question’s words only across several items')
+    expect(results.find((r) => r.text.startsWith('Only people'))?.reason).toBe('the passage is not about “preferred supplier”')
+    expect(results.filter((r) => r.relevant)).toEqual([])
+  })
+
+  test('a list item that names the companies answers', () => {
+    const results = judged('Which companies are on the preferred supplier list?', [
+      { name: 'procurement-policy.md', text: '# Procurement policy\n\n## Suppliers\n\n- The preferred supplier list has three companies: Dell, Staples and Iron Mountain.\n- Every purchase above 1,000 USD needs a purchase order.\n' },
+    ])
+    expect(results.find((r) => r.text.startsWith('The preferred'))?.relevant).toBe(true)
+  })
+})
+
+describe('judgeRelevance: "how many" asks for a count', () => {
+  test('a date, a year or a time of day is no count', () => {
+    const results = judged('How many engineers joined the platform team?', [
+      { name: 'platform-team.md', text: '# Platform team\n\nThe new engineers joined the platform team on 14 March 2026, at 09:30.\n\nFour engineers joined the platform team this year.\n' },
+    ])
+    expect(results.find((r) => r.text.includes('14 March'))).toMatchObject({ relevant: false, reason: 'the passage gives no count (only dates or names with numbers)' })
+    expect(results.find((r) => r.text.startsWith('Four'))?.relevant).toBe(true)
+  })
+})
+
+describe('judgeRelevance: a figure said of another subject', () => {
+  test('asked what the helpdesk costs, the price of the module beside it is no answer', () => {
+    const faq = (second: string) => [{ name: 'competitor-faq.md', text: `# Competitor FAQ\n\n## Brightdesk\n\nBrightdesk bundles its knowledge module with its helpdesk. ${second}\n` }]
+    expect(judged("How much does Brightdesk's helpdesk cost per agent?", faq('The module alone costs 18 USD per agent per month.'))[0]).toMatchObject({
+      relevant: false,
+      reason: 'the figure is said of another thing, not of “helpdesk”',
+    })
+    expect(judged("How much does Brightdesk's helpdesk cost per agent?", faq('The bundle costs 18 USD per agent per month.'))[0]?.relevant).toBe(false)
+    expect(judged("How much does Brightdesk's helpdesk cost per agent?", faq('It costs 18 USD per agent per month.'))[0]?.relevant).toBe(true)
+  })
+})
+
+describe('judgeRelevance: a period relative to now', () => {
+  test('"this quarter" is answered by a dated passage, not by the standing rule', () => {
+    const documents = [
+      { name: 'commission-plan.md', text: '# Commission plan\n\n## SPIFs\n\nShort-term incentives (SPIFs) are announced by the VP Sales with their rules and end date, from the quarterly budget.\n' },
+      { name: '2026-03-09-pipeline-review.md', text: '# Pipeline review\n\n## Decisions\n\nLaunch a Q1 SPIF: 1,000 USD for every new deal this quarter.\n' },
+    ]
+    const results = judged('Is there a SPIF running this quarter?', documents)
+    expect(results.find((r) => r.text.startsWith('Short-term'))).toMatchObject({ relevant: false, reason: 'the question asks about a period relative to now, and the passage is not dated' })
+    expect(results.find((r) => r.text.startsWith('Launch'))?.relevant).toBe(true)
+    expect(judged('How are SPIFs announced?', documents).find((r) => r.text.startsWith('Short-term'))?.relevant).toBe(true)
+  })
+})

@@ -5,7 +5,9 @@
 import MiniSearch from 'minisearch'
 import { splitBlocks, type Block, type Page } from './blocks.ts'
 import { isEvidence, passagesOf, type Passage } from './passages.ts'
-import { fileNameMonths, fileNameTerms, isFrameVerb, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type AnswerType, type Keyword, type QuestionTerms } from './terms.ts'
+import { ANSWER_TYPES, givesCount, isDated, measureWithoutUnit, namesPersonOrRole } from './answer-kinds.ts'
+import { figureOfAnotherSubject, namedOnlyInGeneral, otherPartyInstead, questionFigures } from './subject-checks.ts'
+import { fileNameMonths, fileNameTerms, isFrameVerb, isGenericNoun, keywordTermsMatch, matchTerms, NUMBER_IN_TEXT, pairTerms, stem, type Keyword, type QuestionTerms } from './terms.ts'
 
 export interface ReadDocument {
   readonly uri: string
@@ -246,55 +248,6 @@ function adjacentInQuestion(keywords: ReadonlyArray<Keyword>, a: Keyword, b: Key
   return Math.abs(keywords.indexOf(a) - keywords.indexOf(b)) === 1
 }
 
-const DURATION = /\d\s*(?:-|–|to\s+\d+\s*)?\s*(?:ms|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|business days|working days|quarters?)\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|a|an)\s+(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b|\b(?:daily|weekly|monthly|yearly|annually|quarterly|indefinitely|permanently|forever|until|unlimited)\b|[天周月年]|小时|分钟/iu
-const MONEY = /[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur\b|euros?\b|usd\b|dollars?\b|gbp\b|pounds?\b|chf\b|cny\b|rmb\b|yuan\b|元)|\bfree\b|\bno\s+(?:charge|cost)\b|\d\s*%|免费/iu
-const WEEKDAY_OR_DATE = /\b(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekdays?|weekends?|daily|every\s+day)\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}\s+(?:january|february|march|april|may|june|july|august|september|october|november|december)\b|\b(?:first|last|final)\s+(?:working\s+|business\s+)?day\b|\d{4}-\d{2}-\d{2}|[周星期][一二三四五六日天]|\d+[日号]/iu
-const DATE_OR_TIME = /\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|daily|weekly|monthly|quarterly|yearly|annually|today|tomorrow|yesterday|before|after|within|until|once|when|during|end|start|beginning|immediately|never|morning|afternoon|evening|night|day|days|week|month|quarter|year)\b|[日月周年]|之前|之后/iu
-/** A person's name (two capitalised words: "Marcus Lee") or a role ("the team lead", "the CFO"). */
-const PERSON = /\p{Lu}\p{Ll}+\s+\p{Lu}\p{Ll}+/u
-const ROLES = new Set(
-  'manager managers lead leads head director owner owners team officer admin administrator engineer agent desk committee board controller chair approver vp cfo ceo cto ciso cro coo hr finance legal security procurement support sales on-call person employee employees staff requester supervisor you your they he she member members someone anyone nobody everyone customer user users department group council it ap ar'.split(' ').map(stem),
-)
-const CHINESE_ROLE = /负责人|经理|主管|团队|部门/u
-
-/** Whether a text names a person or a role other than the question's own words ("Who is the system *owner*?" is not answered by "a system owner"). */
-function namesPersonOrRole(text: string, keywords: ReadonlyArray<Keyword>): boolean {
-  if (PERSON.test(text) || CHINESE_ROLE.test(text)) return true
-  const asked = new Set(keywords.flatMap((k) => k.terms))
-  return matchTerms(text).some((term) => ROLES.has(term) && !asked.has(term))
-}
-const ANSWER_TYPES: Record<AnswerType, { readonly name: string; readonly pattern: RegExp; readonly header?: RegExp }> = {
-  cause: { name: 'cause', pattern: /\b(?:because|reasons?|since|due\s+to|caus(?:e|es|ed|ing)|so\s+that|so\s+the|so\s+we|led\s+to|leads\s+to|result(?:ed|s)?\s+in|as\s+a\s+result|why|trigger(?:ed|s)?|therefore|instead|would\s+have|could\s+not|did\s+not|didn['’]t|never|too|but|however|although|unless|without|only\s+(?:if|when))\b|因为|原因|由于|所以/iu },
-  frequency: { name: 'frequency', pattern: /\d+\s*(?:times|x)\b|\b(?:every|each|per|once|twice|daily|weekly|fortnightly|monthly|quarterly|yearly|annually|hourly|nightly|always|never|whenever)\b|每/iu },
-  duration: { name: 'duration', pattern: DURATION, header: /(?:^|[^\p{L}])(?:ms|seconds?|minutes?|hours?|days?|weeks?|months?|years?|duration|period|retention)(?:[^\p{L}]|$)/iu },
-  money: { name: 'amount of money', pattern: MONEY, header: /(?:^|[^\p{L}])(?:eur|usd|gbp|chf|price|cost|fee|amount|stipend|allowance)(?:[^\p{L}]|$)|[€$£]/iu },
-  day: { name: 'day', pattern: WEEKDAY_OR_DATE },
-  date: { name: 'date or time', pattern: DATE_OR_TIME },
-  person: { name: 'person or role', pattern: /(?!)/u },
-}
-
-/** What a figure of a measure is written with: a size in bytes, a price in a currency, a time in its units. */
-const MEASURE_UNITS: ReadonlyArray<readonly [ReadonlySet<string>, RegExp]> = [
-  // "400 changed lines": one word may stand between the number and its unit.
-  [new Set(['size']), /\d\s*(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?|(?:\p{L}+\s+)?(?:lines?|files?|pages?|words?|rows?))\b/iu],
-  [new Set(['cost', 'costs', 'price', 'prices', 'fee', 'fees', 'amount', 'amounts', 'budget', 'budgets']), /[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur|euros?|usd|dollars?|gbp|pounds?|chf|cny|rmb|yuan|元)|\bfree\b|免费/iu],
-  [new Set(['rate', 'rates', 'percentage', 'commission']), /\d\s*%|\bper\s*cent|[€$£¥]\s*\d|\d\s*(?:[€$£¥]|eur\b|usd\b|gbp\b)|\d\s*(?:x|times)\b/iu],
-  [new Set(['time', 'times', 'duration', 'deadline']), /\d\s*(?:ms|s|sec(?:ond)?s?|min(?:ute)?s?|h|hours?|days?|weeks?|months?|years?|business days|working days)\b|\d{1,2}:\d{2}|[天周月年小时分钟]/iu],
-]
-
-/**
- * Asked about a measure ("the maximum size of a file", "the commission rate"), a passage that does
- * not name the measure must give a figure in its unit (50 MB, 8 %): "at most 6000 characters" is
- * not a size in bytes, a date is not a rate. The measure keyword it lacks, when there is one.
- */
-function measureWithoutUnit({ keywords, text, matched }: { keywords: ReadonlyArray<Keyword>; text: string; matched: (k: Keyword) => boolean }): Keyword | undefined {
-  for (const keyword of keywords) {
-    const unit = MEASURE_UNITS.find(([nouns]) => nouns.has(keyword.text))?.[1]
-    if (unit !== undefined && !matched(keyword) && !unit.test(text)) return keyword
-  }
-  return undefined
-}
-
 /** A number standing as a figure ("50 MB", "6000"), not inside a name ("L2", "D1", "utf8"). */
 const FIGURE = /(?<![\p{L}\p{N}_])\p{N}+/u
 
@@ -342,12 +295,12 @@ export function judgeRelevance({
       ? keywords.find((k) => k.text === dated.month)
       : undefined
   if (otherMonth !== undefined) return { relevant: false, coverage, reason: `${document.uri} is dated in another month than “${otherMonth.text}”` }
-  // Asked for a figure, a whole list under a heading does not piece the question's words together from several items: the figure of one item is not the answer to the words of another.
+  // Asked for a figure or "which X", a whole list under a heading does not piece the question's words together from several items: the figure of one item is not the answer to the words of another.
   // A whole table answers only a question about the table (its heading, section, file): a question about a row is answered by the row.
   const wholeTable = document.blocks[document.passages[passageIndex]!.block]!.kind === 'row'
   const inItems = document.passages[passageIndex]!.lastBlock === undefined ? [] : wordsOnlyInItems({ document, passageIndex, keywords })
   if (wholeTable && inItems.length > 0) return { relevant: false, coverage, reason: 'the question is about a row of the table, not the table' }
-  if (question.wantsFigure && listFactsSpread({ document, passageIndex, words: inItems })) {
+  if ((question.wantsFigure || question.asksWhich !== undefined) && listFactsSpread({ document, passageIndex, words: inItems })) {
     return { relevant: false, coverage, reason: 'the list has the question’s words only across several items' }
   }
   // A passage must say something about the question itself — unless its file is named after it.
@@ -369,6 +322,9 @@ export function judgeRelevance({
   if (unitless !== undefined) return { relevant: false, coverage, reason: `the passage gives no “${unitless.text}” and no figure of one` }
   if (question.wantsFigure && !NUMBER_IN_TEXT.test(document.passages[passageIndex]!.text)) {
     return { relevant: false, coverage, reason: 'the passage gives no number' }
+  }
+  if (question.asksCount && !givesCount(document.passages[passageIndex]!.text, NUMBER_IN_TEXT)) {
+    return { relevant: false, coverage, reason: 'the passage gives no count (only dates or names with numbers)' }
   }
   const answerType = question.answerType === undefined ? undefined : ANSWER_TYPES[question.answerType]
   const passage = document.passages[passageIndex]!
@@ -394,6 +350,9 @@ export function judgeRelevance({
     (k) => question.modifiers.has(k.text) && !matches(k, around) && !joinedAround.has(k.text) && keywords.some((h) => h.text === question.modifiers.get(k.text) && headHere(h)),
   )
   if (otherKind !== undefined) return { relevant: false, coverage, reason: `the passage is not about “${otherKind.text} ${question.modifiers.get(otherKind.text)}”` }
+  // Both words of such a phrase missing ("the *preferred supplier* list"), the thing it names is missing.
+  const phraseAbsent = uncovered.find((k) => keywords.some((h) => h.text === question.modifiers.get(k.text) && !matches(h, around) && !joinedAround.has(h.text)))
+  if (phraseAbsent !== undefined) return { relevant: false, coverage, reason: `the passage is not about “${phraseAbsent.text} ${question.modifiers.get(phraseAbsent.text)}”` }
   // A phrase that narrows the question ("for contractors") is not the verb a passage may lack.
   // Nor is the thing a "which …" question asks for ("Which companies are on the list?").
   // A number the question gives ("above 125 %") is not a verb either.
@@ -410,5 +369,55 @@ export function judgeRelevance({
   if (!question.wantsSummary && uncovered.length > allowed) {
     return { relevant: false, coverage, reason: `the passage does not cover ${uncovered.map((k) => `“${k.text}”`).join(', ')}` }
   }
+  const apart = subjectApart({ document, passageIndex, question, weights, matches })
+  if (apart !== undefined) return { relevant: false, coverage, reason: apart }
   return { relevant: true, coverage, reason: `coverage ${coverage.toFixed(2)}` }
+}
+
+/**
+ * Why a passage with the question's words is about something else than what it asks
+ * (subject-checks.ts), or undefined: the thing to identify named only in general, only the
+ * question's own figure shared, a figure said of another subject, an undated passage for "this
+ * quarter" or "last month", another party than the one asked about.
+ */
+function subjectApart({
+  document,
+  passageIndex,
+  question,
+  weights,
+  matches,
+}: {
+  readonly document: ReadDocument
+  readonly passageIndex: number
+  readonly question: QuestionTerms
+  readonly weights: ReadonlyMap<string, number>
+  readonly matches: (k: Keyword, terms: ReadonlySet<string>) => boolean
+}): string | undefined {
+  const { keywords } = question
+  const passage = document.passages[passageIndex]!
+  const { text, context, around } = document.passageTerms[passageIndex]!
+  const keyTerms = missingKeyTerms({ keywords, weights, matched: () => false }).filter((k) => k.text !== question.frameVerb)
+  const nameAndHeadings = new Set([...context, ...document.nameTerms])
+  const thing = keywords.find((k) => k.text === question.asksWhich) ?? (question.answerType === 'person' ? question.focus.at(-1) : undefined)
+  if (thing !== undefined && !matches(thing, nameAndHeadings) && namedOnlyInGeneral({ text: passage.text, thing, keywords })) {
+    return `the passage names “${thing.text}” only in general, not which`
+  }
+  const figures = questionFigures(keywords)
+  const inText = keywords.filter((k) => matches(k, text))
+  if (inText.length > 0 && inText.every((k) => figures.has(k.text)) && keyTerms.some((k) => !figures.has(k.text) && !matches(k, around))) {
+    return `the passage shares only the figure “${inText.map((k) => k.text).join(' ')}” with the question`
+  }
+  const asksFigure = question.wantsFigure || question.asksForMeasure || question.answerType === 'money' || question.answerType === 'duration'
+  const block = document.blocks[passage.block]!
+  if (asksFigure && block.kind !== 'row' && passage.lastBlock === undefined) {
+    const sentences = passage.sentences.map((sentence) => sentence.text)
+    const lacking = figureOfAnotherSubject({ sentences, figure: /\d/u, required: keyTerms.filter((k) => matches(k, text)), context: nameAndHeadings, keywords })
+    if (lacking.length > 0) return `the figure is said of another thing, not of ${lacking.map((k) => `“${k.text}”`).join(', ')}`
+  }
+  if (question.relativePeriod !== undefined && !isDated(`${document.page.name}\n${passage.context}\n${passage.label ?? ''}\n${passage.text}`, question.relativePeriod)) {
+    return 'the question asks about a period relative to now, and the passage is not dated'
+  }
+  const party = otherPartyInstead({ keywords, matched: (k) => matches(k, around), text })
+  if (party !== undefined) return `the passage is about another party (“${party.named}”), not “${party.asked.text}”`
+  return undefined
 }

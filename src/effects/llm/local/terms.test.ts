@@ -276,3 +276,21 @@ describe('word forms of ordinary writing', () => {
   })
 })
 
+
+describe('analyseQuestion: relativePeriod and asksCount', () => {
+  test.each([
+    ['Is there a SPIF running this quarter?', 'month'],
+    ["How many people failed last month's phishing simulation?", 'month'],
+    ['Which features are not planned this year?', 'year'],
+    ['When is the next sprint review?', undefined],
+    ['What is the quarterly budget?', undefined],
+  ] as const)('%s → %s', (question, period) => {
+    expect(analyseQuestion(question).relativePeriod).toBe(period)
+  })
+
+  test('"how many" asks for a count; "how much" and "how long" do not', () => {
+    expect(analyseQuestion('How many engineers joined?').asksCount).toBe(true)
+    expect(analyseQuestion('How much does it cost?').asksCount).toBe(false)
+    expect(analyseQuestion('How long is the notice period?').asksCount).toBe(false)
+  })
+})

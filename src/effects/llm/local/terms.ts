@@ -172,6 +172,8 @@ export interface QuestionTerms {
   readonly wantsSummary: boolean
   /** "How many / how much / how long / how often": the answer holds a number. */
   readonly wantsFigure: boolean
+  /** "How many …": the answer holds a count, not only a date or a year. */
+  readonly asksCount: boolean
   /**
    * The question's own verb, a participle after "what is" ("What is *planned* for Q2?", "What was
    * *decided* in …"): a passage may lack it, and then lacks no other key term.
@@ -190,6 +192,8 @@ export interface QuestionTerms {
   readonly qualifiers: ReadonlySet<string>
   /** A month that dates what the question asks about ("the *March* ops review"): its terms, and the month. */
   readonly datedSubject: { readonly month: string; readonly subject: ReadonlyArray<string> } | undefined
+  /** The question asks about a period relative to now ("*this quarter*", "*last month*", "*next year*"): which kind of period; its answer is dated as finely. */
+  readonly relativePeriod: 'year' | 'month' | undefined
 }
 
 export const MAX_QUERY_KEYWORDS = 8
@@ -218,12 +222,14 @@ export function analyseQuestion(asked: string): QuestionTerms {
     wantsSummary: SUMMARY_INTENT.test(question),
     // "How often" is answered by "every quarter" as well as by "twice a year".
     wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()) && answerType !== 'frequency',
+    asksCount: /^how\s+many\b/iu.test(question.normalize('NFKC').trim()),
     frameVerb,
     modifiers: modifiersOf(question.normalize('NFKC'), keywords),
     qualifiers: qualifiersOf(question.normalize('NFKC'), keywords),
     answerType,
     asksWhich: answerType === 'day' ? undefined : asksWhichOf(question.normalize('NFKC'), keywords),
     datedSubject: datedSubjectOf(question),
+    relativePeriod: relativePeriodOf(question),
   }
 }
 
@@ -291,6 +297,12 @@ function modifiersOf(question: string, keywords: ReadonlyArray<Keyword>): Map<st
     if (modifier !== undefined && head !== undefined && !modifier.proper) modifiers.set(modifier.text, head.text)
   }
   return modifiers
+}
+
+/** "this quarter", "last month's …", "next year": the period a question names relative to now (a quarter is dated by its month). */
+function relativePeriodOf(question: string): QuestionTerms['relativePeriod'] {
+  const period = /\b(?:this|next|last|previous|coming|current)\s+(month|quarter|year)(?:['’]s)?\b/iu.exec(question)?.[1]?.toLowerCase()
+  return period === undefined ? undefined : period === 'year' ? 'year' : 'month'
 }
 
 /** "the March ops review", "the February 2026 meeting": a month and the words it dates. */

@@ -1,5 +1,6 @@
 // The word lists of the local model's question analysis (terms.ts): stop words in English and
 // Chinese, the generic nouns a phrase need not match, the verbs that only frame a question.
+import { stem } from './stem.ts'
 
 export const ENGLISH_STOP_WORDS = new Set(
   (
@@ -53,3 +54,11 @@ export const isGenericNoun = (word: string): boolean => GENERIC_NOUNS.has(word)
 const FRAME_VERBS = new Set(['use', 'uses', 'used', 'using'])
 
 export const isFrameVerb = (word: string): boolean => FRAME_VERBS.has(word)
+
+/**
+ * The parties of a business relationship, stemmed as `matchTerms` stems them: a rule for one of
+ * them (what suppliers are paid) is not a rule for another (what customers pay).
+ */
+export const PARTIES: ReadonlySet<string> = new Set(
+  'customer client buyer supplier vendor seller contractor subcontractor freelancer consultant employee intern trainee candidate applicant partner reseller distributor landlord tenant'.split(' ').map(stem),
+)
