@@ -1,5 +1,6 @@
-// A request body over its route's limit is answered 413 as soon as the limit is passed, and the
-// connection is closed with the answer. express's parsers (body-parser) refuse such a body too,
+// A request body over its route's limit is answered 413 as soon as the limit is passed; what the
+// client still sends is read and dropped for a little while, then the connection is closed
+// (discard-body.ts). express's parsers (body-parser) refuse such a body too,
 // but only after reading all of it ("read off entire request"): a body that never ends held a
 // connection and a share of the CPU until Node's request timeout (300 s), and its sender waited
 // that long for the 413. Here the bytes are counted as they arrive (as sent: a compressed body is
@@ -7,11 +8,8 @@
 // refusal goes to the route's error handlers like any other error, and the parser's own answer,
 // when it comes after, is dropped.
 import { json, type RequestHandler, urlencoded } from 'express'
-import type { Socket } from 'node:net'
+import { discardRestOfBody } from './discard-body.ts'
 import { HttpError } from './http-errors.ts'
-
-/** How long a refused sender may go on sending after the answer before its connection is cut. */
-const LINGER_MS = 2_000
 
 /** `'16kb'`, `'2mb'` → bytes (the forms the routes use; anything else is a programming error). */
 export function limitBytes(limit: string): number {
@@ -23,25 +21,7 @@ export function limitBytes(limit: string): number {
 const sizeText = (bytes: number): string => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MB` : `${bytes / 1024} KB`)
 
 export const bodyTooLarge = (bytes: number): HttpError =>
-  new HttpError(413, 'payload_too_large', `the request body is over ${sizeText(bytes)}`, { Connection: 'close' })
-
-/**
- * Node closes a `Connection: close` answer's socket as soon as the answer is written; with the
- * client's bytes still arriving, that close is a reset, which can reach the client before it has
- * read the answer (it sees EPIPE or ECONNRESET instead of the 413). So this connection closes in
- * two steps, as web servers do ("lingering close"): our side first, then the rest of what the
- * client sends is read and dropped until it closes its side, for at most LINGER_MS.
- */
-export function closeLingering(socket: Socket): void {
-  socket.destroySoon = function lingering(this: Socket) {
-    this.end()
-    const cut = setTimeout(() => this.destroy(), LINGER_MS)
-    cut.unref()
-    this.once('close', () => clearTimeout(cut))
-    this.once('end', () => this.destroy()) // the client has closed its side
-    this.resume()
-  }
-}
+  new HttpError(413, 'payload_too_large', `the request body is over ${sizeText(bytes)}`)
 
 /** `parser` (an express body parser for `type`), with `limit` held as the body arrives. */
 function bounded(parser: RequestHandler, { limit, type }: { limit: string; type: string }): RequestHandler {
@@ -52,7 +32,7 @@ function bounded(parser: RequestHandler, { limit, type }: { limit: string; type:
     // Node reads no more than a declared length: only a longer one, or a chunked body, is held here.
     if ((!chunked && Number(declared ?? 0) <= max) || !req.is(type)) return parser(req, res, next)
     if (!chunked) {
-      closeLingering(req.socket)
+      discardRestOfBody(req)
       return next(bodyTooLarge(max))
     }
     let settled = false
@@ -66,7 +46,7 @@ function bounded(parser: RequestHandler, { limit, type }: { limit: string; type:
     const count = (chunk: Buffer): void => {
       received += chunk.length
       if (received <= max) return
-      closeLingering(req.socket)
+      discardRestOfBody(req)
       settle(bodyTooLarge(max))
     }
     req.on('data', count) // before the parser's own listener: over the limit, this answer goes first

@@ -10,7 +10,7 @@ import { Router, type ErrorRequestHandler, type Request, type RequestHandler } f
 import { randomUUID } from 'node:crypto'
 import type { AppContext } from './app-context.ts'
 import { credentialStillLive } from './authenticate.ts'
-import { closeLingering } from './body-limit.ts'
+import { discardRestOfBody } from './discard-body.ts'
 import { describeError } from './error-handler.ts'
 import { HttpError } from './http-errors.ts'
 import { holdsNul, NUL_MESSAGE } from './json-body.ts'
@@ -64,8 +64,8 @@ async function readJsonBody(req: Request): Promise<{ readonly body: unknown } | 
     throw new HttpError(415, 'unsupported_content_encoding', 'send the body uncompressed (no Content-Encoding)')
   }
   const tooLarge = () => {
-    closeLingering(req.socket) // the client reads the answer before the connection goes
-    return new HttpError(413, 'payload_too_large', `the body is over ${MCP_MAX_BODY_BYTES} bytes`, { Connection: 'close' })
+    discardRestOfBody(req) // answered now; what the client still sends is dropped, then the connection closed
+    return new HttpError(413, 'payload_too_large', `the body is over ${MCP_MAX_BODY_BYTES} bytes`)
   }
   if (Number(req.get('content-length') ?? 0) > MCP_MAX_BODY_BYTES) throw tooLarge()
   const bytes = await new Promise<Buffer | 'too-large'>((resolve, reject) => {

@@ -2,11 +2,10 @@
 // preview is marked out of date with what changed, and its "Compile docs/ again" opens the compile
 // form for that folder; the task center's succeeded row links the pages the job produced where
 // they are now (the renamed file's summary followed it) and says which one was deleted.
-import { mkdirSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { findCompileJob } from '../../src/effects/compile/compile-jobs-store.ts'
 import { API_PREFIX } from '../../src/http/compile.routes.ts'
-import { ARTIFACTS_DIR, SECURE_PAGE, screenshot, useBrowserFixture } from '../support/browser.ts'
+import { SECURE_PAGE, screenshot, useBrowserFixture } from '../support/browser.ts'
 import { DOCS, row, startCompileWorkspace } from '../support/compile-workspace.ts'
 
 const ui = useBrowserFixture({ start: startCompileWorkspace })
@@ -57,8 +56,8 @@ describe('compiled layers in the browser', () => {
       'overview here: overview (L1)',
       'abstract here: abstract (L0)',
     ])
-    mkdirSync(ARTIFACTS_DIR, { recursive: true })
-    await succeeded.screenshot({ path: `${ARTIFACTS_DIR}desktop-task-center-produced.png` })
+    // the page, not the row: the table's stream may replace the row in place (the same row) at any moment
+    await screenshot(page, 'desktop-task-center-produced')
     await succeeded.getByRole('link', { name: 'summary bravo.md' }).click()
     await page.waitForURL(/\/workspace\?uri=/)
     const summaryMark = page.locator('#content .layer-mark')

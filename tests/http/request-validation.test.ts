@@ -343,11 +343,11 @@ describe('bodies the server cannot read', () => {
 
   // Each request below keeps sending until it has an answer: it gets one only if the server
   // answers while the body is still arriving (express's parsers read a too-large body to its end first).
-  it('a JSON body that never ends is 413 payload_too_large once it passes the limit, and the connection closes with the answer', async () => {
+  it('a JSON body that never ends is 413 payload_too_large once it passes the limit', async () => {
     const head = Buffer.from('{"uri":"kb://me/","model_id":"local","message":"')
     for (const path of ['/api/v1/knowledge-agent/stream', '/v1/chat/completions']) {
       const res = await postNeverEnding(`${server.url}${path}`, { headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, head })
-      expect([path, res.status, res.headers.connection, JSON.parse(res.body).error.code]).toEqual([path, 413, 'close', 'payload_too_large'])
+      expect([path, res.status, JSON.parse(res.body).error.code]).toEqual([path, 413, 'payload_too_large'])
       expect(JSON.parse(res.body).error.message).toBe('the request body is over 2 MB')
     }
   })
@@ -357,12 +357,12 @@ describe('bodies the server cannot read', () => {
       headers: { authorization: `Bearer ${alice.token}`, 'content-type': 'application/json', 'content-length': String(10 * 1024 ** 3) },
       head: Buffer.from('{"command":"ls","uri":"kb://me/","x":"'),
     })
-    expect([res.status, res.headers.connection, JSON.parse(res.body).error.code]).toEqual([413, 'close', 'payload_too_large'])
+    expect([res.status, JSON.parse(res.body).error.code]).toEqual([413, 'payload_too_large'])
   })
 
   it('a form that never ends is 413 too (the sign-in form, 16 KB), and the server still answers', async () => {
     const res = await postNeverEnding(`${server.url}/login`, { headers: { 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' }, head: Buffer.from('login=alice&password=') })
-    expect([res.status, res.headers.connection]).toEqual([413, 'close'])
+    expect(res.status).toBe(413)
     expect(res.body).toContain('the request body is over 16 KB')
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200)
   })
