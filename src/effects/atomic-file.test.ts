@@ -1,5 +1,6 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { once } from 'node:events'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { writeFileAtomically } from './atomic-file.ts'
@@ -37,6 +38,26 @@ describe('writeFileAtomically', () => {
     await expect(writeFileAtomically(join(dir, 'old.zip'), () => Promise.reject(new Error('stopped')))).rejects.toThrow('stopped')
     expect(readdirSync(dir)).toEqual(['old.zip'])
     expect(readFileSync(join(dir, 'old.zip'), 'utf8')).toBe('kept')
+  })
+
+  it('a failure while writes are still in flight is thrown once, not uncaught, and still leaves no file', async () => {
+    // The backup stopped under load: the temporary file was destroyed while the write stream was
+    // still writing its buffered chunks; their failure ("Cannot call writev after a stream was
+    // destroyed") was an uncaught exception, and the stream never closed, so this never returned.
+    const dir = folder()
+    const big = Buffer.alloc(4 * 1024 * 1024, 0x61)
+    await expect(
+      writeFileAtomically(join(dir, 'stopped.backup'), async (output) => {
+        await once(output, 'ready') // the file open: the first chunk goes alone
+        // the next ones are buffered meanwhile, and are being written (one writev) when it calls back
+        await new Promise<void>((resolve) => {
+          output.write(big, () => resolve())
+          for (let i = 0; i < 4; i++) output.write(big)
+        })
+        throw new Error('the backup was stopped')
+      }),
+    ).rejects.toThrow('the backup was stopped')
+    expect(readdirSync(dir)).toEqual([])
   })
 
   it('refuses a missing folder or a folder as the target before writing anything', async () => {

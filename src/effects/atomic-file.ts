@@ -38,9 +38,18 @@ export async function writeFileAtomically<T>(file: string, write: (output: Writa
   if (problem !== undefined) throw new UserError(problem)
   const temporary = join(dirname(target), `.${basename(target)}.${randomUUID().slice(0, 8)}.partial`)
   const output = createWriteStream(temporary, { flags: 'wx', mode: 0o600 })
+  // The stream's errors reach `write` through the writes and the end it waits on. One that comes
+  // while nothing waits — a write still in flight when a failure below destroys the stream — must
+  // not be thrown uncaught: that also stopped the stream from ever closing, so a backup stopped
+  // under load never returned. It is kept, and a `write` that resolved despite it fails with it.
+  let failure: unknown
+  output.on('error', (error) => {
+    failure ??= error
+  })
   try {
     // `write` resolves once the stream has finished and closed its descriptor (a pipeline waits for both).
     const result = await write(output)
+    if (failure !== undefined) throw failure
     const handle = await open(temporary, 'r+')
     let size: number
     try {

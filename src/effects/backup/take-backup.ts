@@ -114,17 +114,8 @@ export async function takeBackup({
       await archive.header(header)
       const copy = async (name: string, statement: string, columns: ReadonlyArray<string>) => {
         signal?.throwIfAborted()
-        const rows = client.query(copyTo(statement))
-        // A stop ends the connection, which normally fails the copy; the stream is also cut here, so a
-        // copy still waiting in the client's queue (or on a lock) cannot keep the backup from ending.
-        const cut = () => void rows.destroy(new Error('the backup was stopped'))
-        signal?.addEventListener('abort', cut, { once: true })
-        try {
-          const entry = await archive.entry(name, rows, columns)
-          progress(`${name}: ${entry.rows} rows, ${entry.bytes} bytes`)
-        } finally {
-          signal?.removeEventListener('abort', cut)
-        }
+        const entry = await archive.entry(name, client.query(copyTo(statement)), columns)
+        progress(`${name}: ${entry.rows} rows, ${entry.bytes} bytes`)
       }
       for (const table of tables) {
         const columns = table.columns.map(quoteIdent).join(', ')
