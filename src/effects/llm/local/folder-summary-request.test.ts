@@ -34,6 +34,11 @@ describe('folderSummaryRequest', () => {
   it('"what docs does X have" asks for the files of X (a child folder when there is one)', () => {
     expect(folderSummaryRequest('what docs does finance have?')).toEqual({ folder: 'finance' })
     expect(folderSummaryRequest('What files do we have?')).toEqual({ folder: undefined })
+    expect(folderSummaryRequest('What docs do you have?')).toEqual({ folder: undefined })
+    // a name that begins like "we", "you" or "i" is the name whole, not its rest
+    expect(folderSummaryRequest('What docs does infra have?')).toEqual({ folder: 'infra' })
+    expect(folderSummaryRequest('What docs does youth services have?')).toEqual({ folder: 'youth services' })
+    expect(folderSummaryRequest('What documents does the webteam keep?')).toEqual({ folder: 'webteam' })
     expect(folderSummaryRequest('What is in engineering-wiki/?')).toEqual({ folder: 'engineering-wiki' })
     expect(folderSummaryRequest("What's in the sales folder?")).toEqual({ folder: 'sales' })
   })

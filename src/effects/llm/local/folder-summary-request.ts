@@ -12,7 +12,7 @@ const COLLECTIVE = new RegExp(
   'giu',
 )
 /** "What docs does finance have?": which files a team or a folder has. */
-const WHAT_FILES_FORM = new RegExp(String.raw`^\s*what\s+(?:kinds?\s+of\s+)?(?:${COLLECTION})\s+(?:do|does)\s+(?:we|you|i|the\s+)?([\p{L}\p{N}._-]+(?:\s+[\p{L}\p{N}._-]+)?)?\s*(?:have|hold|keep|contain)\s*[?？.!]*\s*$`, 'iu')
+const WHAT_FILES_FORM = new RegExp(String.raw`^\s*what\s+(?:kinds?\s+of\s+)?(?:${COLLECTION})\s+(?:do|does)\s+(?:(?:we|you|i)\s+|the\s+)?([\p{L}\p{N}._-]+(?:\s+[\p{L}\p{N}._-]+)?)?\s*(?:have|hold|keep|contain)\s*[?？.!]*\s*$`, 'iu')
 /** Asks for the gist: summarise, sum up, an overview, the gist, tl;dr. */
 const SUMMARY_VERB = /\b(?:summar(?:y|ies|ise|ize|ising|izing)|sum\s+up|overview|gist|tl;?dr|key\s+points|main\s+points|rundown)\b/iu
 /** "What are these files about?", "what is this folder about" — about at the end, the collection its subject. */
@@ -51,7 +51,7 @@ export function folderSummaryRequest(question: string): { readonly folder: strin
   const inFolder = /^\s*what(?:'s|’s|\s+is)\s+in\s+(?:the\s+)?(?!(?:this|that|these|those|here)\b)([\p{L}\p{N}._-]+?)(?:\/|\s+folder|\s+directory)\s*[?？.!]*\s*$/iu.exec(lower)
   if (inFolder !== null) return { folder: inFolder[1]! }
   const whatFiles = WHAT_FILES_FORM.exec(lower)
-  if (whatFiles !== null) return { folder: whatFiles[1] === undefined || ['we', 'you', 'i'].includes(whatFiles[1]) ? undefined : whatFiles[1] }
+  if (whatFiles !== null) return { folder: whatFiles[1] }
   if (!SUMMARY_VERB.test(lower) && !ABOUT_FORM.test(lower)) return undefined
   let folder: string | undefined
   const rest = lower.replace(COLLECTIVE, (whole, name: string | undefined) => {
