@@ -27,6 +27,12 @@ describe('provider redactors', () => {
     expect(redactOutput('sk-abc-123456 on llm.internal:8443')).toBe('[redacted] on llm.internal:8443')
   })
 
+  test('a credential header with a scheme ("Bearer …") is redacted whole and as its token alone, which a provider may echo', () => {
+    const { redactMessage: message, redactOutput: output } = createProviderRedactors({ apiKey: undefined, baseUrl: 'https://gw.example/v1', headers: { Authorization: 'Bearer tok-secret-9876' } })
+    expect(message('invalid token tok-secret-9876 (Authorization: Bearer tok-secret-9876)')).toBe('invalid token [redacted] (Authorization: [redacted])')
+    expect(output('I saw tok-secret-9876 somewhere')).toBe('I saw [redacted] somewhere')
+  })
+
   test("a connection's extra headers: messages lose every value, output only a credential header's", () => {
     const withHeaders = createProviderRedactors({
       apiKey: undefined,

@@ -68,13 +68,20 @@ export function createStreamRedactor(secrets: ReadonlyArray<string | undefined>)
 }
 
 /** A request header that carries a credential by its name (`api-key`, `X-Auth-Token`, `Cookie`…); attribution headers such as `X-Title` do not. */
-export const CREDENTIAL_HEADER = /auth|key|token|secret|password|passwd|credential|signature|cookie|session/i
+const CREDENTIAL_HEADER = /auth|key|token|secret|password|passwd|credential|signature|cookie|session/i
+
+/** A header's value as a secret: whole, and without its scheme ("Bearer tok…" → also "tok…", which a provider may echo alone). */
+const valueSecrets = (value: string): string[] => {
+  const whole = value.trim()
+  const credential = /^[A-Za-z][\w-]*\s+(\S.*)$/u.exec(whole)?.[1]
+  return credential === undefined ? [whole] : [whole, credential]
+}
 
 /** The values of `headers` that are credentials by their header's name. */
-export function credentialHeaderValues(headers: Readonly<Record<string, string>> | undefined): string[] {
+function credentialHeaderValues(headers: Readonly<Record<string, string>> | undefined): string[] {
   return Object.entries(headers ?? {})
     .filter(([name]) => CREDENTIAL_HEADER.test(name))
-    .map(([, value]) => value.trim())
+    .flatMap(([, value]) => valueSecrets(value))
 }
 
 /**
@@ -99,7 +106,7 @@ export function createProviderRedactors({
 } {
   const outputSecrets = [apiKey, ...credentialHeaderValues(headers)]
   return {
-    redactMessage: createRedactor([apiKey, ...Object.values(headers ?? {}).map((value) => value.trim()), baseUrl, baseUrl.replace(/\/+$/, ''), hostOf(baseUrl)]),
+    redactMessage: createRedactor([apiKey, ...Object.values(headers ?? {}).map((value) => value.trim()), ...outputSecrets, baseUrl, baseUrl.replace(/\/+$/, ''), hostOf(baseUrl)]),
     redactOutput: createRedactor(outputSecrets),
     outputSecrets,
   }
