@@ -50,6 +50,19 @@ const lockConnections = async () =>
     (await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name like 'knowagent instance %'`.execute(database.db)).rows[0]!.n,
   )
 
+/** A model step that has said "Working" and goes on until stopped (`stops` gets `<turn>:<reason>`). */
+const runUntilStoppedInto = (stops: string[], id: string) => ({ signal, onEvent, recordOutcome }: TurnRunHost): Promise<TurnOutput> =>
+  new Promise((resolve) => {
+    onEvent({ type: 'delta', text: 'Working' })
+    signal.addEventListener('abort', () => {
+      stops.push(`${id}:${String(signal.reason)}`)
+      void recordOutcome({ id, status: 'cancelled', error: { code: 'cancelled', message: 'stopped' } }).then(() =>
+        resolve({ status: 'cancelled', messages: [], error: { code: 'cancelled', message: 'the turn was stopped' }, counters: { modelSteps: 1, modelCalls: 1, toolCalls: 0, compactions: 0 }, usage: {} }),
+      )
+    })
+  })
+const quietLogger = createLogger({ level: 'error', write: () => undefined })
+
 describe('instance registry', () => {
   it('a starting instance closes only dead instances\' turns; the live one\'s keep running', async () => {
     const a = await register()
@@ -131,22 +144,12 @@ describe('instance registry', () => {
   })
 
   it('awake again, a lapsed instance ends the turns the others closed meanwhile with the terminal they stored (its clients and a resumed one read the same end); its other turns run on', async () => {
-    const liveB = createLiveTurns({ db: database.db, feed: undefined, logger: createLogger({ level: 'error', write: () => undefined }), retention: { seconds: 3600, maxBytes: 1e9 }, pruneIntervalMs: 3_600_000, flushMs: 5 })
+    const liveB = createLiveTurns({ db: database.db, feed: undefined, logger: quietLogger, retention: { seconds: 3600, maxBytes: 1e9 }, pruneIntervalMs: 3_600_000, flushMs: 5 })
     const lapses: number[] = []
     const a = await register()
     const b = await registerInstance({ db: database.db, connection: { connectionString: database.url! }, sweepIntervalMs: 3_600_000, onLapsed: async () => void lapses.push(await liveB.endClosedElsewhere()) })
     const stops: string[] = []
-    /** A model step that has said "Working" and goes on until stopped. */
-    const runUntilStopped = (id: string) => ({ signal, onEvent, recordOutcome }: TurnRunHost): Promise<TurnOutput> =>
-      new Promise((resolve) => {
-        onEvent({ type: 'delta', text: 'Working' })
-        signal.addEventListener('abort', () => {
-          stops.push(`${id}:${String(signal.reason)}`)
-          void recordOutcome({ id, status: 'cancelled', error: { code: 'cancelled', message: 'stopped' } }).then(() =>
-            resolve({ status: 'cancelled', messages: [], error: { code: 'cancelled', message: 'the turn was stopped' }, counters: { modelSteps: 1, modelCalls: 1, toolCalls: 0, compactions: 0 }, usage: {} }),
-          )
-        })
-      })
+    const runUntilStopped = (id: string) => runUntilStoppedInto(stops, id)
     const closedTurn = await startTurn(b.instanceId)
     const ends: Array<{ seq: number; code: unknown; partial: unknown }> = []
     const live = liveB.start({ turnId: closedTurn, graceMs: 60_000, run: runUntilStopped(closedTurn) })
@@ -173,6 +176,28 @@ describe('instance registry', () => {
     expect(lapses).toEqual([1]) // once a lapse
     other.stop('user')
     await other.ended
+    await liveB.close()
+    await a.release()
+    await b.release()
+  })
+
+  it('a frozen instance whose lock connection PostgreSQL dropped ends the same way once it locks again', async () => {
+    const liveB = createLiveTurns({ db: database.db, feed: undefined, logger: quietLogger, retention: { seconds: 3600, maxBytes: 1e9 }, pruneIntervalMs: 3_600_000, flushMs: 5 })
+    const a = await register()
+    const b = await registerInstance({ db: database.db, connection: { connectionString: database.url! }, sweepIntervalMs: 3_600_000, onLapsed: () => liveB.endClosedElsewhere() })
+    const stops: string[] = []
+    const turn = await startTurn(b.instanceId)
+    const ends: string[] = []
+    const live = liveB.start({ turnId: turn, graceMs: 60_000, run: runUntilStoppedInto(stops, turn) })
+    live.subscribe({ event: () => undefined, end: (numbered, terminal) => void ends.push(`${numbered.seq}:${terminal.type === 'error' ? terminal.code : 'done'}`) })
+    await waitUntil(async () => (await readTurnEvents(database.db, { turnId: turn, after: 0 })).length === 1, 'the delta stored')
+
+    await killLockConnection(b.instanceId) // b froze long enough for PostgreSQL to drop its connection
+    expect(await a.sweep()).toBe(1)
+    await b.sweep() // awake: its lock taken again (its row written anew), so its heartbeat finds nothing amiss
+    expect(stops).toEqual([`${turn}:shutdown`])
+    expect(ends).toEqual([`${INTERRUPTED_TERMINAL_SEQ}:turn.interrupted`])
+    expect((await readTurnEvents(database.db, { turnId: turn, after: 0 })).map((event) => event.seq)).toEqual([1, INTERRUPTED_TERMINAL_SEQ])
     await liveB.close()
     await a.release()
     await b.release()

@@ -5,8 +5,8 @@
 // believes in, is dead once its lease runs out. At registration and then with every heartbeat,
 // the running turns of dead instances are closed as `turn.interrupted` (their clients get that
 // terminal event), so several processes sharing one database only ever close dead ones' turns,
-// within the lease of a death. An instance that finds its own lease lapsed (it froze; the others
-// may have closed its turns meanwhile) registers again and then calls `onLapsed`, which ends the
+// within the lease of a death. An instance that finds its own lease lapsed or its lock lost (it
+// froze; the others may have closed its turns meanwhile) registers again and then calls `onLapsed`, which ends the
 // turns it still runs that were closed meanwhile (live-turns.ts `endClosedElsewhere`).
 import pg from 'pg'
 import { randomUUID } from 'node:crypto'
@@ -75,7 +75,7 @@ export async function registerInstance({
 }): Promise<InstanceRegistration> {
   let client: pg.Client | undefined
   let released = false
-  /** The heartbeat found this instance's row gone: `onLapsed` is due once it is registered again. */
+  /** The heartbeat found this instance's row gone, or its lock had to be taken again: `onLapsed` is due once it is registered again. */
   let lapsed = false
 
   const connect = async () => {
@@ -109,7 +109,11 @@ export async function registerInstance({
       if (client === current) client = undefined
       await current.end().catch(() => {})
     }
-    if (!released) await connect()
+    if (released) return
+    await connect()
+    // Without its lock for a while (a freeze PostgreSQL noticed), this instance may have been judged
+    // dead and its turns closed, its row gone and written again by `connect` just now.
+    lapsed = true
   }
 
   /** Renews the lease; a row swept meanwhile (this instance was judged dead) is registered again, with a new lock. */

@@ -122,6 +122,9 @@ export interface TurnEventWriter {
   readonly close: () => Promise<void>
 }
 
+/** Failed flushes `close` tries before it gives up on what is left. */
+const CLOSE_TRIES = 3
+
 /** Separators of the flush's one parameter: control characters JSON never holds raw. */
 const FIELD = '\x1f'
 const RECORD = Buffer.from('\x1e')
@@ -152,7 +155,9 @@ function flushQuery(
     ), written as (
       insert into turn_event_batches (turn_id, first_seq, last_seq, events, bytes, terminal)
       select i.turn_id, i.first_seq, i.last_seq, i.events, octet_length(i.events), i.terminal from incoming i
-      where exists (select 1 from turns t where t.id = i.turn_id) -- a turn deleted meanwhile (its user was) must not fail the others
+      -- a turn deleted meanwhile (its user was) must not fail the others; one closed elsewhere (its
+      -- instance's lease lapsed) has its end stored already: nothing more of it, but its own end
+      where exists (select 1 from turns t where t.id = i.turn_id and (t.status = 'running' or i.terminal))
       on conflict do nothing
       returning 1
     ), finished as (
@@ -214,6 +219,7 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
   let isolate = false
 
   const schedule = (delayMs: number) => {
+    if (closed) return // close() writes what is left itself
     if (flushing) {
       if (delayMs === 0) again = true
       return
@@ -410,7 +416,13 @@ export function createTurnEventWriter({ db, logger, flushMs = 40 }: { db: Db; lo
       if (timer !== undefined) clearTimeout(timer)
       timer = undefined
       await flushing
-      if (pending.size > 0 || finishes.size > 0) await flush()
+      // One flush at a time (they share their parameter's buffer), until all is written: a flush
+      // takes at most FLUSH_BYTES. A database that keeps refusing ends it after a few tries.
+      for (let tries = 0; (pending.size > 0 || finishes.size > 0) && tries < CLOSE_TRIES; tries += failures === 0 ? 0 : 1) {
+        flushing = flush()
+        await flushing
+      }
+      flushing = undefined
     },
   }
 }
