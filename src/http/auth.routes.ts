@@ -26,7 +26,7 @@ export function safeNext(next: unknown): string {
  * another person's tree (`?uri=kb://users/<other>/…`, left in the address by whoever signed out
  * before) would only say "Not yours to see": their own workspace instead.
  */
-export function nextAfterSignIn(next: unknown, login: string): string {
+function nextAfterSignIn(next: unknown, login: string): string {
   const path = safeNext(next)
   const uri = new URL(path, 'http://knowagent.invalid').searchParams.get('uri')
   const owner = uri === null ? undefined : /^kb:\/\/users\/([^/]+)/.exec(uri)?.[1]

@@ -12,7 +12,7 @@ import { discardRestOfBody } from './discard-body.ts'
 import { HttpError } from './http-errors.ts'
 
 /** `'16kb'`, `'2mb'` → bytes (the forms the routes use; anything else is a programming error). */
-export function limitBytes(limit: string): number {
+function limitBytes(limit: string): number {
   const match = /^(\d+)(kb|mb)$/.exec(limit)
   if (!match) throw new Error(`body limit "${limit}": write it as <n>kb or <n>mb`)
   return Number(match[1]) * (match[2] === 'kb' ? 1024 : 1024 * 1024)
@@ -20,7 +20,7 @@ export function limitBytes(limit: string): number {
 
 const sizeText = (bytes: number): string => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MB` : `${bytes / 1024} KB`)
 
-export const bodyTooLarge = (bytes: number): HttpError =>
+const bodyTooLarge = (bytes: number): HttpError =>
   new HttpError(413, 'payload_too_large', `the request body is over ${sizeText(bytes)}`)
 
 /** `parser` (an express body parser for `type`), with `limit` held as the body arrives. */

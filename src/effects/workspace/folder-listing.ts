@@ -32,7 +32,7 @@ export const childrenPageQuery = preparedQuery(
  * it, and whether it holds compiled layer pages (`.overview.md`, `.abstract.md`). Three round
  * trips had been each `ls` call's share of a turn's work on the event loop.
  */
-export const listingAtPathQuery = preparedQuery(
+const listingAtPathQuery = preparedQuery(
   ['ownerId', 'path', 'offset', 'limit'],
   (_db, p: { ownerId: string; path: string; offset: number; limit: number }) =>
     sql<{ target: (NodeRow & { size: unknown; mime: string | null }) | null; has_layers: boolean; children: Array<NodeRow & { size: unknown; mime: string | null; total: unknown }> }>`

@@ -18,6 +18,7 @@ import {
   type TurnObservations,
 } from './conversation.ts'
 import type { ChatMessage, ToolSchema } from '../model.ts'
+import { DEFAULT_TURN_LIMITS } from '../../../machines/turn-contract.ts'
 import { phrasesFor, type Phrases, type SearchCoverage } from './phrases.ts'
 import { fileNameOf, readDocument, type ReadDocument } from './ranking.ts'
 import { summariseDocument } from './summaries.ts'
@@ -40,7 +41,7 @@ import { MAX_FILES_TO_READ } from './candidates.ts'
 export { MAX_FILES_TO_READ }
 export const MAX_SEARCH_PAGES = 3
 /** Tool calls one summary of a folder makes at most (listings and reads), within the turn's default limit of 24. */
-const FOLDER_SUMMARY_MAX_CALLS = 22
+const FOLDER_SUMMARY_MAX_CALLS = DEFAULT_TURN_LIMITS.maxToolCalls - 2
 /** A step cap inside the turn's own limits, so a confused plan still ends with an answer. */
 const MAX_TOOL_STEPS = 6
 const SEARCH_QUERY_MAX_CHARS = 200

@@ -343,9 +343,10 @@ export function judgeRelevance({
   const uncovered = missingKeyTerms({ keywords, weights, matched: (k) => matches(k, around) || joinedAround.has(k.text) || k.text === question.frameVerb })
   // "The dental insurance" is not the health insurance: a missing word that qualifies a word the passage has names another thing.
   // The word qualified is in the passage's text, or in a heading that names another kind of it ("## Bereavement leave").
+  let contextPairs: string[] | undefined
   const headHere = (head: Keyword) =>
     matches(head, textTerms) ||
-    (matches(head, around) && head.terms.length === 1 && pairTerms(document.passages[passageIndex]!.context).some((pair) => pair.endsWith(head.terms[0]!) && pair !== head.terms[0]))
+    (matches(head, around) && head.terms.length === 1 && (contextPairs ??= pairTerms(document.passages[passageIndex]!.context)).some((pair) => pair.endsWith(head.terms[0]!) && pair !== head.terms[0]))
   const otherKind = keywords.find(
     (k) => question.modifiers.has(k.text) && !matches(k, around) && !joinedAround.has(k.text) && keywords.some((h) => h.text === question.modifiers.get(k.text) && headHere(h)),
   )

@@ -46,13 +46,6 @@ const DERIVED_STEMS = new Map([
   ['people', 'person'],
 ])
 
-/**
- * English word forms meet at one stem (Porter's algorithm, the `stemmer` package): retain /
- * retained / retaining, approve / approval, reimburse / reimbursement, policy / policies; derived
- * words whose stem changes meet through `DERIVED_STEMS` (retention → retain, monthly → month).
- * Words of three letters or fewer (but for day / pay / key: days, paying, keys), and anything with
- * a digit, are kept as they are.
- */
 /** British and American spellings meet: capitalise / capitalize, colour / color, licence / license, centre / center, catalogue / catalog. */
 function americanSpelling(word: string): string {
   if (word.length < 6) return word
@@ -66,6 +59,14 @@ function americanSpelling(word: string): string {
     .replace(/ogue(s)?$/u, 'og$1')
     .replace(/amme(s)?$/u, 'am$1')
 }
+
+/**
+ * English word forms meet at one stem (Porter's algorithm, the `stemmer` package): retain /
+ * retained / retaining, approve / approval, reimburse / reimbursement, policy / policies; derived
+ * words whose stem changes meet through `DERIVED_STEMS` (retention → retain, monthly → month).
+ * Words of three letters or fewer (but for day / pay / key: days, paying, keys), and anything with
+ * a digit, are kept as they are.
+ */
 
 const STEM_CACHE_MAX = 20_000
 const stems = new Map<string, string>()

@@ -20,16 +20,14 @@ const termsOf = (text: string): Set<string> => new Set([...matchTerms(text), ...
  */
 export function namedOnlyInGeneral({ text, thing, keywords }: { readonly text: string; readonly thing: Keyword; readonly keywords: ReadonlyArray<Keyword> }): boolean {
   const words = [...text.matchAll(WORD)].map((match) => match[0].toLowerCase())
-  const isKeyword = (word: string) => {
-    const terms = termsOf(word)
-    return terms.size > 0 && keywords.some((k) => keywordTermsMatch(k, terms))
-  }
+  const terms = words.map(termsOf) // each word's terms once
+  const isKeyword = (at: number) => terms[at]!.size > 0 && keywords.some((k) => keywordTermsMatch(k, terms[at]!))
   let mentions = 0
-  for (const [i, word] of words.entries()) {
-    if (!keywordTermsMatch(thing, termsOf(word))) continue
+  for (const i of words.keys()) {
+    if (!keywordTermsMatch(thing, terms[i]!)) continue
     mentions += 1
     let before = i - 1
-    while (before >= 0 && before >= i - 3 && isKeyword(words[before]!)) before -= 1
+    while (before >= 0 && before >= i - 3 && isKeyword(before)) before -= 1
     if (before < 0 || !INDEFINITE.has(words[before]!)) return false
   }
   return mentions > 0

@@ -36,7 +36,7 @@ function singularAcronyms(text: string): string {
 }
 
 /** "15,000" and "15k" are the number 15000 (a question and a document may write it either way). */
-export function normaliseNumbers(text: string): string {
+function normaliseNumbers(text: string): string {
   return text
     .replace(/(?<![\p{L}\p{N}.,])\d{1,3}(?:,\d{3})+(?![\p{N}]|,\d)/gu, (number) => number.replace(/,/gu, ''))
     .replace(/(?<![\p{L}\p{N}.,])(\d{1,3})k\b/giu, '$1000')
@@ -206,13 +206,14 @@ const FILES_THAT = /^\s*(?:which|what)\s+(?:files?|documents?|docs|pages?|notes)
 
 export function analyseQuestion(asked: string): QuestionTerms {
   const question = normaliseQuestionPhrases(asked)
-  const extracted = extractKeywords(question.normalize('NFKC').replace(FILES_THAT, ''))
+  const text = question.normalize('NFKC')
+  const extracted = extractKeywords(text.replace(FILES_THAT, ''))
   // "How long does my password need to be?" asks for a length: "long" is what its answer says ("14 characters long").
-  const keywords = LENGTH_QUESTION.test(question.normalize('NFKC').trim()) && extracted.length < MAX_QUERY_KEYWORDS ? [...extracted, ...extractKeywords('length').map((k) => ({ ...k, text: 'long', terms: ['long', 'length'] }))] : extracted
-  const frameVerb = keywords.find((k) => k.text === PARTICIPLE_FRAME.exec(question.normalize('NFKC'))?.[1]?.toLowerCase())?.text
+  const keywords = LENGTH_QUESTION.test(text.trim()) && extracted.length < MAX_QUERY_KEYWORDS ? [...extracted, ...extractKeywords('length').map((k) => ({ ...k, text: 'long', terms: ['long', 'length'] }))] : extracted
+  const frameVerb = keywords.find((k) => k.text === PARTICIPLE_FRAME.exec(text)?.[1]?.toLowerCase())?.text
   const phrase = focusPhrase(question)
-  const answerType = answerTypeOf(question.normalize('NFKC'), keywords)
-  const focusTexts = new Set(phrase.text === undefined ? [] : extractKeywords(phrase.text).map((k) => k.text).filter((text) => text !== frameVerb))
+  const answerType = answerTypeOf(text, keywords)
+  const focusTexts = new Set(phrase.text === undefined ? [] : extractKeywords(phrase.text).map((k) => k.text).filter((word) => word !== frameVerb))
   return {
     keywords,
     focusIsAction: phrase.action,
@@ -221,13 +222,13 @@ export function analyseQuestion(asked: string): QuestionTerms {
     focus: keywords.filter((keyword) => focusTexts.has(keyword.text) && !isGenericNoun(keyword.text) && !(answerType === 'day' && DAY_WORDS.has(keyword.text))),
     wantsSummary: SUMMARY_INTENT.test(question),
     // "How often" is answered by "every quarter" as well as by "twice a year".
-    wantsFigure: FIGURE_QUESTION.test(question.normalize('NFKC').trim()) && answerType !== 'frequency',
-    asksCount: /^how\s+many\b/iu.test(question.normalize('NFKC').trim()),
+    wantsFigure: FIGURE_QUESTION.test(text.trim()) && answerType !== 'frequency',
+    asksCount: /^how\s+many\b/iu.test(text.trim()),
     frameVerb,
-    modifiers: modifiersOf(question.normalize('NFKC'), keywords),
-    qualifiers: qualifiersOf(question.normalize('NFKC'), keywords),
+    modifiers: modifiersOf(text, keywords),
+    qualifiers: qualifiersOf(text, keywords),
     answerType,
-    asksWhich: answerType === 'day' ? undefined : asksWhichOf(question.normalize('NFKC'), keywords),
+    asksWhich: answerType === 'day' ? undefined : asksWhichOf(text, keywords),
     datedSubject: datedSubjectOf(question),
     relativePeriod: relativePeriodOf(question),
   }
