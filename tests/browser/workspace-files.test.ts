@@ -112,7 +112,8 @@ describe('living in the workspace', () => {
         await expect(contentTop()).resolves.toBe(top)
         const toggle = page.getByRole('button', { name: 'Ask KnowAgent' })
         await expect(toggle.evaluate(takesClickAtCentre)).resolves.toBe(true)
-        await toggle.click({ timeout: 1000 })
+        await clickAtCentre(page, toggle) // a real click there, with no waiting for the control to be free
+        await page.locator('#chat-toggle[aria-expanded="true"]').waitFor({ state: 'attached' }) // the panel opened
         await expect(status.evaluate(coveredControls)).resolves.toEqual([])
       }
       // Issue 33 (10): the message sat over Send for 8 s and swallowed the click.
@@ -122,7 +123,7 @@ describe('living in the workspace', () => {
       await page.locator('#chat-model').selectOption(REMOTE_MODEL)
       ui.app.provider.enqueue(streamScript(textAnswerSse('Sent at once.')))
       await page.getByRole('textbox', { name: 'Message' }).fill('Is the archive gone?')
-      await send.click({ timeout: 1000 })
+      await clickAtCentre(page, send)
       await waitForAnswer(page)
       expect(workspace.problems()).toEqual([])
     })
@@ -341,6 +342,16 @@ function coveredControls(status: Element): string[] {
     const rect = element.getBoundingClientRect()
     return [rect.left + rect.width / 2, rect.top + rect.height / 2]
   }
+}
+
+/**
+ * The mouse pressed once at the locator's centre, as a finger would, where Playwright's own click
+ * would wait (and retry) until nothing covered the control: a covered control misses this one.
+ */
+async function clickAtCentre(page: Page, control: Locator): Promise<void> {
+  const box = await control.boundingBox()
+  if (box === null) throw new Error('the control is not on show')
+  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2)
 }
 
 /** A click at the centre of the element reaches it (nothing is drawn over it there). Runs in the page. */
