@@ -1,6 +1,6 @@
 // A folder's children as the tree, the listing pages, `ls` and the MCP resources read them: one
 // page at a time (directories first, then by name), a child's position, the files below a folder.
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import { preparedQuery } from '../db/prepared-query.ts'
 import type { Db, NodeRow, Owner } from '../db/schema.ts'
 import { findNode, nodeQuery, toNode, type WorkspaceNode } from './store.ts'
@@ -11,19 +11,39 @@ export interface ListPage {
   readonly total: number
 }
 
-/** One page of a directory's children (directories first, then by name), each row with the number of all of them. */
+/**
+ * The listing order of a folder's children: folders first ('directory' sorts before 'file', the
+ * only two kinds), then by name in byte order, each name once per folder. It is the order of the
+ * index all_nodes_children_order (migrations/20261209100000_children_order_index.ts), so a page is
+ * read from the index and stops after its rows. `alias` is the nodes row's name in the query.
+ */
+export const childOrder = (alias: string) => sql.raw(`${alias}.kind collate "C", ${alias}.name collate "C"`)
+
+/**
+ * The children of one page, read in the listing order from the index, then their current
+ * versions' size and mime (for the page's rows only), and the number of all of them (counted only
+ * when the page is full: otherwise it is the offset plus the page). `parent` is a SQL expression of
+ * the folder's id, `owner` the owner's id.
+ */
+const pageOfChildren = ({ owner, parent, offset, limit }: { owner: RawBuilder<unknown>; parent: RawBuilder<unknown>; offset: number; limit: number }) => sql`
+  page_rows as (
+    select c.* from nodes c where c.owner_id = ${owner} and c.parent_id = ${parent}
+    order by ${childOrder('c')} offset ${offset}::bigint limit ${limit}::bigint
+  ), page as (
+    select page_rows.*, file_versions.size, file_versions.mime from page_rows left join file_versions on file_versions.id = page_rows.current_version_id
+  ), page_total as (
+    select case when (select count(*) from page_rows) < ${limit}::bigint and ((select count(*) from page_rows) > 0 or ${offset}::bigint = 0)
+      then ${offset}::bigint + (select count(*) from page_rows)
+      else (select count(*) from nodes c where c.owner_id = ${owner} and c.parent_id = ${parent}) end as total
+  )`
+
+/** One page of a directory's children in the listing order (`childOrder`), each row with the number of all of them. */
 export const childrenPageQuery = preparedQuery(
   ['ownerId', 'parentId', 'offset', 'limit'],
   (db, { ownerId, parentId, offset, limit }: { ownerId: string; parentId: string; offset: number; limit: number }) =>
-    nodeQuery(db)
-      .select(sql<string>`count(*) over ()`.as('total'))
-      .where('nodes.owner_id', '=', ownerId)
-      .where('nodes.parent_id', '=', parentId)
-      .orderBy(sql`case when nodes.kind = 'directory' then 0 else 1 end`)
-      .orderBy(sql`nodes.name collate "C"`)
-      .offset(offset)
-      .limit(limit)
-      .compile(),
+    sql<NodeRow & { size: unknown; mime: string | null; total: unknown }>`
+      with ${pageOfChildren({ owner: sql`${ownerId}::uuid`, parent: sql`${parentId}::uuid`, offset, limit })}
+      select page.*, page_total.total from page, page_total order by ${childOrder('page')}`.compile(db),
 )
 
 /**
@@ -32,25 +52,18 @@ export const childrenPageQuery = preparedQuery(
  * it, and whether it holds compiled layer pages (`.overview.md`, `.abstract.md`). Three round
  * trips had been each `ls` call's share of a turn's work on the event loop.
  */
-const listingAtPathQuery = preparedQuery(
+export const listingAtPathQuery = preparedQuery(
   ['ownerId', 'path', 'offset', 'limit'],
-  (_db, p: { ownerId: string; path: string; offset: number; limit: number }) =>
-    sql<{ target: (NodeRow & { size: unknown; mime: string | null }) | null; has_layers: boolean; children: Array<NodeRow & { size: unknown; mime: string | null; total: unknown }> }>`
+  (db, p: { ownerId: string; path: string; offset: number; limit: number }) =>
+    sql<{ target: (NodeRow & { size: unknown; mime: string | null }) | null; has_layers: boolean; children: Array<NodeRow & { size: unknown; mime: string | null }>; total: unknown }>`
       with target as (
         select nodes.*, file_versions.size, file_versions.mime from nodes left join file_versions on file_versions.id = nodes.current_version_id
         where nodes.owner_id = ${p.ownerId}::uuid and nodes.path = ${p.path}::text
-      ), page as (
-        select c.*, file_versions.size, file_versions.mime, count(*) over () as total
-        from (
-          select nodes.*, row_number() over (order by case when nodes.kind = 'directory' then 0 else 1 end, nodes.name collate "C") as n
-          from nodes where nodes.owner_id = ${p.ownerId}::uuid and nodes.parent_id = (select id from target)
-        ) c left join file_versions on file_versions.id = c.current_version_id
-      ), window_of_page as (
-        select * from page order by n offset ${p.offset}::int limit ${p.limit}::int
-      )
+      ), ${pageOfChildren({ owner: sql`${p.ownerId}::uuid`, parent: sql`(select id from target)`, offset: p.offset, limit: p.limit })}
       select (select to_jsonb(target) from target) as target,
-        exists (select 1 from nodes l, target where l.owner_id = ${p.ownerId}::uuid and l.parent_id = target.id and l.kind = 'file' and l.generated in ('overview', 'abstract')) as has_layers,
-        coalesce((select jsonb_agg(w order by w.n) from window_of_page w), '[]'::jsonb) as children`.compile(_db),
+        exists (select 1 from nodes l where l.parent_id = (select id from target) and l.generated in ('overview', 'abstract')) as has_layers,
+        coalesce((select jsonb_agg(page order by ${childOrder('page')}) from page), '[]'::jsonb) as children,
+        (select total from page_total) as total`.compile(db),
 )
 
 export interface ListingAtPath {
@@ -71,18 +84,17 @@ export async function listingAtPath(db: Db, { owner, segments, offset, limit }: 
   if (!row?.target) return undefined
   if (row.children.length === 0 && offset > 0) return undefined
   const entries = row.children.map((child) => toNode(owner, child))
-  return { node: toNode(owner, row.target), page: { entries, total: Number(row.children[0]?.total ?? 0) }, hasLayers: row.has_layers }
+  return { node: toNode(owner, row.target), page: { entries, total: Number(row.total) }, hasLayers: row.has_layers }
 }
 
 /** Where a child stands in its folder's listing order (folders first, then by name in C order): how many come before it. */
 export async function childPosition(db: Db, { owner, parent, child }: { owner: Owner; parent: WorkspaceNode; child: Pick<WorkspaceNode, 'kind' | 'name'> }): Promise<number> {
-  const order = child.kind === 'directory' ? 0 : 1
   const row = await db
     .selectFrom('nodes')
     .select((eb) => eb.fn.countAll().as('n'))
     .where('owner_id', '=', owner.id)
     .where('parent_id', '=', parent.id)
-    .where(sql<boolean>`(case when kind = 'directory' then 0 else 1 end, name collate "C") < (${order}::int, ${child.name} collate "C")`)
+    .where(sql<boolean>`(${childOrder('nodes')}) < (${child.kind}::text collate "C", ${child.name}::text collate "C")`)
     .executeTakeFirstOrThrow()
   return Number(row.n)
 }
