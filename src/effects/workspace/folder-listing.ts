@@ -74,15 +74,14 @@ export interface ListingAtPath {
 }
 
 /**
- * `findNode` and `listChildren` of what it finds, in one statement; undefined when no node is at
- * the path (resolve it the usual way for the exact error, or the root made on first use) or when
- * the page is past the end (list it the usual way for the total).
+ * `findNode` and `listChildren` of what it finds, in one statement (a page past the end is empty,
+ * with the total); undefined when no node is at the path (resolve it the usual way for the exact
+ * error, or the root made on first use).
  */
 export async function listingAtPath(db: Db, { owner, segments, offset, limit }: { owner: Owner; segments: ReadonlyArray<string>; offset: number; limit: number }): Promise<ListingAtPath | undefined> {
   const { rows } = await listingAtPathQuery.execute(db, { ownerId: owner.id, path: segmentsToPath(segments), offset, limit })
   const row = rows[0]
   if (!row?.target) return undefined
-  if (row.children.length === 0 && offset > 0) return undefined
   const entries = row.children.map((child) => toNode(owner, child))
   return { node: toNode(owner, row.target), page: { entries, total: Number(row.total) }, hasLayers: row.has_layers }
 }
