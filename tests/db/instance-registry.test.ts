@@ -202,4 +202,41 @@ describe('instance registry', () => {
     await a.release()
     await b.release()
   })
+
+  it('runs one sweep at a time: two that both find the lock connection gone open one lock connection, not two (the second waited for ever on the lock of the first)', async () => {
+    const b = await register()
+    await killLockConnection(b.instanceId)
+    await waitUntil(async () => (await lockConnections()) === 0, 'the lock connection gone')
+    await Promise.all([b.sweep(), b.sweep()]) // before, the second never resolved (the test timed out)
+    expect(await lockConnections()).toBe(1)
+    await b.release()
+    expect(await lockConnections()).toBe(0)
+  })
+
+  it('keeps the heartbeat going while the turns closed during a lapse take their time to end, and waits for them on release', async () => {
+    let openGate: () => void = () => undefined
+    const gate = new Promise<void>((resolve) => (openGate = resolve))
+    let lapses = 0
+    const b = await registerInstance({
+      db: database.db,
+      connection: { connectionString: database.url! },
+      sweepIntervalMs: 20,
+      onLapsed: async () => {
+        lapses += 1
+        await gate // a turn slow to honour its stop
+      },
+    })
+    await killLockConnection(b.instanceId)
+    await waitUntil(() => lapses === 1, 'the lapse noticed by a sweep of the timer')
+    const heartbeatAt = async () => (await database.db.selectFrom('instances').select('heartbeat_at').where('id', '=', b.instanceId).executeTakeFirstOrThrow()).heartbeat_at.getTime()
+    const before = await heartbeatAt()
+    await waitUntil(async () => (await heartbeatAt()) > before, 'a heartbeat while the closed turns are still ending')
+    let released = false
+    const releasing = b.release().then(() => (released = true))
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(released).toBe(false) // it waits for them
+    openGate()
+    await releasing
+    expect(lapses).toBe(1)
+  })
 })

@@ -18,7 +18,7 @@ import { failTurnsOfDeadInstances, INSTANCE_LOCK_CLASS } from './turn-records.ts
 
 export interface InstanceRegistration {
   readonly instanceId: string
-  /** Closes dead instances' running turns now; resolves to how many were closed. */
+  /** Closes dead instances' running turns now (or joins the sweep under way); resolves to how many were closed. */
   readonly sweep: () => Promise<number>
   /** Stops the sweeps, forgets this instance and closes its lock connection (idempotent). */
   readonly release: () => Promise<void>
@@ -128,22 +128,40 @@ export async function registerInstance({
     await current.end().catch(() => {})
   }
 
-  const sweep = async () => {
+  /** `onLapsed` while it runs: not awaited by the sweeps (its turns may take a while to end; the heartbeat must go on). */
+  let endingLapsed: Promise<unknown> | undefined
+  const sweepOnce = async () => {
     await ensureLocked()
     await heartbeat()
     await ensureLocked()
-    if (lapsed && client !== undefined) {
+    if (lapsed && client !== undefined && endingLapsed === undefined) {
       lapsed = false
-      await onLapsed?.().catch((error: Error) => logger?.warn('could not end the turns closed while the lease had lapsed', { instanceId, error: error.message }))
+      endingLapsed = Promise.resolve()
+        .then(() => onLapsed?.())
+        .catch((error: Error) => logger?.warn('could not end the turns closed while the lease had lapsed', { instanceId, error: error.message }))
+        .finally(() => (endingLapsed = undefined))
     }
     const closed = await failTurnsOfDeadInstances(db, { self: instanceId, onClosed: onInterrupted })
     if (closed > 0) logger?.warn('closed turns left running by a stopped process', { turns: closed })
     return closed
   }
+  /**
+   * One sweep at a time: a sweep slower than the interval (PostgreSQL slow to answer) is joined, not
+   * run beside another — two at once could each find the lock connection gone and open one, and
+   * the second would wait for ever on the lock the first holds.
+   */
+  let sweeping: Promise<number> | undefined
+  const sweepOnly = () => (sweeping ??= sweepOnce().finally(() => (sweeping = undefined)))
+  /** A sweep asked for (by the process or a test): it resolves once the turns closed meanwhile have ended too. */
+  const sweep = async () => {
+    const closed = await sweepOnly()
+    await endingLapsed
+    return closed
+  }
 
   await connect()
   try {
-    await sweep()
+    await sweepOnly()
   } catch (error) {
     await client?.end().catch(() => {})
     throw error
@@ -151,7 +169,8 @@ export async function registerInstance({
 
   let ticking: Promise<unknown> = Promise.resolve()
   const timer = setInterval(() => {
-    ticking = sweep().catch((error: Error) => logger?.warn('instance sweep failed', { instanceId, error: error.message }))
+    if (sweeping !== undefined) return // the last one is still running: this tick is skipped
+    ticking = sweepOnly().catch((error: Error) => logger?.warn('instance sweep failed', { instanceId, error: error.message }))
   }, sweepIntervalMs)
   timer.unref()
 
@@ -161,6 +180,8 @@ export async function registerInstance({
       released = true
       clearInterval(timer)
       await ticking
+      await sweeping?.catch(() => undefined)
+      await endingLapsed
       const last = client
       client = undefined
       if (!last) return
