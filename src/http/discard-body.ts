@@ -1,7 +1,10 @@
 // A request refused before its body was read (auth, CSRF, a bad part, a file over the limit):
 // the answer goes out at once, and what the client is still sending is read and dropped for a
-// little while, so it sees the answer rather than a connection reset; past `maxBytes` or `ms`
-// the connection is closed. Memory stays flat either way: nothing is kept.
+// little while, so it sees the answer rather than a connection reset. Past `maxBytes` nothing more
+// is read: the sender is held by TCP, still able to read the answer, until `ms` have passed; then
+// the connection is closed. (Closing it at `maxBytes` reset a sender still writing, whose write
+// then failed before it had read the answer: it saw ECONNRESET instead of the 413.) Memory stays
+// flat either way: nothing is kept.
 import type { Request } from 'express'
 
 export interface DiscardLimits {
@@ -20,7 +23,9 @@ export function discardRestOfBody(req: Request, { maxBytes, ms }: DiscardLimits 
   }
   const onData = (chunk: Buffer): void => {
     dropped += chunk.length
-    if (dropped > maxBytes) close()
+    if (dropped <= maxBytes) return
+    req.off('data', onData)
+    req.pause() // read no more: the sender waits until the timer closes the connection
   }
   const timer = setTimeout(close, ms)
   const cleanup = (): void => {
