@@ -4,6 +4,7 @@
 // (ECONNRESET in place of the 413, seen in CI).
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { Writable } from 'node:stream'
 import type { Request } from 'express'
 import { afterEach, describe, expect, it } from 'vitest'
 import { postNeverEnding } from '../../tests/support/raw-http.ts'
@@ -53,5 +54,24 @@ describe('discardRestOfBody', () => {
     const sending = expect(postNeverEnding(`http://127.0.0.1:${port}/`, { headers: { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' }, head: Buffer.alloc(64 * 1024, 0x61) })).rejects.toThrow(/ECONNRESET|EPIPE/)
     await closed
     await sending // its connection was closed under it
+  })
+
+  it('reads no more past its byte limit even while a parser is still piped from the request (a pipe resumes it on every drain)', async () => {
+    const received = new Promise<number>((resolve) => {
+      server = createServer((req: IncomingMessage) => {
+        // a parser that takes every chunk a moment later, as an inflater does: it pauses the request, and resumes it on drain
+        req.pipe(new Writable({ highWaterMark: 1, write: (_chunk, _encoding, done) => void setImmediate(done) }))
+        discardRestOfBody(req as Request, { maxBytes: MAX_BYTES, ms: 300 })
+        let bytes = 0
+        req.on('data', (chunk: Buffer) => (bytes += chunk.length))
+        req.socket.once('close', () => resolve(bytes))
+      })
+    })
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))
+    const { port } = server!.address() as AddressInfo
+    const sending = expect(postNeverEnding(`http://127.0.0.1:${port}/`, { headers: { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' }, head: Buffer.alloc(64 * 1024, 0x61) })).rejects.toThrow(/ECONNRESET|EPIPE/)
+    // a sender on loopback writes hundreds of MB in the 300 ms: what was read is the limit and what was in flight
+    expect(await received).toBeLessThan(1024 * 1024)
+    await sending
   })
 })

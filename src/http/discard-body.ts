@@ -24,8 +24,11 @@ export function discardRestOfBody(req: Request, { maxBytes, ms }: DiscardLimits 
   const onData = (chunk: Buffer): void => {
     dropped += chunk.length
     if (dropped <= maxBytes) return
-    req.off('data', onData)
-    req.pause() // read no more: the sender waits until the timer closes the connection
+    // read no more: the sender waits until the timer closes the connection. A parser still piped
+    // from the request (body-parser's inflater of a compressed body) would resume it on its next
+    // drain: it is cut off, and every chunk that still comes pauses the request again.
+    req.unpipe()
+    req.pause()
   }
   const timer = setTimeout(close, ms)
   const cleanup = (): void => {

@@ -4,6 +4,7 @@
 // connection PostgreSQL still believes in) counts as dead, and registers again when it wakes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
+import pg from 'pg'
 import { sql } from 'kysely'
 import { createUser, type User } from '../../src/effects/auth/users.ts'
 import { registerInstance } from '../../src/effects/turn/instance-registry.ts'
@@ -231,12 +232,36 @@ describe('instance registry', () => {
     const heartbeatAt = async () => (await database.db.selectFrom('instances').select('heartbeat_at').where('id', '=', b.instanceId).executeTakeFirstOrThrow()).heartbeat_at.getTime()
     const before = await heartbeatAt()
     await waitUntil(async () => (await heartbeatAt()) > before, 'a heartbeat while the closed turns are still ending')
-    let released = false
-    const releasing = b.release().then(() => (released = true))
-    await new Promise((resolve) => setImmediate(resolve))
-    expect(released).toBe(false) // it waits for them
+    const releasing = b.release().then(() => 'released')
+    // Release alone is two statements and a disconnect: twenty round trips later it would be done.
+    const roundTrips = (async () => {
+      for (let i = 0; i < 20; i++) await sql`select 1`.execute(database.db)
+      return 'twenty round trips'
+    })()
+    expect(await Promise.race([releasing, roundTrips])).toBe('twenty round trips') // it waits for the closed turns to end
+    expect(await lockConnections()).toBe(1)
     openGate()
-    await releasing
+    expect(await releasing).toBe('released')
+    expect(await lockConnections()).toBe(0)
     expect(lapses).toBe(1)
+  })
+
+  it('fails a sweep whose lock is still held by a backend PostgreSQL has not let go (the next one takes it), where the sweep waited for hours', async () => {
+    const b = await registerInstance({ db: database.db, connection: { connectionString: database.url! }, sweepIntervalMs: 3_600_000, lockWaitMs: 200 })
+    const { lock_key: lockKey } = await database.db.selectFrom('instances').select('lock_key').where('id', '=', b.instanceId).executeTakeFirstOrThrow()
+    await killLockConnection(b.instanceId)
+    await waitUntil(async () => (await lockConnections()) === 0, 'the lock connection gone')
+    const stale = new pg.Client({ connectionString: database.url! }) // the old backend, still holding the lock
+    await stale.connect()
+    try {
+      await stale.query('select pg_advisory_lock($1::int, $2::int)', [INSTANCE_LOCK_CLASS, lockKey])
+      await expect(b.sweep()).rejects.toThrow(/lock timeout/)
+      await stale.query('select pg_advisory_unlock($1::int, $2::int)', [INSTANCE_LOCK_CLASS, lockKey])
+      await b.sweep()
+      expect(await lockConnections()).toBe(1)
+    } finally {
+      await stale.end()
+    }
+    await b.release()
   })
 })

@@ -24,10 +24,11 @@ export interface InstanceRegistration {
   readonly release: () => Promise<void>
 }
 
+
 /** Inserts (or finds again) the instance row and takes its lock, in one transaction on `client`. */
 async function lockInstance(
   client: pg.Client,
-  { instanceId, host, pid, leaseSeconds }: { instanceId: string; host: string; pid: number; leaseSeconds: number },
+  { instanceId, host, pid, leaseSeconds, lockWaitMs }: { instanceId: string; host: string; pid: number; leaseSeconds: number; lockWaitMs: number },
 ): Promise<void> {
   // The row becomes visible together with a held lock: no other process can see it unlocked.
   await client.query('begin')
@@ -37,6 +38,10 @@ async function lockInstance(
        on conflict (id) do update set host = excluded.host, lease_seconds = excluded.lease_seconds, heartbeat_at = now() returning lock_key`,
       [instanceId, host.slice(0, 255), pid, leaseSeconds],
     )
+    // Bounded: a lock still held (by this instance's own old backend, which PostgreSQL has not yet
+    // noticed is gone) fails this sweep, and the next one tries again, instead of waiting for hours
+    // with every later sweep and the release queued behind it.
+    await client.query(`set local lock_timeout = '${Math.max(1, Math.floor(lockWaitMs))}ms'`)
     await client.query('select pg_advisory_lock($1::int, $2::int)', [INSTANCE_LOCK_CLASS, rows[0]!.lock_key])
     await client.query('commit')
   } catch (error) {
@@ -53,6 +58,7 @@ export async function registerInstance({
   onLapsed,
   leaseSeconds = 15,
   sweepIntervalMs = Math.floor((leaseSeconds * 1000) / 3),
+  lockWaitMs = 5_000,
   instanceId = randomUUID(),
   host = hostname(),
   pid = process.pid,
@@ -69,6 +75,8 @@ export async function registerInstance({
   leaseSeconds?: number
   /** The heartbeat and the sweep of dead instances' turns (default: a third of the lease). */
   sweepIntervalMs?: number
+  /** How long taking this instance's lock may wait before the sweep fails (the next one tries again). */
+  lockWaitMs?: number
   instanceId?: string
   host?: string
   pid?: number
@@ -79,7 +87,8 @@ export async function registerInstance({
   let lapsed = false
 
   const connect = async () => {
-    const next = new pg.Client({ ...connection, application_name: `knowagent instance ${instanceId}` })
+    // keep-alive: a connection whose peer vanished (a network cut) is found dead, not waited on for ever
+    const next = new pg.Client({ ...connection, application_name: `knowagent instance ${instanceId}`, keepAlive: true, keepAliveInitialDelayMillis: 10_000 })
     const lost = (reason: string) => {
       if (client !== next) return
       client = undefined // locked no longer: take it again on the next sweep
@@ -89,7 +98,7 @@ export async function registerInstance({
     next.on('end', () => lost('connection ended'))
     await next.connect()
     try {
-      await lockInstance(next, { instanceId, host, pid, leaseSeconds })
+      await lockInstance(next, { instanceId, host, pid, leaseSeconds, lockWaitMs })
     } catch (error) {
       await next.end().catch(() => {})
       throw error
@@ -134,11 +143,12 @@ export async function registerInstance({
     await ensureLocked()
     await heartbeat()
     await ensureLocked()
-    if (lapsed && client !== undefined && endingLapsed === undefined) {
+    if (lapsed && client !== undefined && endingLapsed === undefined && !released) {
       lapsed = false
       endingLapsed = Promise.resolve()
         .then(() => onLapsed?.())
-        .catch((error: Error) => logger?.warn('could not end the turns closed while the lease had lapsed', { instanceId, error: error.message }))
+        .catch((error: unknown) => logger?.warn('could not end the turns closed while the lease had lapsed', { instanceId, error: error instanceof Error ? error.message : String(error) }))
+        .catch(() => undefined)
         .finally(() => (endingLapsed = undefined))
     }
     const closed = await failTurnsOfDeadInstances(db, { self: instanceId, onClosed: onInterrupted })
