@@ -14,7 +14,8 @@ import { sql } from 'kysely'
 import { createUser } from '../src/effects/auth/users.ts'
 import { migrateOnOwnConnection, openDatabase } from '../src/effects/db/database.ts'
 import { listChildren, listingAtPath } from '../src/effects/workspace/folder-listing.ts'
-import { findNode, putFile } from '../src/effects/workspace/store.ts'
+import { findNode } from '../src/effects/workspace/store.ts'
+import { fillFolder, putText } from '../tests/support/text-file.ts'
 
 const { values } = parseArgs({
   options: {
@@ -35,18 +36,9 @@ try {
   await migrateOnOwnConnection(database)
   const { db } = database
   const owner = await createUser(db, { login: 'bench', password: 'a-long-password', hashCost: { N: 1 << 10, r: 8, p: 1 } })
-  const put = (segments: string[]) =>
-    putFile(db, { owner, segments, bytes: new TextEncoder().encode(segments.join('/')), parsed: { ok: true, mime: 'text/markdown', text: segments.join('/') } })
-  // one real file per folder, then copies of its row (the listing reads rows, not bodies)
-  const copies = async (folder: string, count: number) => {
-    const seed = await put([...folder.split('/'), 'seed.md'])
-    await sql`insert into nodes (id, owner_id, parent_id, name, path, kind, current_version_id)
-      select gen_random_uuid(), ${owner.id}::uuid, ${seed.node.parentId}::uuid, name, ${folder + '/'} || name, 'file', ${seed.node.currentVersionId}::uuid
-      from (select 'g' || lpad(i::text, 6, '0') || '.md' as name from generate_series(1, ${count - 1}::int) i) names`.execute(db)
-  }
-  for (let f = 0; f < FOLDERS; f++) await copies(`teams/t${String(f).padStart(4, '0')}`, PER_FOLDER)
-  await copies('archive', BIG)
-  for (const name of ['a.md', 'b.md', 'c.md', 'd.md', 'e.md']) await put(['notes', name])
+  for (let f = 0; f < FOLDERS; f++) await fillFolder(db, { owner, folder: ['teams', `t${String(f).padStart(4, '0')}`], count: PER_FOLDER })
+  await fillFolder(db, { owner, folder: ['archive'], count: BIG })
+  for (const name of ['a.md', 'b.md', 'c.md', 'd.md', 'e.md']) await putText(db, { owner, segments: ['notes', name], text: name })
   await sql`analyze`.execute(db)
   const total = Number((await sql<{ n: string }>`select count(*) as n from nodes`.execute(db)).rows[0]!.n)
 

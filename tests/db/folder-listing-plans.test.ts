@@ -11,7 +11,7 @@ import type { Owner } from '../../src/effects/db/schema.ts'
 import { childPosition, childrenPageQuery, listChildren, listingAtPath, listingAtPathQuery } from '../../src/effects/workspace/folder-listing.ts'
 import { findNode, type WorkspaceNode } from '../../src/effects/workspace/store.ts'
 import { openTestDatabase, type TestDatabase, TEST_PASSWORD_COST } from '../support/test-database.ts'
-import { putText } from '../support/text-file.ts'
+import { fillFolder, putText } from '../support/text-file.ts'
 
 const BIG = 20_000
 
@@ -37,13 +37,10 @@ describe('folder listings', () => {
     owner = await createUser(database.db, { login: 'lena', password: 'a-long-password', hashCost: TEST_PASSWORD_COST })
     for (const name of ['b.md', 'a.md', 'B.md']) await putText(database.db, { owner, segments: ['small', name], text: name })
     await putText(database.db, { owner, segments: ['small', 'zdir', 'inner.md'], text: 'inner' })
-    const seed = await putText(database.db, { owner, segments: ['big', 'seed.md'], text: 'seed' })
+    // nodes under few folders: the table's statistics give a folder a third of it
+    await fillFolder(database.db, { owner, folder: ['big'], count: BIG })
     big = (await findNode(database.db, owner, ['big']))!
     small = (await findNode(database.db, owner, ['small']))!
-    // nodes under few folders: the table's statistics give a folder a third of it
-    await sql`insert into nodes (id, owner_id, parent_id, name, path, kind, current_version_id)
-      select gen_random_uuid(), ${owner.id}::uuid, ${big.id}::uuid, name, 'big/' || name, 'file', ${seed.node.currentVersionId}::uuid
-      from (select 'g' || lpad(i::text, 6, '0') || '.md' as name from generate_series(1, ${BIG - 1}::int) i) names`.execute(database.db)
     await sql`analyze`.execute(database.db)
   }, 60_000)
   afterAll(async () => {

@@ -145,9 +145,10 @@ export async function startFloorServer({ providerBaseUrl }: { providerBaseUrl: s
         messages.push({ role: 'assistant', content: null, tool_calls: calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })) })
         for (const call of calls) {
           event(res, 'tool', { phase: 'start', call_id: call.id, name: call.name })
-          const rows = await run<{ name: string; kind: string; path: string; total: string }>('floor_ls', childrenPageQuery.compile(db, { ownerId: caller.id, parentId: root.id, offset: 0, limit: 100 }))
-          const content = JSON.stringify({ entries: rows.map((row) => ({ name: row.name, kind: row.kind, uri: `kb://users/${LOGIN}/${row.path}${row.kind === 'directory' ? '/' : ''}` })), total: Number(rows[0]?.total ?? 0) })
-          event(res, 'tool', { phase: 'end', call_id: call.id, name: call.name, ok: true, summary: `${rows.length} entries` })
+          const rows = await run<{ name: string | null; kind: string; path: string; total: string }>('floor_ls', childrenPageQuery.compile(db, { ownerId: caller.id, parentId: root.id, offset: 0, limit: 100 }))
+          const entries = rows.filter((row) => row.name !== null).map((row) => ({ name: row.name, kind: row.kind, uri: `kb://users/${LOGIN}/${row.path}${row.kind === 'directory' ? '/' : ''}` }))
+          const content = JSON.stringify({ entries, total: Number(rows[0]?.total ?? 0) })
+          event(res, 'tool', { phase: 'end', call_id: call.id, name: call.name, ok: true, summary: `${entries.length} entries` })
           messages.push({ role: 'tool', tool_call_id: call.id, content })
         }
         await callModel(messages, controller.signal, onDelta)

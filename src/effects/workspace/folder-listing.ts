@@ -31,19 +31,24 @@ const pageOfChildren = ({ owner, parent, offset, limit }: { owner: RawBuilder<un
     order by ${childOrder('c')} offset ${offset}::bigint limit ${limit}::bigint
   ), page as (
     select page_rows.*, file_versions.size, file_versions.mime from page_rows left join file_versions on file_versions.id = page_rows.current_version_id
+  ), page_count as (
+    select count(*) as n from page_rows
   ), page_total as (
-    select case when (select count(*) from page_rows) < ${limit}::bigint and ((select count(*) from page_rows) > 0 or ${offset}::bigint = 0)
-      then ${offset}::bigint + (select count(*) from page_rows)
+    select case when n < ${limit}::bigint and (n > 0 or ${offset}::bigint = 0) then ${offset}::bigint + n
       else (select count(*) from nodes c where c.owner_id = ${owner} and c.parent_id = ${parent}) end as total
+    from page_count
   )`
 
-/** One page of a directory's children in the listing order (`childOrder`), each row with the number of all of them. */
+/**
+ * One page of a directory's children in the listing order (`childOrder`), each row with the number
+ * of all of them; an empty page is one row of nulls with that number.
+ */
 export const childrenPageQuery = preparedQuery(
   ['ownerId', 'parentId', 'offset', 'limit'],
   (db, { ownerId, parentId, offset, limit }: { ownerId: string; parentId: string; offset: number; limit: number }) =>
-    sql<NodeRow & { size: unknown; mime: string | null; total: unknown }>`
+    sql<(NodeRow & { size: unknown; mime: string | null; total: unknown }) | { id: null; total: unknown }>`
       with ${pageOfChildren({ owner: sql`${ownerId}::uuid`, parent: sql`${parentId}::uuid`, offset, limit })}
-      select page.*, page_total.total from page, page_total order by ${childOrder('page')}`.compile(db),
+      select page.*, page_total.total from page_total left join page on true order by ${childOrder('page')}`.compile(db),
 )
 
 /**
@@ -98,21 +103,14 @@ export async function childPosition(db: Db, { owner, parent, child }: { owner: O
   return Number(row.n)
 }
 
-/** A page of the children and their total in one query (every `ls`, every turn on a directory); a page past the end counts apart. */
+/** A page of the children and their total in one query (every `ls`, every turn on a directory), a page past the end too. */
 export async function listChildren(
   db: Db,
   { owner, parent, offset, limit }: { owner: Owner; parent: WorkspaceNode; offset: number; limit: number },
 ): Promise<ListPage> {
   const { rows } = await childrenPageQuery.execute(db, { ownerId: owner.id, parentId: parent.id, offset, limit })
-  if (rows.length > 0) return { entries: rows.map((row) => toNode(owner, row)), total: Number(rows[0]!.total) }
-  if (offset === 0) return { entries: [], total: 0 }
-  const count = await db
-    .selectFrom('nodes')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('owner_id', '=', owner.id)
-    .where('parent_id', '=', parent.id)
-    .executeTakeFirstOrThrow()
-  return { entries: [], total: Number(count.n) }
+  const entries = rows.flatMap((row) => (row.id === null ? [] : [toNode(owner, row)]))
+  return { entries, total: Number(rows[0]?.total ?? 0) }
 }
 
 /** Which of these subfolders of `parent` hold no file at any depth (the chat's welcome asks only about folders with files). */
