@@ -15,6 +15,11 @@
 // and, for comparison, what a delta costs through a minimal XState machine (emit only; assign +
 // emit) and through a plain callback. CPU: µs per delta, median of 5 rounds of STREAMS × DELTAS.
 // Allocation: bytes per delta over one stream of DELTAS deltas.
+//
+// Then what the turn machine costs per turn, whatever its deltas: a one-delta turn through the
+// real machine (text: one model step; tools: an `ls` call, then the answer) with actors that do
+// no work, against the same sequence of calls and events as plain async functions. The
+// difference is what running a turn as an XState machine costs in itself (docs/performance.md).
 import * as Effect from 'effect/Effect'
 import { fork } from 'node:child_process'
 import { PerformanceObserver } from 'node:perf_hooks'
@@ -73,8 +78,8 @@ type Scenario = (streams: number) => Promise<void> | void
 let gcCount = 0
 new PerformanceObserver((list) => void (gcCount += list.getEntries().length)).observe({ entryTypes: ['gc'] })
 
-/** CPU µs per delta of `run` over STREAMS × DELTAS deltas, median over rounds. */
-async function measureCpu(run: Scenario): Promise<number> {
+/** CPU µs per unit (a delta unless `per` says otherwise) of `run` over STREAMS streams, median over rounds. */
+async function measureCpu(run: Scenario, per = DELTAS): Promise<number> {
   await run(STREAMS) // warm-up
   const samples: number[] = []
   for (let round = 0; round < ROUNDS; round += 1) {
@@ -82,13 +87,13 @@ async function measureCpu(run: Scenario): Promise<number> {
     const before = process.cpuUsage()
     await run(STREAMS)
     const used = process.cpuUsage(before)
-    samples.push((used.user + used.system) / (STREAMS * DELTAS))
+    samples.push((used.user + used.system) / (STREAMS * per))
   }
   return percentileSorted(sortedCopy(samples), 50)
 }
 
-/** Bytes allocated per delta over one stream (NaN if a GC ran during it). */
-async function measureAllocation(run: Scenario): Promise<number> {
+/** Bytes allocated per unit over one stream (NaN if a GC ran during it). */
+async function measureAllocation(run: Scenario, per = DELTAS): Promise<number> {
   await run(1)
   globalThis.gc?.()
   await new Promise((resolve) => setTimeout(resolve, 20)) // let the gc observer entries land
@@ -97,11 +102,11 @@ async function measureAllocation(run: Scenario): Promise<number> {
   await run(1)
   const after = process.memoryUsage().heapUsed
   await new Promise((resolve) => setTimeout(resolve, 20))
-  return gcCount === 0 ? (after - before) / DELTAS : Number.NaN
+  return gcCount === 0 ? (after - before) / per : Number.NaN
 }
 
-async function measure(run: Scenario): Promise<[number, number]> {
-  return [await measureCpu(run), await measureAllocation(run)]
+async function measure(run: Scenario, per = DELTAS): Promise<[number, number]> {
+  return [await measureCpu(run, per), await measureAllocation(run, per)]
 }
 
 // 1. the provider-side parser
@@ -261,6 +266,92 @@ const plainCallback = (streams: number) => {
   }
 }
 
+// 4. per turn: a one-delta turn through the real machine, and the same calls as plain code
+const TURNS = 20
+const lsCall = { index: 0, id: 'call_ls', name: 'ls', rawArguments: '{"uri":"kb://me/"}', argumentsJson: '{"uri":"kb://me/"}', argumentsError: undefined }
+const oneDeltaModel: ChatModel = {
+  info: fakeModel.info,
+  stream: (request: ModelRequest) =>
+    Effect.sync((): ModelResult => {
+      // the tools turn: the first step asks for `ls`, the step after its result answers
+      if (request.tools !== undefined && request.tools.length > 0 && !request.messages.some((message) => message.role === 'tool')) {
+        return { text: '', thinking: '', toolCalls: [lsCall], finishReason: 'tool_calls', rawFinishReason: 'tool_calls', usage: undefined }
+      }
+      request.onEvent?.({ type: 'delta', text: texts[0]! })
+      return { text: texts[0]!, thinking: '', toolCalls: [], finishReason: 'stop', rawFinishReason: 'stop', usage: undefined }
+    }),
+}
+const toolSchemas = makeToolRegistry(WORKSPACE_TOOLS).schemas
+const prepared = (question: string, withTools: boolean): PrepareOutput => ({
+  ok: true,
+  scopeUri: 'kb://users/bench/',
+  scopeKind: 'directory',
+  messages: [
+    { role: 'system', content: 'You are KnowAgent.' },
+    { role: 'user', content: question },
+  ],
+  tools: withTools ? toolSchemas : [],
+})
+const LS_RESULT: RunToolOutput = { ok: true, content: '{"entries":[{"name":"notes","kind":"directory"}],"total":1}', summary: '1 entry' }
+const turnMachineFor = (withTools: boolean) =>
+  turnMachine.provide({
+    actors: {
+      prepare: fromEffect<PrepareOutput, PrepareInput>(({ input }) => Effect.succeed(prepared(input.question, withTools))),
+      preStep: fromEffect<PreStepOutput, PreStepInput>(() => Effect.succeed({})),
+      runTool: fromEffect<RunToolOutput, RunToolInput>(() => Effect.succeed(LS_RESULT)),
+      ...chatModelTurnActors(oneDeltaModel),
+    },
+  })
+const machineTurns = (withTools: boolean) => {
+  const logic = turnMachineFor(withTools)
+  return async (streams: number) => {
+    await Promise.all(
+      Array.from({ length: streams }, async () => {
+        for (let turn = 0; turn < TURNS; turn += 1) {
+          let events = 0
+          const actor = createActor(logic, { input: { turnId: 't', uri: 'kb://me/', question: 'q', history: [], model: oneDeltaModel.info } })
+          actor.on('*', () => void (events += 1))
+          const done = new Promise<TurnOutput>((resolve, reject) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output as TurnOutput), error: reject }))
+          actor.start()
+          const output = await done
+          actor.stop()
+          // context, delta, done; the tools turn adds tool start, tool end and a second context
+          if (output.status !== 'done' || events !== (withTools ? 6 : 3)) throw new Error(`turn machine per turn: ${output.status}, ${events} events`)
+        }
+      }),
+    )
+  }
+}
+// The same steps without a machine: each actor's Effect run in turn, the same events emitted.
+const plainTurns = (withTools: boolean) => async (streams: number) => {
+  await Promise.all(
+    Array.from({ length: streams }, async () => {
+      for (let turn = 0; turn < TURNS; turn += 1) {
+        let events = 0
+        const emitted = (_event: TurnEmitted) => void (events += 1)
+        const start = await Effect.runPromise(Effect.succeed(prepared('q', withTools)))
+        if (!start.ok) throw new Error('prepare failed')
+        let messages = start.messages
+        for (let step = 1; step <= 2; step += 1) {
+          await Effect.runPromise(Effect.succeed({}))
+          emitted({ type: 'context', used: messages.length, limit: 0, window: 0, output_reserve: 0, protocol_reserve: 0, compactions: 0 })
+          const result = await Effect.runPromise(oneDeltaModel.stream({ messages, tools: start.tools, onEvent: (event) => event.type === 'delta' && emitted({ type: 'delta', text: event.text }) }))
+          if (result.toolCalls.length === 0) break
+          messages = [...messages, { role: 'assistant', content: null, tool_calls: result.toolCalls.map((call) => ({ id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.rawArguments } })) }]
+          for (const call of result.toolCalls) {
+            emitted({ type: 'tool', phase: 'start', call_id: call.id, name: call.name, arguments: {} })
+            const output = await Effect.runPromise(Effect.succeed(LS_RESULT))
+            emitted({ type: 'tool', phase: 'end', call_id: call.id, name: call.name, arguments: {}, ok: output.ok, summary: output.summary })
+            messages = [...messages, { role: 'tool', tool_call_id: call.id, content: output.content }]
+          }
+        }
+        emitted({ type: 'done', finish_reason: 'stop' })
+        if (events !== (withTools ? 6 : 3)) throw new Error(`plain turn: ${events} events`)
+      }
+    }),
+  )
+}
+
 const rows: Array<[string, [number, number]]> = [
   ['1. chat-completions SSE parser (bytes → delta event)', await measure(parser)],
   ['2. turn machine: model.delta → emitted delta (real machine, actor bridge)', await measure(turns)],
@@ -272,14 +363,22 @@ const rows: Array<[string, [number, number]]> = [
   ['   minimal XState machine, assign + emit', await measure(xstateMachine(tinyAssign))],
   ['   plain callback', await measure(plainCallback)],
 ]
+const turnRows: Array<[string, [number, number]]> = [
+  ['4a. turn machine, text turn (one step)', await measure(machineTurns(false), TURNS)],
+  ['4b. the same steps as plain code', await measure(plainTurns(false), TURNS)],
+  ['4c. turn machine, tools turn (ls, then the answer)', await measure(machineTurns(true), TURNS)],
+  ['4d. the same steps as plain code', await measure(plainTurns(true), TURNS)],
+]
+const table = (unit: string, entries: Array<[string, [number, number]]>) =>
+  markdownTable(
+    ['layer', `CPU µs/${unit}`, `allocated bytes/${unit}`],
+    entries.map(([name, [micros, bytes]]) => [name, formatNumber(micros, 2), Number.isNaN(bytes) ? '–' : Math.round(bytes).toLocaleString('en-US')]),
+    [false, true, true],
+  )
 console.log(
   `knowagent delta path, Node ${process.version}: CPU µs per delta (median of ${ROUNDS} rounds of ${STREAMS} streams × ${DELTAS} deltas); ` +
     `bytes allocated per delta (one stream of ${DELTAS})\n`,
 )
-console.log(
-  markdownTable(
-    ['layer', 'CPU µs/delta', 'allocated bytes/delta'],
-    rows.map(([name, [micros, bytes]]) => [name, formatNumber(micros, 2), Number.isNaN(bytes) ? '–' : Math.round(bytes).toLocaleString('en-US')]),
-    [false, true, true],
-  ),
-)
+console.log(table('delta', rows))
+console.log(`\nper one-delta turn, actors that do no work: CPU µs per turn (median of ${ROUNDS} rounds of ${STREAMS} streams × ${TURNS} turns); bytes allocated per turn (${TURNS} turns)\n`)
+console.log(table('turn', turnRows))

@@ -22,8 +22,9 @@
 // The pure reducers the transitions apply live in turn-context.ts.
 // - The pre-step hook returns source-tagged context blocks (context-blocks.ts) that are placed
 //   after the system prompt; it never fails the turn: a crash only warns.
-// - A model step's outcome is classified once (model-output.ts) and `routingModelOutput` takes
-//   one named guard per kind.
+// - A model step's outcome is classified (model-output.ts) and `callModel`'s done event goes
+//   straight to the state for its kind: a state the turn only passes through would cost XState
+//   a microstep per step (bench/delta-path.bench.ts measures the machine per turn).
 // - Crashes (an actor's `onError`) fail the turn with `internal_error`, except in the pre-step
 //   hook, which only warns.
 // - Time: `limit.turn_time` (sent by the host's clock) from any non-final state → `failed` with
@@ -37,7 +38,7 @@
 //   `{"error":"cancelled"}` (or "not run") result.
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate'
 import { COMPACTION_INSTRUCTION, pickMessages } from './compaction-plan.ts'
-import { classifyModelOutput } from './model-output.ts'
+import { classifyModelOutput, type ModelOutputKind } from './model-output.ts'
 import {
   type CallModelInput,
   type CallModelOutput,
@@ -89,6 +90,17 @@ function stoppedPartial(context: TurnContext, event: TurnEvent): string | undefi
   return partial === '' ? undefined : partial
 }
 
+/** Whether a model step's output is of `kind` (model-output.ts). */
+const outputIs = (output: CallModelOutput, kind: ModelOutputKind): boolean => classifyModelOutput(output).kind === kind
+
+/** What a model step's output changes: the output classified and kept, and its result accepted unless it failed. */
+function acceptModelOutput(context: TurnContext, output: CallModelOutput): Partial<TurnContext> {
+  const modelOutput = classifyModelOutput(output)
+  if (modelOutput.kind === 'incomplete') return { modelOutput, error: modelOutput.error }
+  if (modelOutput.kind === 'toolCallsMissing') return { modelOutput }
+  return { modelOutput, ...acceptModelResult(context, modelOutput.result, modelOutput.kind === 'tools') }
+}
+
 function missingActor<TOutput, TInput>(name: string) {
   return fromPromise<TOutput, TInput>(async () => {
     throw new Error(`turn actor "${name}" was not provided: use turnMachine.provide({ actors: { ${name} } })`)
@@ -127,10 +139,6 @@ export const turnMachine = setup({
     allCallsAnswered: ({ context }) => context.answeredCalls >= context.plannedCalls.length,
     nextCallRejected: ({ context }) => context.plannedCalls[context.answeredCalls]?.kind === 'reject',
     toolCallLimitReached: ({ context }) => context.counters.toolCalls >= context.input.limits.maxToolCalls,
-    modelOutputIncomplete: ({ context }) => context.modelOutput?.kind === 'incomplete',
-    modelOutputStopped: ({ context }) => context.modelOutput?.kind === 'stopped',
-    modelOutputTools: ({ context }) => context.modelOutput?.kind === 'tools',
-    modelOutputToolCallsMissing: ({ context }) => context.modelOutput?.kind === 'toolCallsMissing',
   },
   actions: {
     failWith: assign(({ context }, params: { code: MachineErrorCode }) => ({
@@ -351,7 +359,19 @@ export const turnMachine = setup({
         id: 'callModel',
         src: 'callModel',
         input: ({ context, self }) => ({ messages: context.messages, tools: context.tools, purpose: 'step' as const, parent: self }),
-        onDone: { target: 'routingModelOutput', actions: assign(({ event }) => ({ modelOutput: classifyModelOutput(event.output) })) },
+        // routed here, not through an eventless state in between: each state a turn passes through
+        // costs XState a microstep (a snapshot and its sets of state nodes, ~20 KB of garbage)
+        onDone: [
+          { guard: ({ event }) => outputIs(event.output, 'incomplete'), target: 'failed', actions: assign(({ context, event }) => acceptModelOutput(context, event.output)) },
+          { guard: ({ event }) => outputIs(event.output, 'stopped'), target: 'done', actions: assign(({ context, event }) => acceptModelOutput(context, event.output)) },
+          { guard: ({ event }) => outputIs(event.output, 'tools'), target: 'runningTools', actions: assign(({ context, event }) => acceptModelOutput(context, event.output)) },
+          {
+            guard: ({ event }) => outputIs(event.output, 'toolCallsMissing'),
+            target: 'failed',
+            actions: [assign(({ context, event }) => acceptModelOutput(context, event.output)), { type: 'failWith', params: { code: 'model.tool_calls_missing' } }],
+          },
+          { target: 'done', actions: assign(({ context, event }) => acceptModelOutput(context, event.output)) },
+        ],
         onError: { target: 'failed', actions: assign(({ event }) => ({ error: crashError('callModel', event.error) })) },
       },
       on: {
@@ -363,30 +383,6 @@ export const turnMachine = setup({
         },
         'model.thinking': { actions: emit(({ event }) => ({ type: 'thinking' as const, text: event.text })) },
       },
-    },
-    routingModelOutput: {
-      always: [
-        {
-          guard: 'modelOutputIncomplete',
-          target: 'failed',
-          actions: assign(({ context }) => (context.modelOutput?.kind === 'incomplete' ? { error: context.modelOutput.error } : {})),
-        },
-        {
-          guard: 'modelOutputStopped',
-          target: 'done',
-          actions: assign(({ context }) => (context.modelOutput?.kind === 'stopped' ? acceptModelResult(context, context.modelOutput.result, false) : {})),
-        },
-        {
-          guard: 'modelOutputTools',
-          target: 'runningTools',
-          actions: assign(({ context }) => (context.modelOutput?.kind === 'tools' ? acceptModelResult(context, context.modelOutput.result, true) : {})),
-        },
-        { guard: 'modelOutputToolCallsMissing', target: 'failed', actions: { type: 'failWith', params: { code: 'model.tool_calls_missing' } } },
-        {
-          target: 'done',
-          actions: assign(({ context }) => (context.modelOutput?.kind === 'answer' ? acceptModelResult(context, context.modelOutput.result, false) : {})),
-        },
-      ],
     },
     runningTools: {
       // the step's text is in the history now; only an in-flight step has partial text
