@@ -331,8 +331,18 @@ export async function serveMcpStream(ctx: AppContext, face: McpFace, { req, res,
   const set = face.streams.get(connection) ?? new Set()
   face.streams.set(connection, set.add(stream))
   face.open.add(server)
-  const watch = watchCredential(ctx, { userId: caller.user.id, stillLive: caller.stillLive, onEnded: () => void server.close() })
+  // why the stream ended, logged once: the credential it was opened with ended, the server shut down, or the client went
+  let endedBy: 'credential' | undefined
+  const watch = watchCredential(ctx, {
+    userId: caller.user.id,
+    stillLive: caller.stillLive,
+    onEnded: () => {
+      endedBy = 'credential'
+      void server.close()
+    },
+  })
   res.on('close', () => {
+    ctx.logger.info('MCP stream ended', { userId: caller.user.id, reason: endedBy ?? (ctx.shutdownSignal.aborted ? 'shutdown' : 'client_gone') })
     watch.release()
     set.delete(stream)
     if (set.size === 0 && face.streams.get(connection) === set) face.streams.delete(connection)

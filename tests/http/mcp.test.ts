@@ -32,6 +32,8 @@ let bob: Awaited<ReturnType<typeof addUserWithToken>>
 const configure = (config: AppConfig): AppConfig => ({ ...config, retrievalBailian: resolveBailianConfig({ endpointHost: fake.endpointHost }) })
 
 const connect = (token: string, url = server.url, sent?: Array<{ id?: unknown; method?: string }>) => connectMcp(url, token, { sent })
+/** The server's log lines of MCP streams that ended, and why. */
+const streamEnds = () => server.logLines.filter((line) => line.includes('"MCP stream ended"'))
 
 beforeAll(async () => {
   fake = await startMcpBailian()
@@ -220,7 +222,7 @@ describe('subscriptions', () => {
     await second.subscribeResource({ uri: 'kb://me/followed/b.md' })
 
     await putText(db, { owner: alice.user, segments: ['followed', 'a.md'], text: 'a2' })
-    expect(await firstStream.next()).toMatchObject(updated('kb://users/alice/followed/a.md'))
+    expect(await firstStream.next(), streamEnds().join('\n')).toMatchObject(updated('kb://users/alice/followed/a.md'))
     await first.unsubscribeResource({ uri: 'kb://me/followed/a.md' })
     await putText(db, { owner: alice.user, segments: ['followed', 'a.md'], text: 'a3' }) // followed by no one now
     await putText(db, { owner: alice.user, segments: ['followed', 'b.md'], text: 'b2' })
@@ -273,6 +275,7 @@ describe('auth and origin', () => {
     expect(await revokeApiTokens(server.database.db, { userId: alice.user.id, tokenId: id })).toBe(1)
     expect(await running).toMatchObject({ isError: true, structuredContent: { error: { code: 'unauthorized' } } })
     expect(await stream.next()).toBeUndefined() // the connection's stream ends too
+    expect(streamEnds().map((line) => JSON.parse(line) as Record<string, unknown>)).toContainEqual(expect.objectContaining({ msg: 'MCP stream ended', userId: alice.user.id, reason: 'credential' }))
     expect((await fake.waitForClientClose(chatIndex(index))).clientClosedAt).toBeDefined()
     await expect(client.listTools()).rejects.toMatchObject({ code: 401, message: expect.stringContaining('invalid or revoked API token') })
     await expect(call(client, 'ls', {})).rejects.toMatchObject({ code: 401 })
