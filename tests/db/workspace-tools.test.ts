@@ -137,6 +137,25 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
     expect((cjk.result as { hits: { uri: string; offset: number }[] }).hits[0]).toMatchObject({ uri: 'kb://users/tina/docs/cjk.md', offset: 4 })
   })
 
+  it('a scan that stops short lists the later files the index finds every word in, with the offset that scans each; never outside the scope', async () => {
+    const scope = scopeAt('kb://me/many/')
+    type Page = { hits: Array<{ uri: string }>; files_scanned: number; next_offset: number | null; matches_ahead?: Array<{ uri: string; offset: number }>; note?: string }
+    const search = async (query: string, offset?: number) => (await run(scope, 'search', offset === undefined ? { query } : { query, offset })).result as Page
+    const needle = await search('needle')
+    expect(needle.hits).toHaveLength(4) // f000–f030 on the first page
+    expect(needle.matches_ahead).toEqual([40, 50, 60, 70, 80].map((at) => ({ uri: `kb://users/tina/many/f${String(at).padStart(3, '0')}.txt`, offset: at })))
+    // a word only in file 90: the first page has no hit, and one call at the offset given finds it
+    const late = await search('90')
+    expect(late.hits).toEqual([])
+    expect(late.matches_ahead).toEqual([{ uri: 'kb://users/tina/many/f090.txt', offset: 90 }])
+    expect(late.note).toBe('scanned files 1–40 only; call search again with offset=40 to continue; the search index has every word in later files (matches_ahead), the first at offset=90: kb://users/tina/many/f090.txt')
+    const there = await search('90', 90)
+    expect(there.hits.map((hit) => hit.uri)).toEqual(['kb://users/tina/many/f090.txt'])
+    expect(there.matches_ahead).toBeUndefined() // the last page: nothing ahead
+    // "compaction" is in this user's docs/ and private/ and in another user's file: none is in many/
+    expect((await search('compaction')).matches_ahead).toBeUndefined()
+  })
+
   it('search reads large bodies a few at a time and ends a page early past its byte budget, saying where to go on', async () => {
     // Three ~6.3 MB bodies: two fit the 16 MiB a call scans, the third starts the next page.
     const big = (marker: string) => `${'lorem ipsum dolor sit amet '.repeat(240_000)}${marker} at the end`
@@ -144,7 +163,7 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
     const scope = scopeAt('kb://me/large/')
     const first = (await run(scope, 'search', { query: 'marker-c.txt' })).result as { hits: unknown[]; files_scanned: number; next_offset: number | null; complete: boolean; note?: string }
     expect(first).toMatchObject({ files_scanned: 2, next_offset: 2, complete: false, hits: [] })
-    expect(first.note).toBe('scanned files 1–2 only; call search again with offset=2 to continue')
+    expect(first.note).toBe('scanned files 1–2 only; call search again with offset=2 to continue; the search index has every word in later files (matches_ahead), the first at offset=2: kb://users/tina/large/c.txt')
     const second = (await run(scope, 'search', { query: 'marker-c.txt', offset: 2 })).result as { hits: Array<{ uri: string }>; files_scanned: number; next_offset: number | null }
     expect(second).toMatchObject({ files_scanned: 1, next_offset: null })
     expect(second.hits.map((hit) => hit.uri)).toEqual(['kb://users/tina/large/c.txt'])

@@ -14,10 +14,11 @@ describe('/workspace/chat', () => {
   let server: TestServer
   let close: (() => Promise<void>) | undefined
   let session: { cookie: string; csrf: string }
+  let alice: Awaited<ReturnType<typeof addUserWithToken>>
 
   beforeAll(async () => {
     ;({ server, provider, close } = await startScriptedServer())
-    const alice = await addUserWithToken(server, 'alice')
+    alice = await addUserWithToken(server, 'alice')
     await addUserWithToken(server, 'bob')
     await putText(server.database.db, { owner: alice.user, segments: ['docs', 'a.md'], text: 'alpha' })
     session = await signIn(server, 'alice', alice.password)
@@ -88,6 +89,14 @@ describe('/workspace/chat', () => {
     expect(html).toContain(reason)
     expect(html).not.toMatch(/<img/i)
     expect(provider.requests.length).toBe(before)
+  })
+
+  it('a search card that stopped short offers to search from the later file where the index finds every word', async () => {
+    for (let i = 0; i < 45; i++) await putText(server.database.db, { owner: alice.user, segments: ['pile', `f${String(i).padStart(3, '0')}.txt`], text: i === 43 ? 'the zebra note' : `plain ${i}` })
+    const html = await (await post('command', { command: 'search', uri: 'kb://users/alice/pile/', query: 'zebra', message_key: 'c-9' })).text()
+    expect(html).toContain('0 hits for “zebra” in 40 files · scan not complete')
+    expect(html).toMatch(/data-run-command="search"[^>]*data-offset="40"[^>]*>\s*Continue search/)
+    expect(html).toMatch(/data-run-command="search"[^>]*data-query="zebra"[^>]*data-offset="43"[^>]*aria-label="Search from kb:\/\/users\/alice\/pile\/f043.txt, where the index finds every word"[^>]*>\s*Search from f043.txt \(file 44\)/)
   })
 
   it('runs an explicit command into a card, relative to the current directory, without the model', async () => {

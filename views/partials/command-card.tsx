@@ -81,6 +81,8 @@ function ReadBody({ result }: { result: ReadResult }) {
 }
 
 function SearchBody({ result }: { result: SearchResult }) {
+  // the first later file the search index finds every word in, when the scan stopped short of it
+  const ahead = result.matches_ahead?.[0]
   return (
     <>
       <p class="card-meta">
@@ -108,6 +110,11 @@ function SearchBody({ result }: { result: SearchResult }) {
       {result.next_offset !== null ? (
         <RunButton command="search" arg={result.uri} query={result.query} offset={result.next_offset}>
           Continue search
+        </RunButton>
+      ) : null}
+      {ahead !== undefined && ahead.offset !== result.next_offset ? (
+        <RunButton command="search" arg={result.uri} query={result.query} offset={ahead.offset} label={`Search from ${ahead.uri}, where the index finds every word`}>
+          Search from {ahead.uri.slice(ahead.uri.lastIndexOf('/') + 1)} (file {ahead.offset + 1})
         </RunButton>
       ) : null}
     </>

@@ -6,6 +6,7 @@ import * as Schema from 'effect/Schema'
 import { listFilesUnder } from '../workspace/folder-listing.ts'
 import { layerPagesApart, summariesOf } from '../workspace/layer-pages.ts'
 import { currentBodySizes, readCurrentBodies } from '../workspace/file-contents.ts'
+import { indexedMatchesAhead } from '../workspace/search-index.ts'
 import { findAll, snippetAround } from '../workspace/text-paging.ts'
 import { tryWorkspace } from '../workspace/workspace-effect.ts'
 import { searchTerms } from './search-terms.ts'
@@ -49,6 +50,8 @@ const MAX_HITS = 30
 const HIT_SPACING = 120
 /** Overviews, abstracts and summaries apart from the sources scanned on a search's last page, at most. */
 export const SEARCH_LAYER_PAGES_APART = 80
+/** Later files the search index points to when a scan stops short of the scope, at most. */
+export const SEARCH_MATCHES_AHEAD = 5
 
 type SearchOutput = SearchResult & { readonly note?: string }
 type ScoredHit = SearchHit & { score: number; order: number }
@@ -98,16 +101,19 @@ export function rankWithLayers({ sourceHits, layerHits }: { sourceHits: Readonly
   return [...sources, ...layers].slice(0, MAX_HITS).map(({ uri, offset, snippet, layer }) => (layer === undefined ? { uri, offset, snippet } : { uri, offset, snippet, layer }))
 }
 
-function scanNote({ offset, scanned, nextOffset, layersLeft }: { offset: number; scanned: number; nextOffset: number | null; layersLeft: boolean }): { note?: string } {
+function scanNote({ offset, scanned, nextOffset, layersLeft, ahead }: { offset: number; scanned: number; nextOffset: number | null; layersLeft: boolean; ahead: ReadonlyArray<{ readonly uri: string; readonly offset: number }> }): { note?: string } {
   const left = layersLeft ? `; only the first ${SEARCH_LAYER_PAGES_APART} overviews and abstracts were scanned` : ''
-  if (nextOffset !== null) return { note: `scanned files ${offset + 1}–${offset + scanned} only; call search again with offset=${nextOffset} to continue` }
+  if (nextOffset !== null) {
+    const jump = ahead[0] === undefined ? '' : `; the search index has every word in later files (matches_ahead), the first at offset=${ahead[0].offset}: ${ahead[0].uri}`
+    return { note: `scanned files ${offset + 1}–${offset + scanned} only; call search again with offset=${nextOffset} to continue${jump}` }
+  }
   if (offset > 0) return { note: `scanned files ${offset + 1}–${offset + scanned}, the last page; earlier pages were scanned by earlier calls${left}` }
   return left === '' ? {} : { note: left.slice(2) }
 }
 
 export const searchTool = defineTool({
   name: 'search',
-  description: `Case-insensitive text search over files in scope. Scans at most ${SEARCH_FILES_PER_PAGE} files per call (fewer when they are large) in a stable order; "complete" says whether the whole scope was scanned. If not, call again with offset=next_offset. Hits in compiled pages (summaries, overviews, abstracts) come last, marked "layer" with the source or folder they summarise.`,
+  description: `Case-insensitive text search over files in scope. Scans at most ${SEARCH_FILES_PER_PAGE} files per call (fewer when they are large) in a stable order; "complete" says whether the whole scope was scanned. If not, call again with offset=next_offset; "matches_ahead" then lists later files whose indexed text has every word, each with the offset that scans it. Hits in compiled pages (summaries, overviews, abstracts) come last, marked "layer" with the source or folder they summarise.`,
   args: SearchArgs,
   command: true,
   run: (args, context) =>
@@ -135,6 +141,12 @@ export const searchTool = defineTool({
         scannedBytes += size
       }
       const nextOffset = files.length > page.length ? offset + page.length : null
+      // A scan that stops short says where the index finds the words further on, so a large scope
+      // is not read forty files at a time to find them (the scan of that offset confirms them).
+      const ahead =
+        nextOffset === null
+          ? []
+          : yield* tryWorkspace(() => indexedMatchesAhead(context.db, { owner: context.caller, scope: node, query: args.query, fromOffset: nextOffset, limit: SEARCH_MATCHES_AHEAD }))
       const sourceHits: ScoredHit[] = []
       let order = 0
       for (const batch of batchesOf(page, sizes)) {
@@ -171,7 +183,8 @@ export const searchTool = defineTool({
         offset,
         next_offset: nextOffset,
         complete: offset === 0 && nextOffset === null,
-        ...scanNote({ offset, scanned: page.length, nextOffset, layersLeft: apart.length > SEARCH_LAYER_PAGES_APART }),
+        ...(ahead.length > 0 ? { matches_ahead: ahead } : {}),
+        ...scanNote({ offset, scanned: page.length, nextOffset, layersLeft: apart.length > SEARCH_LAYER_PAGES_APART, ahead }),
       } satisfies SearchOutput
     }),
   summarise: (result: SearchOutput) =>

@@ -75,6 +75,12 @@ export interface SearchResult {
   readonly offset: number
   readonly next_offset: number | null
   readonly complete: boolean
+  /**
+   * When the scan stopped short: later files (at most 5, in the scan's order) whose indexed text
+   * holds every word of the query in one passage, each with the `offset` that scans it. A hint
+   * from the index, confirmed only by scanning.
+   */
+  readonly matches_ahead?: ReadonlyArray<{ readonly uri: string; readonly offset: number }>
 }
 
 export interface JobInfo {
