@@ -97,6 +97,8 @@ describe('/workspace/chat', () => {
     expect(html).toContain('0 hits for “zebra” in 40 files · scan not complete')
     expect(html).toMatch(/data-run-command="search"[^>]*data-offset="40"[^>]*>\s*Continue search/)
     expect(html).toMatch(/data-run-command="search"[^>]*data-query="zebra"[^>]*data-offset="43"[^>]*aria-label="Search from kb:\/\/users\/alice\/pile\/f043.txt, where the index finds every word"[^>]*>\s*Search from f043.txt \(file 44\)/)
+    const from = await (await post('command', { command: 'search', uri: 'kb://users/alice/pile/', query: 'zebra', offset: '43', message_key: 'c-10' })).text()
+    expect(from).toContain('1 hit for “zebra” in files 44–45 · scan not complete') // the files this call scanned
   })
 
   it('runs an explicit command into a card, relative to the current directory, without the model', async () => {

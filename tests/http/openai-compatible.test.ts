@@ -233,7 +233,7 @@ describe('the OpenAI-compatible face (/v1)', () => {
       })
       // Usage is the sum over the turn's model calls as the provider reported them (the first step reported none).
       expect(completion.usage).toEqual({ prompt_tokens: 30, completion_tokens: 8, total_tokens: 38 })
-      expect((completion.choices[0]!.message as Reasoning).reasoning_content).toBe('→ search "answer"\n  ✓ 1 hits in 2 files\n')
+      expect((completion.choices[0]!.message as Reasoning).reasoning_content).toBe('→ search "answer"\n  ✓ 1 hit in 2 files\n')
       expect(await turnStatus(turnId)).toBe('done')
     })
 

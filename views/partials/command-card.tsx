@@ -86,7 +86,8 @@ function SearchBody({ result }: { result: SearchResult }) {
   return (
     <>
       <p class="card-meta">
-        {result.hits.length} hit{result.hits.length === 1 ? '' : 's'} for “{result.query}” in {result.files_scanned} file{result.files_scanned === 1 ? '' : 's'}
+        {result.hits.length} hit{result.hits.length === 1 ? '' : 's'} for “{result.query}” in{' '}
+        {result.offset > 0 ? `files ${result.offset + 1}–${result.offset + result.files_scanned}` : `${result.files_scanned} file${result.files_scanned === 1 ? '' : 's'}`}
         {result.complete ? ' · whole scope scanned' : ' · scan not complete'}
       </p>
       {result.hits.length === 0 ? null : (

@@ -187,6 +187,9 @@ export const searchTool = defineTool({
         ...scanNote({ offset, scanned: page.length, nextOffset, layersLeft: apart.length > SEARCH_LAYER_PAGES_APART, ahead }),
       } satisfies SearchOutput
     }),
-  summarise: (result: SearchOutput) =>
-    `${result.hits.length} hits in ${result.files_scanned} files${result.layer_pages_scanned > 0 ? ` (and ${result.layer_pages_scanned} compiled pages)` : ''}${result.complete ? '' : ' (scan not complete)'}`,
+  summarise: (result: SearchOutput) => {
+    const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
+    const pages = result.layer_pages_scanned > 0 ? ` (and ${count(result.layer_pages_scanned, 'compiled page')})` : ''
+    return `${count(result.hits.length, 'hit')} in ${count(result.files_scanned, 'file')}${pages}${result.complete ? '' : ' (scan not complete)'}`
+  },
 })
