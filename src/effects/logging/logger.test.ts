@@ -24,6 +24,23 @@ describe('createLogger', () => {
     expect(text).toContain('[redacted]')
   })
 
+  it('redacts session ids, signatures and private keys by their field name, and keeps counts whose names only mention them', () => {
+    const lines: string[] = []
+    createLogger({ write: (l) => lines.push(l) }).info('checked', {
+      sessionId: 'sess-0001',
+      session_key: 'sess-0002',
+      signature: 'sig-0003',
+      passwd: 'pw-0004',
+      privateKey: 'pk-0005',
+      x_access_key: 'ak-0006',
+      sessionsEnded: 3,
+      messageKey: 'k-1',
+    })
+    const record = JSON.parse(lines[0]!) as Record<string, unknown>
+    for (const secret of ['sess-0001', 'sess-0002', 'sig-0003', 'pw-0004', 'pk-0005', 'ak-0006']) expect(lines[0]).not.toContain(secret)
+    expect(record).toMatchObject({ sessionId: '[redacted]', session_key: '[redacted]', signature: '[redacted]', sessionsEnded: 3, messageKey: 'k-1' })
+  })
+
   it('drops records below the level', () => {
     const lines: string[] = []
     createLogger({ level: 'warn', write: (l) => lines.push(l) }).info('quiet')

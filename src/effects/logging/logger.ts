@@ -5,7 +5,9 @@ import { logContext } from './log-context.ts'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }
-const SECRET_KEY = /pass(word)?|secret|token|api[-_]?key|authorization|cookie|credential|csrf/i
+// field names, not header names: a bare "key" or "session" is too common in fields that are not
+// secret (messageKey, sessionsEnded); the names that are (sessionId, session_key, privateKey) are here
+const SECRET_KEY = /pass(word|wd)?|secret|token|(api|private|access|subscription)[-_]?key|authorization|cookie|credential|csrf|signature|session[-_]?(id|key|token)/i
 const SECRET_VALUE = /\b(ka_[A-Za-z0-9_-]{16,}|sk-[A-Za-z0-9_-]{8,}|Bearer\s+\S+)/g
 
 export interface Logger {
