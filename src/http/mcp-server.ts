@@ -342,7 +342,9 @@ export async function serveMcpStream(ctx: AppContext, face: McpFace, { req, res,
     },
   })
   res.on('close', () => {
-    ctx.logger.info('MCP stream ended', { userId: caller.user.id, reason: endedBy ?? (ctx.shutdownSignal.aborted ? 'shutdown' : 'client_gone') })
+    // a stream the SDK refused (406, 400) never opened: its status says so
+    const reason = res.statusCode !== 200 ? 'refused' : (endedBy ?? (ctx.shutdownSignal.aborted ? 'shutdown' : 'client_gone'))
+    ctx.logger.info('MCP stream ended', { userId: caller.user.id, reason, ...(reason === 'refused' ? { status: res.statusCode } : {}) })
     watch.release()
     set.delete(stream)
     if (set.size === 0 && face.streams.get(connection) === set) face.streams.delete(connection)

@@ -1,6 +1,6 @@
-// One classification of a model step's outcome, on which the turn decides its next state (one
-// named guard per kind — openai-agents-js `NextStep`), instead of re-checking the output in every
-// branch.
+// One classification of a model step's outcome, on which the turn decides its next state (a guard
+// per kind on `callModel`'s done event — openai-agents-js `NextStep`), instead of re-checking the
+// output in every branch.
 import type { CallModelOutput, TurnError } from './turn-contract.ts'
 import type { ModelResult } from './turn-types.ts'
 

@@ -38,7 +38,7 @@
 //   `{"error":"cancelled"}` (or "not run") result.
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate'
 import { COMPACTION_INSTRUCTION, pickMessages } from './compaction-plan.ts'
-import { classifyModelOutput, type ModelOutputKind } from './model-output.ts'
+import { classifyModelOutput, type ModelOutputClass, type ModelOutputKind } from './model-output.ts'
 import {
   type CallModelInput,
   type CallModelOutput,
@@ -90,12 +90,20 @@ function stoppedPartial(context: TurnContext, event: TurnEvent): string | undefi
   return partial === '' ? undefined : partial
 }
 
+/** Each step's output classified once, for its guards and its action alike. */
+const classified = new WeakMap<CallModelOutput, ModelOutputClass>()
+function classifyOnce(output: CallModelOutput): ModelOutputClass {
+  let known = classified.get(output)
+  if (known === undefined) classified.set(output, (known = classifyModelOutput(output)))
+  return known
+}
+
 /** Whether a model step's output is of `kind` (model-output.ts). */
-const outputIs = (output: CallModelOutput, kind: ModelOutputKind): boolean => classifyModelOutput(output).kind === kind
+const outputIs = (output: CallModelOutput, kind: ModelOutputKind): boolean => classifyOnce(output).kind === kind
 
 /** What a model step's output changes: the output classified and kept, and its result accepted unless it failed. */
 function acceptModelOutput(context: TurnContext, output: CallModelOutput): Partial<TurnContext> {
-  const modelOutput = classifyModelOutput(output)
+  const modelOutput = classifyOnce(output)
   if (modelOutput.kind === 'incomplete') return { modelOutput, error: modelOutput.error }
   if (modelOutput.kind === 'toolCallsMissing') return { modelOutput }
   return { modelOutput, ...acceptModelResult(context, modelOutput.result, modelOutput.kind === 'tools') }

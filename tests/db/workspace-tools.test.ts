@@ -154,6 +154,10 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
     expect(there.matches_ahead).toBeUndefined() // the last page: nothing ahead
     // "compaction" is in this user's docs/ and private/ and in another user's file: none is in many/
     expect((await search('compaction')).matches_ahead).toBeUndefined()
+    // a one-character word would be a prefix of most of the index: no hint (the scan still pages)
+    const short = await search('9')
+    expect(short.next_offset).toBe(40)
+    expect(short.matches_ahead).toBeUndefined()
   })
 
   it('search reads large bodies a few at a time and ends a page early past its byte budget, saying where to go on', async () => {

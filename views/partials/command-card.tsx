@@ -81,13 +81,19 @@ function ReadBody({ result }: { result: ReadResult }) {
 }
 
 function SearchBody({ result }: { result: SearchResult }) {
-  // the first later file the search index finds every word in, when the scan stopped short of it
-  const ahead = result.matches_ahead?.[0]
+  // the first later file the search index finds every word in, past where Continue goes on
+  const ahead = result.matches_ahead?.find((match) => result.next_offset === null || match.offset > result.next_offset)
+  // the files this call scanned: a count from the first file, else their places
+  const scanned =
+    result.offset === 0 || result.files_scanned === 0
+      ? `${result.files_scanned} file${result.files_scanned === 1 ? '' : 's'}`
+      : result.files_scanned === 1
+        ? `file ${result.offset + 1}`
+        : `files ${result.offset + 1}–${result.offset + result.files_scanned}`
   return (
     <>
       <p class="card-meta">
-        {result.hits.length} hit{result.hits.length === 1 ? '' : 's'} for “{result.query}” in{' '}
-        {result.offset > 0 ? `files ${result.offset + 1}–${result.offset + result.files_scanned}` : `${result.files_scanned} file${result.files_scanned === 1 ? '' : 's'}`}
+        {result.hits.length} hit{result.hits.length === 1 ? '' : 's'} for “{result.query}” in {scanned}
         {result.complete ? ' · whole scope scanned' : ' · scan not complete'}
       </p>
       {result.hits.length === 0 ? null : (
@@ -113,7 +119,7 @@ function SearchBody({ result }: { result: SearchResult }) {
           Continue search
         </RunButton>
       ) : null}
-      {ahead !== undefined && ahead.offset !== result.next_offset ? (
+      {ahead !== undefined ? (
         <RunButton command="search" arg={result.uri} query={result.query} offset={ahead.offset} label={`Search from ${ahead.uri}, where the index finds every word`}>
           Search from {ahead.uri.slice(ahead.uri.lastIndexOf('/') + 1)} (file {ahead.offset + 1})
         </RunButton>

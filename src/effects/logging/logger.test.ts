@@ -24,7 +24,7 @@ describe('createLogger', () => {
     expect(text).toContain('[redacted]')
   })
 
-  it('redacts session ids, signatures and private keys by their field name, and keeps counts whose names only mention them', () => {
+  it('redacts session ids, signatures, keys and connection strings by their field name, and keeps the fields whose names only mention one', () => {
     const lines: string[] = []
     createLogger({ write: (l) => lines.push(l) }).info('checked', {
       sessionId: 'sess-0001',
@@ -33,12 +33,17 @@ describe('createLogger', () => {
       passwd: 'pw-0004',
       privateKey: 'pk-0005',
       x_access_key: 'ak-0006',
+      jwt: 'jwt-0007',
+      databaseUrl: 'postgres://u:pw-0008@db/kb',
       sessionsEnded: 3,
       messageKey: 'k-1',
+      tokenId: 'a4b1c2d3-0000-4000-8000-000000000001',
+      passages: 12,
     })
     const record = JSON.parse(lines[0]!) as Record<string, unknown>
-    for (const secret of ['sess-0001', 'sess-0002', 'sig-0003', 'pw-0004', 'pk-0005', 'ak-0006']) expect(lines[0]).not.toContain(secret)
-    expect(record).toMatchObject({ sessionId: '[redacted]', session_key: '[redacted]', signature: '[redacted]', sessionsEnded: 3, messageKey: 'k-1' })
+    for (const secret of ['sess-0001', 'sess-0002', 'sig-0003', 'pw-0004', 'pk-0005', 'ak-0006', 'jwt-0007', 'pw-0008']) expect(lines[0]).not.toContain(secret)
+    expect(record).toMatchObject({ sessionId: '[redacted]', session_key: '[redacted]', signature: '[redacted]', sessionsEnded: 3, messageKey: 'k-1', passages: 12 })
+    expect(record['tokenId']).toBe('a4b1c2d3-0000-4000-8000-000000000001') // which token an audit line is about
   })
 
   it('drops records below the level', () => {

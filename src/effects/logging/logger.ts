@@ -7,7 +7,10 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }
 // field names, not header names: a bare "key" or "session" is too common in fields that are not
 // secret (messageKey, sessionsEnded); the names that are (sessionId, session_key, privateKey) are here
-const SECRET_KEY = /pass(word|wd)?|secret|token|(api|private|access|subscription)[-_]?key|authorization|cookie|credential|csrf|signature|session[-_]?(id|key|token)/i
+const SECRET_KEY =
+  /^pass$|passw(or)?d|passphrase|secret|token|(api|private|access|subscription|encryption|signing|master)[-_]?key|authorization|bearer|jwt|hmac|cookie|credential|csrf|signature|session[-_]?(id|key|token)|connection[-_]?string|database[-_]?url|dsn$/i
+/** Names the list would take for secret that only name one: an API token's id is what an audit line must show. */
+const NOT_SECRET_KEY = new Set(['tokenId', 'token_id', 'tokenLabel', 'token_label'])
 const SECRET_VALUE = /\b(ka_[A-Za-z0-9_-]{16,}|sk-[A-Za-z0-9_-]{8,}|Bearer\s+\S+)/g
 
 export interface Logger {
@@ -25,7 +28,7 @@ export function redactValue(value: unknown, depth = 0): unknown {
   if (Array.isArray(value)) return value.map((item) => redactValue(item, depth + 1))
   const out: Record<string, unknown> = {}
   for (const [key, item] of Object.entries(value)) {
-    out[key] = SECRET_KEY.test(key) ? '[redacted]' : redactValue(item, depth + 1)
+    out[key] = SECRET_KEY.test(key) && !NOT_SECRET_KEY.has(key) ? '[redacted]' : redactValue(item, depth + 1)
   }
   return out
 }

@@ -3,7 +3,7 @@
 // GIN index, written with each version) and trigram matching of node names (pg_trgm), ranked
 // together. It answers from the index, never by reading files; the agent's `search` tool and the
 // `/search` command keep their scoped, paged scan. See search-text.ts for what a word is.
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import type { Db, GeneratedKind, Owner } from '../db/schema.ts'
 import { layerOfRow, type LayerOf } from './layer-pages.ts'
 import { formatKbUri, pathToSegments } from './uri.ts'
@@ -217,10 +217,29 @@ export async function indexedMatchesAhead(
   db: Db,
   { owner, scope, query, fromOffset, limit }: { owner: Owner; scope: { readonly path: string }; query: string; fromOffset: number; limit: number },
 ): Promise<Array<{ readonly uri: string; readonly offset: number }>> {
-  const tsQuery = tsQueryOf(query.trim().normalize('NFC'))
+  // a one-character word would be a prefix of most of the index: left to the scan
+  const tsQuery = tsQueryOf(query.trim().normalize('NFC'), { minChars: 2 })
   if (tsQuery === undefined) return []
   const under = scope.path === '' ? sql<boolean>`true` : sql<boolean>`n.path like ${escapeLike(scope.path) + '/%'}`
-  const { rows } = await sql<{ path: string; position: string }>`
+  const rows = await db
+    .transaction()
+    .execute(async (trx) => {
+      // a hint is worth little time: past it the search answers without one
+      await sql`set local statement_timeout = ${sql.lit(AHEAD_TIMEOUT_MS)}`.execute(trx)
+      return (await aheadQuery(trx, { owner, under, tsQuery, fromOffset, limit })).rows
+    })
+    .catch((error: unknown) => {
+      if ((error as { code?: unknown } | null)?.code === '57014') return [] // query_canceled: the timeout
+      throw error
+    })
+  return rows.map((row) => ({ uri: formatKbUri({ login: owner.login, segments: pathToSegments(row.path), directory: false }), offset: Number(row.position) }))
+}
+
+/** How long the hint's statement may run (ms). */
+const AHEAD_TIMEOUT_MS = 2000
+
+function aheadQuery(db: Db, { owner, under, tsQuery, fromOffset, limit }: { owner: Owner; under: RawBuilder<boolean>; tsQuery: string; fromOffset: number; limit: number }) {
+  return sql<{ path: string; position: string }>`
     with query as (select to_tsquery('simple', ${tsQuery}) as q),
     scoped as (
       select n.id, n.path, n.current_version_id, row_number() over (order by n.path collate "C") - 1 as position
@@ -236,5 +255,4 @@ export async function indexedMatchesAhead(
     order by s.position
     limit ${limit}
   `.execute(db)
-  return rows.map((row) => ({ uri: formatKbUri({ login: owner.login, segments: pathToSegments(row.path), directory: false }), offset: Number(row.position) }))
 }

@@ -102,11 +102,11 @@ export function queryWords(query: string): string[] {
 
 /**
  * The `to_tsquery('simple', …)` text of a query: every word required, Latin words (and a lone CJK
- * character) as prefixes, CJK bigrams exactly. Undefined when the query has no word. Words hold
- * only letters, digits and marks, so quoting them is enough.
+ * character) as prefixes, CJK bigrams exactly. Undefined when the query has no word (of at least
+ * `minChars` code points). Words hold only letters, digits and marks, so quoting them is enough.
  */
-export function tsQueryOf(query: string): string | undefined {
-  const words = queryWords(query)
+export function tsQueryOf(query: string, { minChars = 1 }: { readonly minChars?: number } = {}): string | undefined {
+  const words = queryWords(query).filter((word) => Array.from(word).length >= minChars)
   if (words.length === 0) return undefined
   return words
     .map((word) => {

@@ -241,7 +241,7 @@ class ReferenceCollector {
 
   addJson(value: unknown, { isSearch }: { readonly isSearch: boolean }): void {
     if (Array.isArray(value)) {
-      for (const item of value) this.addJson(item, { isSearch: false })
+      for (const item of value) this.addJson(item, { isSearch })
       return
     }
     if (!isRecord(value)) return
@@ -251,7 +251,8 @@ class ReferenceCollector {
       const [uri] = findKbUris(value['uri'])
       if (uri !== undefined) this.add(uri, offset)
     }
-    for (const [key, nested] of Object.entries(value)) if (typeof nested === 'object' && key !== 'error') this.addJson(nested, { isSearch: false })
+    // a search's `matches_ahead` are files it points to by their place in the scan, not characters
+    for (const [key, nested] of Object.entries(value)) if (typeof nested === 'object' && key !== 'error') this.addJson(nested, { isSearch: isSearch && key === 'matches_ahead' })
   }
 
   merge(references: ReadonlyMap<string, ReadonlySet<number>>): void {

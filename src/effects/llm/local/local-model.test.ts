@@ -427,6 +427,28 @@ describe('compaction', () => {
     expect(result.text).not.toContain('[user]')
   })
 
+  test("a search's matches_ahead are kept as references without offsets: theirs count files, not characters", async () => {
+    const call = { id: 'c1', type: 'function' as const, function: { name: 'search', arguments: '{"query":"zebra"}' } }
+    const result = {
+      query: 'zebra',
+      uri: 'kb://users/alice/pile/',
+      hits: [{ uri: 'kb://users/alice/pile/f002.txt', offset: 5, snippet: 'a zebra' }],
+      files_scanned: 40,
+      offset: 0,
+      next_offset: 40,
+      complete: false,
+      matches_ahead: [{ uri: 'kb://users/alice/pile/f043.txt', offset: 43 }],
+    }
+    const batch: ChatMessage[] = [
+      { role: 'user', content: 'Where is the zebra?' },
+      { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: 'c1', content: JSON.stringify(result) },
+    ]
+    const { result: summary } = await step(compactionRequest(batch), { tools: undefined })
+    expect(summary.text).toMatch(/^- kb:\/\/users\/alice\/pile\/f002\.txt — 5$/mu)
+    expect(summary.text).toMatch(/^- kb:\/\/users\/alice\/pile\/f043\.txt$/mu) // never "— 43": a read at character 43
+  })
+
   test('an earlier summary in the batch is carried forward line by line, not nested', async () => {
     const earlier = buildSummaryMessage(
       'Summary of the earlier conversation (local extractive summary; re-read sources with `read` for evidence):\n' +
