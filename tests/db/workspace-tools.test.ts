@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as Effect from 'effect/Effect'
+import { sql } from 'kysely'
 import { createUser } from '../../src/effects/auth/users.ts'
 import { getNode, putFile, deleteNode } from '../../src/effects/workspace/store.ts'
 import type { Owner } from '../../src/effects/db/schema.ts'
@@ -158,6 +159,25 @@ describe.each(DATABASE_KINDS)('workspace tools on %s', (kind) => {
     const short = await search('9')
     expect(short.next_offset).toBe(40)
     expect(short.matches_ahead).toBeUndefined()
+  })
+
+  it('a hint the index cannot give within its 2 s is left out: the search answers without it', async () => {
+    const scope = scopeAt('kb://me/many/')
+    // another session holds the index (as a REINDEX or a migration would): the hint's statement waits on its lock
+    await database.db.connection().execute(async (held) => {
+      await sql`begin`.execute(held)
+      try {
+        await sql`lock table search_passages in access exclusive mode`.execute(held)
+        const page = (await run(scope, 'search', { query: 'needle' })).result as { hits: unknown[]; next_offset: number | null; matches_ahead?: unknown; note?: string }
+        expect(page.hits).toHaveLength(4)
+        expect(page.next_offset).toBe(40)
+        expect(page.matches_ahead).toBeUndefined()
+        expect(page.note).toBe('scanned files 1–40 only; call search again with offset=40 to continue')
+      } finally {
+        await sql`rollback`.execute(held)
+      }
+    })
+    expect(((await run(scope, 'search', { query: 'needle' })).result as { matches_ahead?: unknown[] }).matches_ahead).toHaveLength(5) // the lock gone, the hint is back
   })
 
   it('search reads large bodies a few at a time and ends a page early past its byte budget, saying where to go on', async () => {
