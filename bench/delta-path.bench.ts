@@ -148,9 +148,9 @@ const machine = turnMachine.provide({
     ...chatModelTurnActors(fakeModel),
   },
 })
-const turnOnce = (onEvent: (event: TurnEmitted) => void) =>
+const turnOnce = (onEvent: (event: TurnEmitted) => void, logic: typeof machine = machine) =>
   new Promise<TurnOutput>((resolve, reject) => {
-    const actor = createActor(machine, {
+    const actor = createActor(logic, {
       input: { turnId: 't', uri: 'kb://me/', question: 'q', history: [], model: fakeModel.info },
     })
     const subscription = actor.on('*', (event) => onEvent(event as TurnEmitted))
@@ -309,12 +309,7 @@ const machineTurns = (withTools: boolean) => {
       Array.from({ length: streams }, async () => {
         for (let turn = 0; turn < TURNS; turn += 1) {
           let events = 0
-          const actor = createActor(logic, { input: { turnId: 't', uri: 'kb://me/', question: 'q', history: [], model: oneDeltaModel.info } })
-          actor.on('*', () => void (events += 1))
-          const done = new Promise<TurnOutput>((resolve, reject) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output as TurnOutput), error: reject }))
-          actor.start()
-          const output = await done
-          actor.stop()
+          const output = await turnOnce(() => void (events += 1), logic)
           // context, delta, done; the tools turn adds tool start, tool end and a second context
           if (output.status !== 'done' || events !== (withTools ? 6 : 3)) throw new Error(`turn machine per turn: ${output.status}, ${events} events`)
         }

@@ -39,6 +39,7 @@ import { adminGuard } from './admin-guard.ts'
 import type { AppContext } from './app-context.ts'
 import { requireAuth, requireCsrf, requireSession, SESSION_COOKIE } from './authenticate.ts'
 import { decodeBody } from './decode-request.ts'
+import { plural } from '../effects/plural.ts'
 
 const FormNonce = Schema.String.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: "expected the form's one-time value" }))
 const Role = Schema.Literals(['admin', 'member'])
@@ -55,7 +56,6 @@ function refusalStatus(error: UserError): number {
   return 400
 }
 
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`
 
 export function adminUsersRoutes(ctx: AppContext): Router {
   const router = Router()

@@ -31,3 +31,14 @@ export function classifyModelOutput(output: CallModelOutput): ModelOutputClass {
   if (result.finishReason === 'tool_calls') return { kind: 'toolCallsMissing', result }
   return { kind: 'answer', result }
 }
+
+/** Each step's output classified once, for the turn's guards and its action alike. */
+const classified = new WeakMap<CallModelOutput, ModelOutputClass>()
+export function classifyOnce(output: CallModelOutput): ModelOutputClass {
+  let known = classified.get(output)
+  if (known === undefined) classified.set(output, (known = classifyModelOutput(output)))
+  return known
+}
+
+/** Whether a model step's output is of `kind`. */
+export const outputIs = (output: CallModelOutput, kind: ModelOutputKind): boolean => classifyOnce(output).kind === kind

@@ -21,8 +21,9 @@ import {
   inputLimit,
 } from './context-accounting.ts'
 import { placeContextBlocks, visibleContextBlocks } from './context-blocks.ts'
-import type { ModelOutputClass } from './model-output.ts'
+import { classifyOnce, type ModelOutputClass } from './model-output.ts'
 import {
+  type CallModelOutput,
   type ContextReport,
   DEFAULT_MAX_TOOL_OUTPUT_CHARS,
   DEFAULT_TURN_LIMITS,
@@ -252,6 +253,14 @@ export function fitToolOutput(context: TurnContext, callId: string, output: RunT
     ),
     summary: `output too large for the context left (${size} bytes, room ${room})`,
   }
+}
+
+/** What a model step's output changes: the output classified and kept, and its result accepted unless it failed. */
+export function acceptModelOutput(context: TurnContext, output: CallModelOutput): Partial<TurnContext> {
+  const modelOutput = classifyOnce(output)
+  if (modelOutput.kind === 'incomplete') return { modelOutput, error: modelOutput.error }
+  if (modelOutput.kind === 'toolCallsMissing') return { modelOutput }
+  return { modelOutput, ...acceptModelResult(context, modelOutput.result, modelOutput.kind === 'tools') }
 }
 
 export function acceptModelResult(context: TurnContext, result: ModelResult, withToolCalls: boolean): Partial<TurnContext> {

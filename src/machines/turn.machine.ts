@@ -38,7 +38,7 @@
 //   `{"error":"cancelled"}` (or "not run") result.
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate'
 import { COMPACTION_INSTRUCTION, pickMessages } from './compaction-plan.ts'
-import { classifyModelOutput, type ModelOutputClass, type ModelOutputKind } from './model-output.ts'
+import { outputIs } from './model-output.ts'
 import {
   type CallModelInput,
   type CallModelOutput,
@@ -57,7 +57,7 @@ import {
   type TurnOutput,
 } from './turn-contract.ts'
 import {
-  acceptModelResult,
+  acceptModelOutput,
   acceptPreStep,
   addUsage,
   answerRejectedCall,
@@ -88,25 +88,6 @@ export { boundToolOutput, buildTurnOutput, contextReport, initialTurnContext, me
 function stoppedPartial(context: TurnContext, event: TurnEvent): string | undefined {
   const partial = (event.type === 'user.stop' || event.type === 'limit.turn_time') && event.partial !== undefined ? event.partial : context.streamedText
   return partial === '' ? undefined : partial
-}
-
-/** Each step's output classified once, for its guards and its action alike. */
-const classified = new WeakMap<CallModelOutput, ModelOutputClass>()
-function classifyOnce(output: CallModelOutput): ModelOutputClass {
-  let known = classified.get(output)
-  if (known === undefined) classified.set(output, (known = classifyModelOutput(output)))
-  return known
-}
-
-/** Whether a model step's output is of `kind` (model-output.ts). */
-const outputIs = (output: CallModelOutput, kind: ModelOutputKind): boolean => classifyOnce(output).kind === kind
-
-/** What a model step's output changes: the output classified and kept, and its result accepted unless it failed. */
-function acceptModelOutput(context: TurnContext, output: CallModelOutput): Partial<TurnContext> {
-  const modelOutput = classifyOnce(output)
-  if (modelOutput.kind === 'incomplete') return { modelOutput, error: modelOutput.error }
-  if (modelOutput.kind === 'toolCallsMissing') return { modelOutput }
-  return { modelOutput, ...acceptModelResult(context, modelOutput.result, modelOutput.kind === 'tools') }
 }
 
 function missingActor<TOutput, TInput>(name: string) {

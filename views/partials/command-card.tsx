@@ -4,6 +4,7 @@ import type { Child } from 'hono/jsx'
 import type { JobInfo, LsResult, ReadResult, SearchResult, StatusResult, WorkspaceToolName } from '../../src/effects/tools/tool-types.ts'
 import { formatSize } from './content-pane.tsx'
 import { describeLayer } from '../../src/effects/workspace/layer-pages.ts'
+import { plural } from '../../src/effects/plural.ts'
 
 export interface CommandOutcome {
   readonly command: string
@@ -86,7 +87,7 @@ function SearchBody({ result }: { result: SearchResult }) {
   // the files this call scanned: a count from the first file, else their places
   const scanned =
     result.offset === 0 || result.files_scanned === 0
-      ? `${result.files_scanned} file${result.files_scanned === 1 ? '' : 's'}`
+      ? plural(result.files_scanned, 'file')
       : result.files_scanned === 1
         ? `file ${result.offset + 1}`
         : `files ${result.offset + 1}–${result.offset + result.files_scanned}`

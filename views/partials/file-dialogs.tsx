@@ -5,6 +5,7 @@
 import type { Child } from 'hono/jsx'
 import type { DeleteConsequences } from '../../src/effects/compile/source-changes.ts'
 import type { MoveDestination, SubtreeCounts } from '../../src/effects/workspace/manage.ts'
+import { plural } from '../../src/effects/plural.ts'
 import { TRASH_PATH } from '../layout.tsx'
 
 export const FILES_DIALOG_BODY = 'files-dialog-body'
@@ -15,7 +16,6 @@ export interface NodeSummary {
   readonly kind: 'directory' | 'file'
 }
 
-const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
 
 /** "3 files in 2 folders", "1 file", "nothing". */
 export function describeCounts({ files, directories }: SubtreeCounts): string {

@@ -14,6 +14,7 @@ import { ToolOffset, ToolUri } from './tool-arguments.ts'
 import { defineTool, ToolError } from './tool-definition.ts'
 import { resolveToolTarget } from './tool-scope.ts'
 import { SEARCH_FILES_PER_PAGE, type SearchHit, type SearchResult } from './tool-types.ts'
+import { plural } from '../plural.ts'
 
 export const SearchArgs = Schema.Struct({
   query: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)).annotate({ description: 'words or a phrase' }),
@@ -188,8 +189,7 @@ export const searchTool = defineTool({
       } satisfies SearchOutput
     }),
   summarise: (result: SearchOutput) => {
-    const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
-    const pages = result.layer_pages_scanned > 0 ? ` (and ${count(result.layer_pages_scanned, 'compiled page')})` : ''
-    return `${count(result.hits.length, 'hit')} in ${count(result.files_scanned, 'file')}${pages}${result.complete ? '' : ' (scan not complete)'}`
+    const pages = result.layer_pages_scanned > 0 ? ` (and ${plural(result.layer_pages_scanned, 'compiled page')})` : ''
+    return `${plural(result.hits.length, 'hit')} in ${plural(result.files_scanned, 'file')}${pages}${result.complete ? '' : ' (scan not complete)'}`
   },
 })

@@ -24,7 +24,6 @@ export interface InstanceRegistration {
   readonly release: () => Promise<void>
 }
 
-
 /** Inserts (or finds again) the instance row and takes its lock, in one transaction on `client`. */
 async function lockInstance(
   client: pg.Client,
@@ -177,10 +176,9 @@ export async function registerInstance({
     throw error
   }
 
-  let ticking: Promise<unknown> = Promise.resolve()
   const timer = setInterval(() => {
     if (sweeping !== undefined) return // the last one is still running: this tick is skipped
-    ticking = sweepOnly().catch((error: Error) => logger?.warn('instance sweep failed', { instanceId, error: error.message }))
+    sweepOnly().catch((error: Error) => logger?.warn('instance sweep failed', { instanceId, error: error.message }))
   }, sweepIntervalMs)
   timer.unref()
 
@@ -189,8 +187,7 @@ export async function registerInstance({
     (releasing ??= (async () => {
       released = true
       clearInterval(timer)
-      await ticking
-      await sweeping?.catch(() => undefined)
+      await sweeping?.catch(() => undefined) // a tick's sweep is the one under way, if any
       await endingLapsed
       const last = client
       client = undefined

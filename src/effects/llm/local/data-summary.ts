@@ -3,6 +3,7 @@
 // are the file's own; only the framing words are ours. Deterministic.
 
 import { readDelimitedTable, separatorOf, type Separator } from '../../workspace/parse/csv.ts'
+import { plural } from '../../plural.ts'
 
 const MAX_LISTED = 6
 
@@ -12,7 +13,6 @@ function listed(values: ReadonlyArray<string>): string {
   return distinct.length > MAX_LISTED ? `${shown} and ${distinct.length - MAX_LISTED} more` : shown
 }
 
-const plural = (count: number, one: string, many = `${one}s`): string => `${count} ${count === 1 ? one : many}`
 
 /** The name-like field of an entry (id, name, title, key), if it has one. */
 function labelOf(entry: unknown): string | undefined {
